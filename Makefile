@@ -1,0 +1,39 @@
+# Two commands for a fresh machine: `make demo` and `make test`. Both build .venv from nothing.
+PYTHON ?= python3
+VENV   ?= .venv
+BIN     = $(VENV)/bin
+STAMP   = $(VENV)/.installed
+
+.PHONY: demo test lint typecheck cov bench gpu-check clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -e '.[test]'
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/gpuplace devices
+	$(BIN)/gpuplace --machine 4xK20m devices --check
+	CUDA_VISIBLE_DEVICES=2,0 $(BIN)/gpuplace --machine 4xK20m devices
+
+lint: $(STAMP)
+	$(BIN)/ruff check gpuplace tests bench
+	$(BIN)/ruff format --check gpuplace tests bench
+
+typecheck: $(STAMP)
+	$(BIN)/mypy
+
+test: lint typecheck
+	$(BIN)/python -m pytest --cov --cov-report=term:skip-covered --cov-report=html:htmlcov
+
+bench: $(STAMP)
+	$(BIN)/python bench/bench_devices.py
+
+# On a machine with an NVIDIA GPU and cupy, from the source tree (no virtualenv, no registry).
+gpu-check:
+	PYTHONPATH=$(CURDIR) $(PYTHON) -m pytest -m gpu -p no:cacheprovider -o addopts= -rs tests/gpu
+	PYTHONPATH=$(CURDIR) $(PYTHON) tests/gpu/summary.py
+
+clean:
+	rm -rf $(VENV) htmlcov .coverage .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,5 @@
+"""`python -m gpuplace`."""
+
+from .cli import entry
+
+entry()

@@ -1,0 +1,138 @@
+"""The machine as plain data: host CPU, physical GPUs in NVML order, and what a process sees.
+
+Two indices are named everywhere (nvitop's `CudaDevice` convention): `nvml_index` is what
+nvidia-smi prints; `cuda_index` is what CUDA, TensorFlow and cupy call GPU:i after
+`CUDA_VISIBLE_DEVICES` has been applied. Sizes are int bytes; `None` means the driver did not say.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+Source = Literal["nvml", "simulated"]
+
+
+@dataclass(frozen=True)
+class GpuProcess:
+    """A process holding memory on a GPU (nvidia-smi's Processes box)."""
+
+    pid: int
+    name: str
+    memory: int | None
+    type: str = "C"
+
+
+@dataclass(frozen=True)
+class MigInstance:
+    """One MIG device of a MIG-enabled GPU (`MIG-<uuid>`, GPU instance / compute instance)."""
+
+    index: int
+    uuid: str
+    product: str
+    gpu_instance_id: int
+    compute_instance_id: int
+    memory_total: int | None
+    memory_used: int | None
+
+
+@dataclass(frozen=True)
+class Gpu:
+    """One physical GPU as NVML (or a machine file) describes it."""
+
+    nvml_index: int
+    product: str
+    uuid: str
+    pci_bus_id: str
+    memory_total: int | None = None
+    memory_used: int | None = None
+    memory_free: int | None = None
+    compute_capability: str | None = None
+    utilization_percent: int | None = None
+    temperature_celsius: int | None = None
+    power_draw_watts: float | None = None
+    power_limit_watts: float | None = None
+    mig_enabled: bool = False
+    mig_instances: tuple[MigInstance, ...] = ()
+    processes: tuple[GpuProcess, ...] = ()
+    simulated: bool = False
+    error: str | None = None  # set when the GPU is lost or failed its query: the row is unavailable
+
+    @property
+    def available(self) -> bool:
+        return self.error is None
+
+
+@dataclass(frozen=True)
+class Host:
+    """The host CPU, TensorFlow's /device:CPU:0."""
+
+    cpu_model: str
+    cores: int
+    memory_total: int | None
+    simulated: bool = False
+
+
+@dataclass(frozen=True)
+class Machine:
+    """Everything a probe found: the host, the physical GPUs in NVML (PCI) order, and versions."""
+
+    source: Source
+    host: Host
+    gpus: tuple[Gpu, ...] = ()
+    description: str = ""  # the --machine spec, or "NVML" for a real probe
+    driver_version: str | None = None
+    cuda_version: str | None = None
+    no_gpu_reason: str | None = None  # why no GPU is listed (no driver, ...); None when GPUs exist
+    warnings: tuple[str, ...] = ()
+
+    @property
+    def simulated(self) -> bool:
+        return self.source == "simulated"
+
+
+@dataclass(frozen=True)
+class VisibleGpu:
+    """A GPU as a CUDA program sees it: position `cuda_index` after CUDA_VISIBLE_DEVICES."""
+
+    cuda_index: int
+    gpu: Gpu
+    mig: MigInstance | None = None
+
+    @property
+    def name(self) -> str:
+        return f"/device:GPU:{self.cuda_index}"
+
+    @property
+    def product(self) -> str:
+        return self.mig.product if self.mig else self.gpu.product
+
+    @property
+    def uuid(self) -> str:
+        return self.mig.uuid if self.mig else self.gpu.uuid
+
+    @property
+    def memory_total(self) -> int | None:
+        return self.mig.memory_total if self.mig else self.gpu.memory_total
+
+    @property
+    def memory_used(self) -> int | None:
+        return self.mig.memory_used if self.mig else self.gpu.memory_used
+
+    @property
+    def memory_free(self) -> int | None:
+        if self.mig is None:
+            return self.gpu.memory_free
+        if self.mig.memory_total is None or self.mig.memory_used is None:
+            return None
+        return self.mig.memory_total - self.mig.memory_used
+
+
+@dataclass(frozen=True)
+class View:
+    """What one process sees on a machine: the visible GPUs in CUDA order, plus warnings."""
+
+    machine: Machine
+    gpus: tuple[VisibleGpu, ...]
+    cuda_visible_devices: str | None
+    warnings: tuple[str, ...] = field(default=())

@@ -1,0 +1,70 @@
+"""Array backends behind one small protocol; chosen explicitly per device, never by fallback.
+
+numpy runs the CPU and simulated GPUs (so a simulated run computes real values); cupy runs real
+GPUs, each under its `cupy.cuda.Device`. Every backend says whether it is simulated.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
+from types import ModuleType
+from typing import Any, Protocol
+
+import numpy as np
+
+from ..devices.model import Machine, VisibleGpu
+
+CupyLoader = Callable[[], ModuleType]
+
+
+class Backend(Protocol):
+    """What the executor and the device check need from an array library on one device."""
+
+    label: str
+    simulated: bool
+
+    @property
+    def xp(self) -> ModuleType: ...
+
+    def device(self) -> AbstractContextManager[Any]: ...
+    def put(self, host: np.ndarray) -> Any: ...
+    def get(self, array: Any) -> np.ndarray: ...
+    def synchronize(self) -> None: ...
+
+
+class NumpyBackend:
+    """numpy on the host: the CPU device, and simulated GPUs (computed on the host, labelled)."""
+
+    def __init__(self, label: str, simulated: bool = False) -> None:
+        self.label = label
+        self.simulated = simulated
+
+    @property
+    def xp(self) -> ModuleType:
+        return np
+
+    def device(self) -> AbstractContextManager[Any]:
+        return nullcontext()
+
+    def put(self, host: np.ndarray) -> Any:
+        return np.array(host, copy=True)
+
+    def get(self, array: Any) -> np.ndarray:
+        return np.asarray(array)
+
+    def synchronize(self) -> None:
+        return None
+
+
+def backend_for(
+    machine: Machine, gpu: VisibleGpu | None, cupy_loader: CupyLoader | None = None
+) -> Backend:
+    """The backend for CPU:0 (gpu None) or a visible GPU of `machine`."""
+    if gpu is None:
+        return NumpyBackend("/device:CPU:0", simulated=machine.host.simulated)
+    if gpu.gpu.simulated:
+        return NumpyBackend(gpu.name, simulated=True)
+    from .cupy_backend import CupyBackend, load_cupy
+
+    return CupyBackend(gpu.name, gpu.cuda_index, (cupy_loader or load_cupy)())

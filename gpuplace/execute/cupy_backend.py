@@ -1,0 +1,56 @@
+"""The one module that uses cupy, imported lazily: real GPUs, each under its cupy.cuda.Device."""
+
+from __future__ import annotations
+
+from contextlib import AbstractContextManager
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+
+from ..errors import MissingDependency
+
+
+def load_cupy() -> ModuleType:
+    """Import cupy, turning its absence into an install hint naming the extras."""
+    try:
+        import cupy
+    except ImportError as exc:
+        raise MissingDependency(
+            "running on a real GPU needs cupy: pip install 'gpuplace[cuda12]' (CUDA 12) or "
+            "'gpuplace[cuda13]' (CUDA 13); or plan on a simulated machine with --machine"
+        ) from exc
+    module: ModuleType = cupy
+    return module
+
+
+class CupyBackend:
+    """cupy on one real GPU; `cuda_index` is the CUDA ordinal after CUDA_VISIBLE_DEVICES."""
+
+    simulated = False
+
+    def __init__(self, label: str, cuda_index: int, cupy: ModuleType) -> None:
+        self.label = label
+        self.cuda_index = cuda_index
+        self._cupy = cupy
+
+    @property
+    def xp(self) -> ModuleType:
+        return self._cupy
+
+    def device(self) -> AbstractContextManager[Any]:
+        ctx: AbstractContextManager[Any] = self.xp.cuda.Device(self.cuda_index)
+        return ctx
+
+    def put(self, host: np.ndarray) -> Any:
+        with self.device():
+            return self.xp.asarray(host)
+
+    def get(self, array: Any) -> np.ndarray:
+        with self.device():
+            out: np.ndarray = self.xp.asnumpy(array)
+            return out
+
+    def synchronize(self) -> None:
+        with self.device():
+            self.xp.cuda.Device(self.cuda_index).synchronize()

@@ -1,0 +1,95 @@
+"""A graph of ops as plain data: what `graph/loader.py` produces and everything else consumes.
+
+Contract shared by the loader, the placer and the executor:
+- `Graph.ops` is in a valid execution order (inputs before consumers); the loader rejects cycles.
+- `Op.type` is the registry name (`constant`, `matmul`, ...); `OpMeta.tf_type` is TensorFlow's
+  type (`Const`, `MatMul`), used for default names (`Const_1`) and logs.
+- `Op.device` is the requested device after merging nested scopes, in TensorFlow's canonical
+  form (`/job:localhost/device:GPU:1`, `/device:CPU:0`, `/device:GPU:*`), or "" when unconstrained.
+- `Op.outputs` are inferred at load time, so shape errors surface before anything runs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from math import prod
+from typing import Any, Protocol
+
+DTYPES: dict[str, int] = {
+    "float16": 2,
+    "float32": 4,
+    "float64": 8,
+    "int32": 4,
+    "int64": 8,
+    "bool": 1,
+}
+
+
+@dataclass(frozen=True)
+class TensorSpec:
+    """Shape and dtype of one op output; `nbytes` is what it occupies on a device."""
+
+    shape: tuple[int, ...]
+    dtype: str = "float32"
+
+    @property
+    def nbytes(self) -> int:
+        return prod(self.shape) * DTYPES[self.dtype]
+
+
+@dataclass(frozen=True)
+class TensorRef:
+    """Output `index` of op `op`; written `op` or `op:1` as in TensorFlow."""
+
+    op: str
+    index: int = 0
+
+    def __str__(self) -> str:
+        return self.op if self.index == 0 else f"{self.op}:{self.index}"
+
+
+@dataclass(frozen=True)
+class Op:
+    name: str
+    type: str
+    inputs: tuple[TensorRef, ...] = ()
+    device: str = ""
+    attrs: Mapping[str, Any] = field(default_factory=dict)
+    outputs: tuple[TensorSpec, ...] = ()
+    colocate_with: str | None = None
+    line: int | None = None  # line in the spec file, for messages
+
+
+@dataclass(frozen=True)
+class Config:
+    """The spec's `config:` block (mirrors tf.ConfigProto); command-line flags override it."""
+
+    log_device_placement: bool = False
+    allow_soft_placement: bool = False
+    gpu_options: Mapping[str, Any] = field(default_factory=dict)
+    placement: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Graph:
+    ops: tuple[Op, ...]
+    fetch: tuple[TensorRef, ...]
+    config: Config = field(default_factory=Config)
+    source: str = "<spec>"
+
+    def by_name(self) -> dict[str, Op]:
+        return {op.name: op for op in self.ops}
+
+
+class OpMeta(Protocol):
+    """What the placer needs to know about an op type (the registry's OpDef satisfies it)."""
+
+    @property
+    def tf_type(self) -> str: ...
+    @property
+    def kernels(self) -> frozenset[str]: ...  # device types with a kernel: {"CPU", "GPU"}
+    @property
+    def generator(self) -> bool: ...  # no inputs, cheap: follows its consumers (Const, ...)
+    @property
+    def resident(self) -> bool: ...  # stays on its device for the whole run (variable)

@@ -1,0 +1,39 @@
+"""Rendering of `gpuplace devices --check` results."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..execute.check import SIZE, CheckResult
+from .text import NA, columns
+
+
+def check_records(results: list[CheckResult]) -> list[dict[str, Any]]:
+    return [
+        {
+            "device": r.device,
+            "product": r.product,
+            "simulated": r.simulated,
+            "passed": r.passed,
+            "max_rel_error": r.max_rel_error,
+            "seconds": r.seconds,
+            "detail": r.detail or None,
+        }
+        for r in results
+    ]
+
+
+def checks_plain(results: list[CheckResult]) -> str:
+    rows = [
+        (
+            r.device,
+            r.product + (" [simulated]" if r.simulated else ""),
+            "pass" if r.passed else "FAIL",
+            NA if r.max_rel_error is None else f"{r.max_rel_error:.1e}",
+            NA if r.seconds is None else f"{r.seconds * 1000:.3f} ms",
+            r.detail,
+        )
+        for r in results
+    ]
+    title = f"Check: {SIZE}x{SIZE} float32 matmul vs a float64 CPU reference"
+    return title + "\n" + columns(("DEVICE", "PRODUCT", "RESULT", "MAX REL ERR", "TIME", ""), rows)

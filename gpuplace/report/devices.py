@@ -1,0 +1,211 @@
+"""`gpuplace devices`: the rows (shared by table, plain text and JSON) and their renderings."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..devices.model import View, VisibleGpu
+from ..units import human, mib
+from .text import NA, columns, na
+
+SIM = " [simulated]"
+HEADER = (
+    "DEVICE",
+    "CUDA",
+    "NVML",
+    "PRODUCT",
+    "UUID",
+    "BUS-ID",
+    "MEMORY TOTAL",
+    "USED",
+    "FREE",
+    "CC",
+    "UTIL",
+    "TEMP",
+    "POWER",
+)
+
+
+def _mem(n: int | None) -> str:
+    return NA if n is None else mib(n)
+
+
+def _power(gpu: VisibleGpu) -> str:
+    draw, cap = gpu.gpu.power_draw_watts, gpu.gpu.power_limit_watts
+    if draw is None and cap is None:
+        return NA
+    return f"{na(draw and round(draw), '{}W')} / {na(cap and round(cap), '{}W')}"
+
+
+def device_records(view: View) -> list[dict[str, Any]]:
+    """One JSON-ready record per device the process sees: CPU:0, then GPUs in CUDA order."""
+    host = view.machine.host
+    records: list[dict[str, Any]] = [
+        {
+            "name": "/device:CPU:0",
+            "device_type": "CPU",
+            "cuda_index": None,
+            "nvml_index": None,
+            "product": host.cpu_model,
+            "cores": host.cores,
+            "uuid": None,
+            "pci_bus_id": None,
+            "memory_total": host.memory_total,
+            "memory_used": None,
+            "memory_free": None,
+            "compute_capability": None,
+            "utilization_percent": None,
+            "temperature_celsius": None,
+            "power_draw_watts": None,
+            "power_limit_watts": None,
+            "mig": None,
+            "available": True,
+            "error": None,
+            "simulated": host.simulated,
+        }
+    ]
+    for v in view.gpus:
+        g = v.gpu
+        mig = None
+        if v.mig is not None:
+            mig = {
+                "uuid": v.mig.uuid,
+                "gpu_instance_id": v.mig.gpu_instance_id,
+                "compute_instance_id": v.mig.compute_instance_id,
+                "parent_uuid": g.uuid,
+            }
+        records.append(
+            {
+                "name": v.name,
+                "device_type": "GPU",
+                "cuda_index": v.cuda_index,
+                "nvml_index": g.nvml_index,
+                "product": v.product,
+                "cores": None,
+                "uuid": v.uuid,
+                "pci_bus_id": g.pci_bus_id,
+                "memory_total": v.memory_total,
+                "memory_used": v.memory_used,
+                "memory_free": v.memory_free,
+                "compute_capability": g.compute_capability,
+                "utilization_percent": g.utilization_percent,
+                "temperature_celsius": g.temperature_celsius,
+                "power_draw_watts": g.power_draw_watts,
+                "power_limit_watts": g.power_limit_watts,
+                "mig": mig,
+                "available": g.available,
+                "error": g.error,
+                "simulated": g.simulated,
+            }
+        )
+    return records
+
+
+def devices_json(view: View) -> dict[str, Any]:
+    """The `gpuplace devices --json` document (schema: gpuplace/schemas/devices.schema.json)."""
+    m = view.machine
+    return {
+        "machine": {
+            "source": m.source,
+            "description": m.description,
+            "simulated": m.simulated,
+            "driver_version": m.driver_version,
+            "cuda_version": m.cuda_version,
+            "gpu_count": len(m.gpus),
+            "visible_gpu_count": len(view.gpus),
+            "cuda_visible_devices": view.cuda_visible_devices,
+            "no_gpu_reason": notice(view),
+            "warnings": list(view.warnings),
+        },
+        "devices": device_records(view),
+    }
+
+
+def notice(view: View) -> str | None:
+    """One line saying why no GPU (or fewer than the machine has) is listed, else None."""
+    m = view.machine
+    if m.no_gpu_reason:
+        return f"No GPU listed: {m.no_gpu_reason}."
+    cvd = view.cuda_visible_devices
+    if cvd is not None and len(view.gpus) < len(m.gpus):
+        shown = "none" if not view.gpus else f"{len(view.gpus)}"
+        return (
+            f"CUDA_VISIBLE_DEVICES={cvd!r} shows {shown} of the {len(m.gpus)} GPUs of this machine"
+            " (unset it to see all)."
+        )
+    return None
+
+
+def title(view: View) -> str:
+    m = view.machine
+    if m.simulated:
+        return f"Simulated machine {m.description} (every device below is simulated)"
+    versions = f"driver {m.driver_version or NA}, CUDA {m.cuda_version or NA}"
+    return f"This machine (NVML, {versions})" if m.gpus else "This machine"
+
+
+def device_rows(view: View) -> list[tuple[str, ...]]:
+    """Display cells per device, in HEADER order."""
+    rows: list[tuple[str, ...]] = []
+    for r, v in zip(device_records(view), [None, *view.gpus], strict=True):
+        sim = SIM if r["simulated"] else ""
+        if v is None:
+            memory = NA if r["memory_total"] is None else human(r["memory_total"])
+            rows.append(
+                (
+                    r["name"],
+                    "-",
+                    "-",
+                    f"{r['product']}, {r['cores']} cores{sim}",
+                    "-",
+                    "-",
+                    memory,
+                    "-",
+                    "-",
+                    "-",
+                    "-",
+                    "-",
+                    "-",
+                )
+            )
+            continue
+        product = r["product"] if r["available"] else f"unavailable: {r['error']}"
+        rows.append(
+            (
+                r["name"],
+                str(r["cuda_index"]),
+                str(r["nvml_index"]),
+                product + sim,
+                r["uuid"],
+                r["pci_bus_id"],
+                _mem(r["memory_total"]),
+                _mem(r["memory_used"]),
+                _mem(r["memory_free"]),
+                na(r["compute_capability"]),
+                na(r["utilization_percent"], "{}%"),
+                na(r["temperature_celsius"], "{}C"),
+                _power(v),
+            )
+        )
+    return rows
+
+
+def devices_plain(view: View) -> str:
+    """Stable text for pipes and scripts: a title, aligned columns, then notices."""
+    lines = [title(view), columns(HEADER, device_rows(view))]
+    note = notice(view)
+    if note:
+        lines.append(note)
+    return "\n".join(lines)
+
+
+def devices_table(view: View) -> Any:
+    """A rich Table for terminals (same cells as the plain text)."""
+    from rich.table import Table
+
+    table = Table(title=title(view), title_justify="left")
+    for h in HEADER:
+        table.add_column(h, no_wrap=h in ("DEVICE", "BUS-ID"))
+    for row in device_rows(view):
+        table.add_row(*row)
+    return table
