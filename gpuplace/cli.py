@@ -11,14 +11,16 @@ import os
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from .devices import Machine, View, discover, view
 from .devices.nvml import NvmlLoader, load_pynvml
 from .errors import BadInput, CheckFailed, GpuplaceError
-from .execute.backends import CupyLoader
+
+if TYPE_CHECKING:
+    from .execute.backends import CupyLoader
 
 
 @dataclass

@@ -1,0 +1,36 @@
+"""Shared fixtures: run the CLI through its real entry point with an injected context."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import pytest
+
+from gpuplace.cli import AppContext, main
+from tests.fakes.fake_pynvml import FakeNvml
+
+
+@dataclass
+class Result:
+    code: int
+    out: str
+    err: str
+
+
+Run = Callable[..., Result]
+
+
+@pytest.fixture
+def run(capsys: pytest.CaptureFixture[str]) -> Run:
+    """run(*args, env={...}, nvml=FakeNvml(...)) -> Result; never a real driver, never a TTY."""
+
+    def _run(*args: str, env: dict[str, str] | None = None, nvml: FakeNvml | None = None,
+             **kw: object) -> Result:  # fmt: skip
+        fake = nvml or FakeNvml(init_error=__import__("pynvml").NVMLError_LibraryNotFound)
+        app = AppContext(env=env or {}, nvml_loader=lambda: fake, is_terminal=False, **kw)  # type: ignore[arg-type]
+        code = main(list(args), app)
+        captured = capsys.readouterr()
+        return Result(code, captured.out, captured.err)
+
+    return _run

@@ -1,0 +1,1 @@
+"""Fakes of vendor libraries (pynvml, cupy) that behave like the real modules."""

@@ -1,0 +1,83 @@
+"""Sizes users type, and TensorFlow's device-name grammar (device_name_utils_test, DeviceSpec)."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from gpuplace.devices.names import DeviceNameError, canonical, full_name, parse_device
+from gpuplace.errors import BadInput
+from gpuplace.units import GiB, human, mib, parse_size
+
+
+@pytest.mark.parametrize(
+    ("text", "size"),
+    [("16GiB", 16 * GiB), ("500MB", 500_000_000), ("1.5GiB", 3 * GiB // 2), ("7 B", 7), ("2tib", 2 * 1024 * GiB), ("64KiB", 65536)],
+)  # fmt: skip
+def test_parse_size(text: str, size: int) -> None:
+    assert parse_size(text) == size
+
+
+@given(st.integers(min_value=0, max_value=2**50))
+def test_mib_and_human_round_trip_whole_mib(n: int) -> None:
+    assert parse_size(mib(n * 1024**2)) == n * 1024**2
+    assert human(n).split()[1] in {"B", "KiB", "MiB", "GiB", "TiB"}
+
+
+@pytest.mark.parametrize(
+    ("spec", "expected"),
+    [
+        ("/cpu:0", "/device:CPU:0"),
+        ("/gpu:1", "/device:GPU:1"),
+        ("GPU:1", "/device:GPU:1"),
+        ("/GPU:*", "/device:GPU:*"),
+        ("gpu", "/device:GPU:*"),
+        ("/device:gpu:0", "/device:GPU:0"),
+        (
+            "/job:localhost/replica:0/task:0/device:GPU:0",
+            "/job:localhost/replica:0/task:0/device:GPU:0",
+        ),
+        (
+            "/job:*/device:GPU/replica:4".replace("/device:GPU", "/gpu:*"),
+            "/job:*/replica:4/device:GPU:*",
+        ),
+        ("/", ""),
+        ("", ""),
+    ],
+)
+def test_canonical(spec: str, expected: str) -> None:
+    assert canonical(spec) == expected
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        ("/cpu:0/gpu:0", "Cannot specify multiple device types: /cpu:0/gpu:0"),
+        ("/foo:0", "Unknown attribute: 'foo:0' in '/foo:0'"),
+        ("foobar", "Unknown attribute: 'foobar' in 'foobar'"),
+        ("/job:foo/replica:-1", "replica must be a number >= 0, got '-1'"),
+        ("/job:foo/replica:1/task:2/bar:3", "Unknown attribute: 'bar:3'"),
+    ],
+)
+def test_rejected(spec: str, message: str) -> None:
+    with pytest.raises(DeviceNameError) as err:
+        parse_device(spec)
+    assert message in str(err.value)
+    assert isinstance(err.value, BadInput)
+
+
+def test_merge_is_field_by_field_inner_wins() -> None:
+    outer = parse_device("/job:worker")
+    gpu = parse_device("/device:GPU:0").merged_into(outer)
+    assert gpu.to_string() == "/job:worker/device:GPU:0"
+    cpu = parse_device("/device:CPU:0").merged_into(gpu)
+    assert cpu.to_string() == "/job:worker/device:CPU:0"
+    assert parse_device("/job:ps").merged_into(cpu).to_string() == "/job:ps/device:CPU:0"
+    assert parse_device("/gpu:*").merged_into(parse_device("/cpu:1")).to_string() == "/device:GPU:1"
+
+
+def test_matches_local_devices() -> None:
+    assert parse_device("/GPU:*").matches("GPU", 3)
+    assert not parse_device("/job:worker/gpu:0").matches("GPU", 0)
+    assert full_name("CPU", 0) == "/job:localhost/replica:0/task:0/device:CPU:0"
