@@ -32,7 +32,6 @@ bench: $(STAMP)
 
 # On a machine with an NVIDIA GPU and cupy, from the source tree (no virtualenv, no registry).
 gpu-check:
-	PYTHONPATH=$(CURDIR) $(PYTHON) -m pytest -m gpu -p no:cacheprovider -o addopts= -rs tests/gpu
 	PYTHONPATH=$(CURDIR) $(PYTHON) tests/gpu/summary.py
 
 clean:
