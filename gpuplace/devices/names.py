@@ -74,7 +74,7 @@ class DeviceSpec:
 
 
 def _number(text: str, spec: str, what: str) -> int:
-    if not text.isdigit():
+    if not (text.isascii() and text.isdigit()):
         raise DeviceNameError(
             f"Malformed device specification {spec!r}: {what} must be a number >= 0, got {text!r}"
         )

@@ -1,0 +1,188 @@
+"""What each op computes: `(xp, inputs, attrs) -> outputs`, where `xp` is numpy or cupy.
+
+Device kernels use only calls both libraries provide. Host-value ops (generators) ignore `xp`
+and build numpy arrays, random ones from `numpy.random.default_rng(seed)`, so a simulated GPU
+and a real one start from the same numbers; the executor copies them to the device.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from types import ModuleType
+from typing import Any
+
+from ..errors import BadInput, RuntimeFailure
+from .infer import split_sizes
+
+Array = Any
+ComputeFn = Callable[[ModuleType, Sequence[Array], Mapping[str, Any]], list[Array]]
+
+
+def _np() -> ModuleType:
+    import numpy
+
+    return numpy
+
+
+def constant(xp: ModuleType, inputs: Sequence[Array], attrs: Mapping[str, Any]) -> list[Array]:
+    np = _np()
+    value, shape, dtype = attrs["value"], attrs["shape"], attrs["dtype"]
+    if type(value) is list:
+        return [np.asarray(value, dtype=dtype).reshape(shape)]
+    return [np.full(shape, value, dtype=dtype)]
+
+
+def zeros(xp: ModuleType, inputs: Sequence[Array], attrs: Mapping[str, Any]) -> list[Array]:
+    return [_np().zeros(attrs["shape"], dtype=attrs["dtype"])]
+
+
+def ones(xp: ModuleType, inputs: Sequence[Array], attrs: Mapping[str, Any]) -> list[Array]:
+    return [_np().ones(attrs["shape"], dtype=attrs["dtype"])]
+
+
+def random_uniform(
+    xp: ModuleType, inputs: Sequence[Array], attrs: Mapping[str, Any]
+) -> list[Array]:
+    rng = _np().random.default_rng(attrs["seed"])
+    values = rng.uniform(attrs["minval"], attrs["maxval"], size=attrs["shape"])
+    return [values.astype(attrs["dtype"])]
+
+
+def random_normal(xp: ModuleType, inputs: Sequence[Array], attrs: Mapping[str, Any]) -> list[Array]:
+    rng = _np().random.default_rng(attrs["seed"])
+    values = rng.normal(attrs["mean"], attrs["stddev"], size=attrs["shape"])
+    return [values.astype(attrs["dtype"])]
+
+
+def placeholder(xp: ModuleType, inputs: Sequence[Array], attrs: Mapping[str, Any]) -> list[Array]:
+    if "value" not in attrs:
+        raise BadInput(
+            "a placeholder was not fed; pass --feed NAME=FILE.npy or --feed NAME=JSON "
+            "(gpuplace.graph.apply_feeds checks every placeholder before a run)"
+        )
+    return [attrs["value"]]
+
+
+_INITIALIZERS: dict[str, ComputeFn] = {
+    "zeros": zeros,
+    "ones": ones,
+    "constant": constant,
+    "random_normal": random_normal,
+    "random_uniform": random_uniform,
+}
+
+
+def variable(xp: ModuleType, inputs: Sequence[Array], attrs: Mapping[str, Any]) -> list[Array]:
+    """The initial value, from the initializer named in attrs (its parameters sit beside it)."""
+    return _INITIALIZERS[attrs["initializer"]](xp, inputs, attrs)
+
+
+def load(xp: ModuleType, inputs: Sequence[Array], attrs: Mapping[str, Any]) -> list[Array]:
+    np = _np()
+    path = attrs["path"]
+    try:
+        value = np.load(path, allow_pickle=False)
+    except (OSError, ValueError) as err:
+        raise RuntimeFailure(f"load: cannot read {path!r}: {err}") from None
+    if tuple(value.shape) != tuple(attrs["shape"]) or value.dtype.name != attrs["dtype"]:
+        raise RuntimeFailure(
+            f"load: {path!r} changed since the spec was loaded: it now holds {value.dtype.name} "
+            f"{list(value.shape)}, expected {attrs['dtype']} {list(attrs['shape'])}; reload the spec"
+        )
+    return [np.ascontiguousarray(value, dtype=value.dtype.newbyteorder("="))]
+
+
+def save(xp: ModuleType, inputs: Sequence[Array], attrs: Mapping[str, Any]) -> list[Array]:
+    """CPU-only: the executor hands it a host (numpy) array."""
+    np = _np()
+    try:
+        np.save(attrs["path"], np.asarray(inputs[0]), allow_pickle=False)
+    except OSError as err:
+        raise RuntimeFailure(f"save: cannot write {attrs['path']!r}: {err}") from None
+    return []
+
+
+def passthrough(xp: ModuleType, inputs: Sequence[Array], attrs: Mapping[str, Any]) -> list[Array]:
+    """print: hands its input on unchanged (the report shows the value; the core never prints)."""
+    return [inputs[0]]
+
+
+def identity(xp: ModuleType, inputs: Sequence[Array], attrs: Mapping[str, Any]) -> list[Array]:
+    return [inputs[0].copy()]
+
+
+def elementwise(name: str) -> ComputeFn:
+    """A kernel calling `xp.<name>` on all inputs (add, subtract, exp, tanh, ...)."""
+
+    def compute(xp: ModuleType, inputs: Sequence[Array], attrs: Mapping[str, Any]) -> list[Array]:
+        return [getattr(xp, name)(*inputs)]
+
+    compute.__name__ = name
+    return compute
+
+
+def relu(xp: ModuleType, inputs: Sequence[Array], attrs: Mapping[str, Any]) -> list[Array]:
+    return [xp.maximum(inputs[0], 0)]
+
+
+def sigmoid(xp: ModuleType, inputs: Sequence[Array], attrs: Mapping[str, Any]) -> list[Array]:
+    return [1 / (1 + xp.exp(-inputs[0]))]
+
+
+def softmax(xp: ModuleType, inputs: Sequence[Array], attrs: Mapping[str, Any]) -> list[Array]:
+    x = inputs[0]
+    e = xp.exp(x - xp.max(x, axis=-1, keepdims=True))
+    return [e / xp.sum(e, axis=-1, keepdims=True)]
+
+
+def matmul(xp: ModuleType, inputs: Sequence[Array], attrs: Mapping[str, Any]) -> list[Array]:
+    a, b = inputs
+    return [xp.matmul(a.T if attrs["transpose_a"] else a, b.T if attrs["transpose_b"] else b)]
+
+
+def add_n(xp: ModuleType, inputs: Sequence[Array], attrs: Mapping[str, Any]) -> list[Array]:
+    out = inputs[0].copy()
+    for x in inputs[1:]:
+        out += x
+    return [out]
+
+
+def reduction(name: str) -> ComputeFn:
+    """`xp.sum`, `xp.mean` or `xp.max` over `axis` (None: all); the dtype stays the input's."""
+
+    def compute(xp: ModuleType, inputs: Sequence[Array], attrs: Mapping[str, Any]) -> list[Array]:
+        x = inputs[0]
+        axis = attrs.get("axis")
+        out = getattr(xp, name)(x, axis=axis, keepdims=attrs["keepdims"])
+        return [xp.asarray(out).astype(x.dtype, copy=False)]
+
+    compute.__name__ = name
+    return compute
+
+
+def transpose(xp: ModuleType, inputs: Sequence[Array], attrs: Mapping[str, Any]) -> list[Array]:
+    return [xp.transpose(inputs[0], attrs.get("perm"))]
+
+
+def reshape(xp: ModuleType, inputs: Sequence[Array], attrs: Mapping[str, Any]) -> list[Array]:
+    return [xp.reshape(inputs[0], attrs["shape"])]
+
+
+def concat(xp: ModuleType, inputs: Sequence[Array], attrs: Mapping[str, Any]) -> list[Array]:
+    return [xp.concatenate(list(inputs), axis=attrs["axis"])]
+
+
+def split(xp: ModuleType, inputs: Sequence[Array], attrs: Mapping[str, Any]) -> list[Array]:
+    x, axis = inputs[0], attrs["axis"]
+    if "num_split" in attrs:
+        return list(xp.split(x, attrs["num_split"], axis=axis))
+    sizes = split_sizes(attrs["sizes"], x.shape[axis]) or ()
+    cuts, at = [], 0
+    for size in sizes[:-1]:
+        at += size
+        cuts.append(at)
+    return list(xp.split(x, cuts, axis=axis))
+
+
+def cast(xp: ModuleType, inputs: Sequence[Array], attrs: Mapping[str, Any]) -> list[Array]:
+    return [inputs[0].astype(attrs["dtype"])]

@@ -1,0 +1,268 @@
+"""Load a graph spec (YAML or JSON) into a `Graph`: names, devices, inputs, order, shapes.
+
+Stages, each linear in the number of ops: parse the text (`parse.py`, GC paused); walk the
+`graph:` list into entries (`walk.py`: scopes, towers, TF default names); resolve each input to
+the ops it names (inputs may name ops defined later); order the ops topologically (Kahn's
+algorithm, only when some input points forward; a cycle is reported as its path); infer shapes
+in that order, which also checks them. Any bad input raises one BadInput naming the file:line,
+the op, the field, the value and the fix; nothing is returned half-built.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from ..errors import BadInput
+from ..gc_pause import gc_paused
+from .attrs import show
+from .model import Config, Graph, Op, TensorRef, TensorSpec
+from .ops import suggest
+from .parse import Document, parse, parse_json_lines
+from .resolve import Inputs, Lookup, order, resolve
+from .walk import Entry, Scope, SpecError, Walker
+
+TOP_KEYS = ("config", "graph", "fetch")
+CONFIG_KEYS = ("log_device_placement", "allow_soft_placement", "gpu_options", "placement")
+
+
+def load(path: str | Path) -> Graph:
+    """Read and load a spec file; relative paths inside it (load, save) start at its folder."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except OSError as err:
+        raise BadInput(f"cannot read spec {str(path)!r}: {err.strerror or err}") from None
+    except UnicodeDecodeError as err:
+        raise BadInput(f"{path}: not UTF-8 text ({err.reason} at byte {err.start})") from None
+    return loads(text, str(path), base=str(path.parent))
+
+
+def loads(text: str, source: str = "<spec>", base: str | None = None) -> Graph:
+    """Load spec text; `source` names it in messages, `base` anchors relative paths (cwd)."""
+    base = os.path.abspath(base or os.curdir)
+    with gc_paused():
+        doc = parse(text, source)
+        try:
+            return _build(doc, source, base)
+        except SpecError as err:
+            lines: Mapping[int, int] | None = doc.lines
+            if lines is None and err.where is not None:  # JSON: read again, with lines
+                err, lines = _with_lines(err, text, source, base)
+            raise _locate(err, source, lines) from None
+        except RecursionError:
+            raise BadInput(f"{source}: the spec is nested too deeply") from None
+
+
+def _with_lines(
+    err: SpecError, text: str, source: str, base: str
+) -> tuple[SpecError, Mapping[int, int] | None]:
+    """The same error again from a JSON read that keeps each object's line."""
+    try:
+        doc = parse_json_lines(text)
+        _build(doc, source, base)
+    except SpecError as again:
+        return again, doc.lines
+    except RecursionError:
+        pass
+    return err, None
+
+
+def _locate(err: SpecError, source: str, lines: Mapping[int, int] | None) -> BadInput:
+    """`file:line: message`, citing the first of two clashing mappings when there is one."""
+    line = lines.get(id(err.where)) if lines and err.where is not None else None
+    other = lines.get(id(err.other)) if lines and err.other is not None else None
+    where = f"{source}:{line}" if line else source
+    also = f" (first defined at line {other})" if other else ""
+    message = str(err).replace("\n", "\\n")  # one line, whatever a value held
+    return BadInput(f"{where}: {message}{also}")
+
+
+def _build(doc: Document, source: str, base: str) -> Graph:
+    data = doc.data
+    if type(data) is not dict:
+        raise SpecError(f"expected a mapping with 'graph:' (a list of ops), got {show(data)}")
+    for key in data:
+        if key not in TOP_KEYS:
+            raise SpecError(f"unknown top-level key {show(key)}{suggest(key, TOP_KEYS)}", data)
+    items = data.get("graph")
+    if type(items) is not list or not items:
+        raise SpecError(
+            f"'graph' must be a non-empty list of ops, e.g. [{{name: a, op: constant, value: 1.0}}],"
+            f" got {show(items)}",
+            data,
+        )
+    config = _config(data.get("config"), data)
+    walker = Walker(base)
+    top = Scope()
+    walker.top(items, top)
+    entries = walker.entries
+    names = Lookup(entries)
+    inputs, colocate, forward = resolve(entries, names)
+    run_order = order(entries, inputs) if forward else range(len(entries))
+    ops, outputs = _infer(entries, inputs, colocate, run_order, doc.lines)
+    fetch = _fetch(data, top, names, inputs, outputs, run_order)
+    return Graph(tuple(ops), fetch, config, source)
+
+
+def _config(raw: Any, where: object) -> Config:
+    """The `config:` block; gpu_options and placement pass through as mappings."""
+    if raw is None:
+        return Config()
+    if type(raw) is not dict:
+        raise SpecError(f"config: expected a mapping, got {show(raw)}", where)
+    for key in raw:
+        if key not in CONFIG_KEYS:
+            raise SpecError(f"config: unknown key {show(key)}{suggest(key, CONFIG_KEYS)}", raw)
+    for key in ("log_device_placement", "allow_soft_placement"):
+        if key in raw and type(raw[key]) is not bool:
+            raise SpecError(f"config.{key}: expected true or false, got {show(raw[key])}", raw)
+    gpu = _mapping(raw, "gpu_options")
+    if "allow_growth" in gpu and type(gpu["allow_growth"]) is not bool:
+        raise SpecError(
+            f"config.gpu_options.allow_growth: expected true or false, got "
+            f"{show(gpu['allow_growth'])}",
+            raw,
+        )
+    fraction = gpu.get("per_process_gpu_memory_fraction", 1)
+    if type(fraction) not in (int, float) or not fraction > 0:
+        raise SpecError(
+            "config.gpu_options.per_process_gpu_memory_fraction: expected a number > 0 "
+            f"(e.g. 0.4 for 40% of each GPU), got {show(fraction)}",
+            raw,
+        )
+    if type(gpu.get("experimental", {})) is not dict:
+        raise SpecError("config.gpu_options.experimental: expected a mapping", raw)
+    return Config(
+        log_device_placement=raw.get("log_device_placement", False),
+        allow_soft_placement=raw.get("allow_soft_placement", False),
+        gpu_options=gpu,
+        placement=_mapping(raw, "placement"),
+    )
+
+
+def _mapping(raw: dict[str, Any], key: str) -> dict[str, Any]:
+    value = raw.get(key)
+    if value is None:
+        return {}
+    if type(value) is not dict:
+        raise SpecError(f"config.{key}: expected a mapping, got {show(value)}", raw)
+    return value
+
+
+def _infer(
+    entries: list[Entry],
+    inputs: list[Inputs],
+    colocate: dict[int, str],
+    order: Sequence[int],
+    lines: Mapping[int, int] | None,
+) -> tuple[list[Op], list[tuple[TensorSpec, ...]]]:
+    """Ops in execution order with inferred outputs (shape errors in TensorFlow's words)."""
+    outputs: list[tuple[TensorSpec, ...]] = [()] * len(entries)
+    first = [new_ref(e.name) for e in entries]  # output 0 of each op: most inputs
+    ops = []
+    for i in order:
+        e = entries[i]
+        ins = inputs[i]
+        try:
+            specs = tuple([outputs[j][k] for j, k in ins])
+        except IndexError:
+            raise _no_output(e, ins, outputs, entries) from None
+        try:
+            out = e.opdef.infer_fn(e.name, e.tf_type, e.attrs, specs)
+        except BadInput as err:
+            raise SpecError(str(err), e.raw) from None
+        outputs[i] = out
+        refs = tuple([new_ref(first[j].op, k) if k else first[j] for j, k in ins])
+        line = lines.get(id(e.raw)) if lines is not None else None
+        ops.append(
+            new_op(e.name, e.opdef.name, refs, e.device, e.attrs, out, colocate.get(i), line)
+        )
+    return ops, outputs
+
+
+_new, _set = object.__new__, object.__setattr__
+
+
+def new_op(
+    name: str,
+    type_: str,
+    inputs: tuple[TensorRef, ...],
+    device: str,
+    attrs: Mapping[str, Any],
+    outputs: tuple[TensorSpec, ...],
+    colocate_with: str | None,
+    line: int | None,
+) -> Op:
+    """`Op(...)` without the frozen dataclass __init__ (one object.__setattr__ per field, a
+    third of the build time of a large spec). A test checks it equals `Op(...)` field by field."""
+    op = _new(Op)
+    _set(op, "__dict__", {"name": name, "type": type_, "inputs": inputs,
+        "device": device, "attrs": attrs, "outputs": outputs, "colocate_with": colocate_with,
+        "line": line})  # fmt: skip
+    return op
+
+
+def new_ref(op: str, index: int = 0) -> TensorRef:
+    """`TensorRef(op, index)`, built the same way as `new_op`."""
+    ref = _new(TensorRef)
+    _set(ref, "__dict__", {"op": op, "index": index})
+    return ref
+
+
+def _no_output(
+    e: Entry, ins: Inputs, outputs: list[tuple[TensorSpec, ...]], entries: list[Entry]
+) -> SpecError:
+    j, k = next((j, k) for j, k in ins if k >= len(outputs[j]))
+    has = len(outputs[j])
+    producer = entries[j]
+    outs = f"{has} output{'s' if has != 1 else ''}" if has else "no outputs"
+    fix = f"use {producer.name}:0 to {producer.name}:{has - 1}" if has else "it cannot be an input"
+    return SpecError(
+        f"op '{e.name}': input '{producer.name}:{k}' does not exist: {producer.name} "
+        f"({producer.opdef.name}) has {outs}; {fix}",
+        e.raw,
+    )
+
+
+def _fetch(
+    data: dict[str, Any],
+    top: Scope,
+    names: Lookup,
+    inputs: list[Inputs],
+    outputs: list[tuple[TensorSpec, ...]],
+    order: Sequence[int],
+) -> tuple[TensorRef, ...]:
+    """`fetch:` resolved at the top level, else every output no op consumes, in run order."""
+    entries = names.entries
+    raw = data.get("fetch")
+    if raw is None:
+        used = bytearray(len(entries))  # output 0 consumed
+        used_other = set()
+        for ins in inputs:
+            for j, k in ins:
+                if k:
+                    used_other.add((j, k))
+                else:
+                    used[j] = 1
+        pairs = [
+            (i, k)
+            for i in order
+            for k in range(len(outputs[i]))
+            if not (used[i] if k == 0 else (i, k) in used_other)
+        ]
+    else:
+        items = [raw] if type(raw) is str else raw
+        if type(items) is not list or not items:
+            raise SpecError(f"fetch: expected a list of op names, e.g. [c], got {show(raw)}", data)
+        pairs = [pair for text in items for pair in names.refs(top, text, "fetch", data)]
+        for j, k in pairs:
+            if k >= len(outputs[j]):
+                raise SpecError(
+                    f"fetch: {entries[j].name}:{k} does not exist; {entries[j].name} "
+                    f"({entries[j].opdef.name}) has {len(outputs[j])} output(s)",
+                    data,
+                )
+    return tuple(new_ref(entries[j].name, k) for j, k in pairs)

@@ -1,0 +1,254 @@
+"""The op registry: for each op type its TensorFlow type, kernels per device type, inputs, attrs,
+shape inference and compute. `get_op("matmul").tf_type == "MatMul"`.
+
+Kernels follow TensorFlow: every op here has CPU and GPU kernels except the file and print ops
+(load, save, print), which are CPU-only like TF's I/O ops, so soft placement has work to do.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+import zlib
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from types import MappingProxyType, ModuleType
+from typing import Any
+
+from ..errors import BadInput
+from . import infer as inf
+from . import kernels as k
+from .attrs import (
+    AXES,
+    BOOL,
+    DTYPE,
+    INITIALIZER,
+    INT,
+    NEW_SHAPE,
+    NUMBER,
+    PATH,
+    PERM,
+    POSITIVE,
+    SCALAR,
+    SEED,
+    SHAPE,
+    SIZES,
+    TEXT,
+    VALUE,
+    Attr,
+    AttrError,
+    show,
+)
+from .checks import check_constant, check_load, check_random, check_split, check_variable
+from .model import OpMeta, TensorSpec
+
+BOTH = frozenset({"CPU", "GPU"})
+CPU_ONLY = frozenset({"CPU"})
+STRUCTURAL = frozenset({"name", "op", "inputs", "device", "colocate_with"})
+REQUIRED = object()  # marks an attr without a default
+EMPTY: Mapping[str, Any] = MappingProxyType({})
+
+
+@dataclass(frozen=True)
+class OpDef:
+    """One op type. Satisfies `gpuplace.graph.model.OpMeta` (tf_type, kernels, generator,
+    resident). `attrs` maps each accepted attr to (kind, default or REQUIRED)."""
+
+    name: str
+    tf_type: str
+    infer_fn: inf.InferFn
+    compute_fn: k.ComputeFn
+    attrs: Mapping[str, tuple[Attr, Any]] = field(default_factory=lambda: EMPTY)
+    min_inputs: int = 0
+    max_inputs: int | None = 0  # None: any number (add_n, concat)
+    kernels: frozenset[str] = BOTH
+    generator: bool = False
+    resident: bool = False
+    check: Callable[[dict[str, Any]], None] | None = None  # rules across attrs
+    outputs: int | Callable[[Mapping[str, Any]], int] = 1
+    tf_type_of: Callable[[Mapping[str, Any]], str] | None = None  # Split or SplitV
+    fields: frozenset[str] = field(init=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "fields", STRUCTURAL | frozenset(self.attrs))
+
+    @property
+    def host_value(self) -> bool:
+        """compute returns host numpy arrays that the executor puts on the device."""
+        return self.generator
+
+    def num_outputs(self, attrs: Mapping[str, Any]) -> int:
+        return self.outputs if isinstance(self.outputs, int) else self.outputs(attrs)
+
+    def tf_type_for(self, attrs: Mapping[str, Any]) -> str:
+        """The TensorFlow type for these attrs (split is SplitV when given sizes)."""
+        return self.tf_type if self.tf_type_of is None else self.tf_type_of(attrs)
+
+    def infer(
+        self, op_name: str, attrs: Mapping[str, Any], input_specs: tuple[TensorSpec, ...]
+    ) -> tuple[TensorSpec, ...]:
+        """Output specs, or BadInput in TensorFlow's words naming `op_name`."""
+        return self.infer_fn(op_name, self.tf_type_for(attrs), attrs, input_specs)
+
+    def compute(self, xp: ModuleType, inputs: Sequence[Any], attrs: Mapping[str, Any]) -> list[Any]:
+        return self.compute_fn(xp, inputs, attrs)
+
+    def normalize(
+        self, op_name: str, given: Mapping[str, Any], base: str = ""
+    ) -> Mapping[str, Any]:
+        """Checked attrs with defaults filled in, from a spec entry (structural keys ignored).
+
+        Relative paths start at `base` (the spec's folder). A missing seed becomes a hash of the
+        op name: runs are reproducible, and two unseeded random ops still differ.
+        """
+        if not self.attrs:
+            return EMPTY
+        out: dict[str, Any] = {}
+        for attr, (kind, default) in self.attrs.items():
+            if attr in given:
+                value = given[attr]
+                try:
+                    out[attr] = kind.check(value)
+                    if kind is PATH:
+                        out[attr] = os.path.join(base, os.path.expanduser(value))
+                except AttrError as err:
+                    raise BadInput(
+                        f"op '{op_name}' ({self.name}): {attr}: {show(value)} is not accepted; "
+                        f"expected {err}"
+                    ) from None
+            elif default is REQUIRED:
+                raise BadInput(
+                    f"op '{op_name}' ({self.name}) needs '{attr}'; {self.name} takes: "
+                    f"{', '.join(self.attrs)}"
+                )
+            elif default is not None:
+                out[attr] = default
+        if "seed" in self.attrs and "seed" not in out:
+            out["seed"] = zlib.crc32(op_name.encode())
+        if self.check is not None:
+            try:
+                self.check(out)
+            except AttrError as err:
+                raise BadInput(f"op '{op_name}' ({self.name}): {err}") from None
+        return out
+
+
+def _gen(
+    name: str, tf_type: str, compute_fn: k.ComputeFn, attrs: dict[str, Any], **kw: Any
+) -> OpDef:
+    attrs = {"shape": (SHAPE, REQUIRED), "dtype": (DTYPE, "float32"), **attrs}
+    return OpDef(name, tf_type, inf.from_attrs, compute_fn, attrs, generator=True, **kw)
+
+
+def _unary(name: str, tf_type: str, allowed: frozenset[str], xp_name: str) -> OpDef:
+    return OpDef(
+        name, tf_type, inf.unary(allowed), k.elementwise(xp_name), min_inputs=1, max_inputs=1
+    )
+
+
+def _binary(name: str, tf_type: str, xp_name: str, int_result: str | None = None) -> OpDef:
+    infer_fn = inf.binary(inf.NUMERIC, int_result)
+    return OpDef(name, tf_type, infer_fn, k.elementwise(xp_name), min_inputs=2, max_inputs=2)
+
+
+def _reduce(name: str, tf_type: str, kind: str) -> OpDef:
+    attrs = {"axis": (AXES, None), "keepdims": (BOOL, False)}
+    return OpDef(name, tf_type, inf.reduce(kind), k.reduction(kind), attrs, 1, 1)
+
+
+_UNIFORM = {"minval": (NUMBER, 0.0), "maxval": (NUMBER, 1.0), "seed": (SEED, None)}
+_NORMAL = {"mean": (NUMBER, 0.0), "stddev": (NUMBER, 1.0), "seed": (SEED, None)}
+_INIT = {  # a variable's initializer and its parameters; their defaults are set in checks.py
+    "initializer": (INITIALIZER, "zeros"),
+    "value": (VALUE, None),
+    **{param: (NUMBER, None) for param in ("minval", "maxval", "mean", "stddev")},
+    "seed": (SEED, None),
+}
+
+
+def _split_outputs(attrs: Mapping[str, Any]) -> int:
+    return int(attrs.get("num_split") or len(attrs["sizes"]))
+
+
+def _split_type(attrs: Mapping[str, Any]) -> str:
+    """TensorFlow's Split takes num_split; SplitV takes sizes."""
+    return "SplitV" if "sizes" in attrs else "Split"
+
+
+_OPS = (
+    _gen("constant", "Const", k.constant, {"value": (VALUE, REQUIRED), "shape": (SHAPE, None)},
+         check=check_constant),
+    _gen("zeros", "Fill", k.zeros, {}),
+    _gen("ones", "Fill", k.ones, {}),
+    _gen("fill", "Fill", k.constant, {"value": (SCALAR, REQUIRED)}, check=check_constant),
+    _gen("random_uniform", "RandomUniform", k.random_uniform, _UNIFORM, check=check_random),
+    _gen("random_normal", "RandomStandardNormal", k.random_normal, _NORMAL, check=check_random),
+    _gen("placeholder", "Placeholder", k.placeholder, {}),
+    _gen("variable", "VariableV2", k.variable, _INIT, resident=True, check=check_variable),
+    OpDef("load", "LoadNpy", inf.from_attrs, k.load, attrs={"path": (PATH, REQUIRED)},
+        generator=True, kernels=CPU_ONLY, check=check_load),
+    OpDef("save", "SaveNpy", inf.no_outputs, k.save, attrs={"path": (PATH, REQUIRED)},
+        min_inputs=1, max_inputs=1, kernels=CPU_ONLY, outputs=0),
+    OpDef("print", "Print", inf.unary(inf.ANY), k.passthrough, attrs={"message": (TEXT, "")},
+        min_inputs=1, max_inputs=1, kernels=CPU_ONLY),
+    OpDef("identity", "Identity", inf.unary(inf.ANY), k.identity, min_inputs=1, max_inputs=1),
+    _binary("add", "AddV2", "add"),
+    _binary("sub", "Sub", "subtract"),
+    _binary("mul", "Mul", "multiply"),
+    _binary("div", "RealDiv", "divide", int_result="float64"),
+    _unary("neg", "Neg", inf.NUMERIC, "negative"),
+    _unary("exp", "Exp", inf.FLOATS, "exp"),
+    _unary("log", "Log", inf.FLOATS, "log"),
+    _unary("tanh", "Tanh", inf.FLOATS, "tanh"),
+    OpDef("relu", "Relu", inf.unary(inf.NUMERIC), k.relu, min_inputs=1, max_inputs=1),
+    OpDef("sigmoid", "Sigmoid", inf.unary(inf.FLOATS), k.sigmoid, min_inputs=1, max_inputs=1),
+    OpDef("softmax", "Softmax", inf.softmax, k.softmax, min_inputs=1, max_inputs=1),
+    OpDef("matmul", "MatMul", inf.matmul, k.matmul,
+        attrs={"transpose_a": (BOOL, False), "transpose_b": (BOOL, False)},
+        min_inputs=2, max_inputs=2),
+    OpDef("add_n", "AddN", inf.add_n, k.add_n, min_inputs=1, max_inputs=None),
+    _reduce("reduce_sum", "Sum", "sum"),
+    _reduce("reduce_mean", "Mean", "mean"),
+    _reduce("reduce_max", "Max", "max"),
+    OpDef("transpose", "Transpose", inf.transpose, k.transpose, attrs={"perm": (PERM, None)},
+        min_inputs=1, max_inputs=1),
+    OpDef("reshape", "Reshape", inf.reshape, k.reshape, attrs={"shape": (NEW_SHAPE, REQUIRED)},
+        min_inputs=1, max_inputs=1),
+    OpDef("concat", "ConcatV2", inf.concat, k.concat, attrs={"axis": (INT, 0)},
+        min_inputs=1, max_inputs=None),
+    OpDef("split", "Split", inf.split, k.split,
+        attrs={"num_split": (POSITIVE, None), "sizes": (SIZES, None), "axis": (INT, 0)},
+        min_inputs=1, max_inputs=1, check=check_split, outputs=_split_outputs,
+        tf_type_of=_split_type),
+    OpDef("cast", "Cast", inf.cast, k.cast, attrs={"dtype": (DTYPE, REQUIRED)},
+        min_inputs=1, max_inputs=1),
+)  # fmt: skip
+REGISTRY: Mapping[str, OpDef] = MappingProxyType({d.name: d for d in _OPS})
+OP_META: Mapping[str, OpMeta] = REGISTRY  # what the placer needs; mypy checks OpDef fits OpMeta
+
+
+def get_op(type_name: str) -> OpDef:
+    """The OpDef for a registry name (`matmul`); BadInput suggesting the closest names."""
+    found = REGISTRY.get(type_name) if isinstance(type_name, str) else None
+    if found is None:
+        raise BadInput(f"unknown op {type_name!r}{suggest(type_name, REGISTRY)}")
+    return found
+
+
+def list_ops() -> list[OpDef]:
+    """Every op type, sorted by name."""
+    return [REGISTRY[name] for name in sorted(REGISTRY)]
+
+
+def suggest(
+    word: object, choices: Mapping[str, Any] | Sequence[str], label: str = "accepted"
+) -> str:
+    """`; did you mean 'x'?` for the close matches of `word`, else `; accepted: a, b` (when
+    there are few choices to list)."""
+    names = sorted(map(str, choices))
+    close = difflib.get_close_matches(str(word), names, n=3)
+    if close:
+        return "; did you mean " + " or ".join(repr(c) for c in close) + "?"
+    if len(names) <= 40:
+        return f"; {label}: {', '.join(names)}"
+    return ""

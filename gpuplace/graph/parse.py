@@ -1,0 +1,159 @@
+"""Spec text -> plain Python data (dicts, lists, scalars), fast, with line numbers where cheap.
+
+JSON is YAML, but `json.loads` is ~60x faster than PyYAML's C loader, so text that starts with
+`{` or `[` is tried as JSON first. YAML is composed by libyaml (C) and turned into Python data
+by a small builder instead of PyYAML's constructor: faster, and the composed nodes carry marks,
+so every mapping's line comes for free. JSON keeps no lines; `parse_json_lines` re-reads it
+(pure Python, slower) when an error needs one. Callers pause the cyclic GC (`gc_paused`), which
+otherwise makes loading a large spec superlinear.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from json import decoder as json_decoder
+from json import scanner as json_scanner
+from typing import Any
+
+import yaml
+from yaml.constructor import SafeConstructor
+from yaml.nodes import MappingNode, Node, ScalarNode
+
+from ..errors import BadInput
+
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_STR = "tag:yaml.org,2002:str"
+_SEQ = "tag:yaml.org,2002:seq"
+_MAP = "tag:yaml.org,2002:map"
+_MERGE = "tag:yaml.org,2002:merge"
+_BUSY = object()
+
+
+@dataclass(frozen=True)
+class Document:
+    """Parsed spec data, and the 1-based line of each mapping by `id()` (None: not tracked)."""
+
+    data: Any
+    lines: dict[int, int] | None
+
+
+def parse(text: str, source: str) -> Document:
+    """JSON when it parses as JSON (or must, for a `.json` file), else YAML."""
+    if text.lstrip()[:1] in ("{", "["):
+        try:
+            return Document(json.loads(text), None)
+        except json.JSONDecodeError as err:
+            if source.lower().endswith(".json"):
+                raise BadInput(
+                    f"{source}:{err.lineno}:{err.colno}: JSON syntax error: {err.msg}"
+                ) from None
+        except (RecursionError, ValueError) as err:  # ValueError: an int of 4,301+ digits
+            if source.lower().endswith(".json"):
+                raise BadInput(f"{source}: cannot read the JSON: {err}") from None
+    return parse_yaml(text, source)
+
+
+def parse_yaml(text: str, source: str) -> Document:
+    try:
+        node = yaml.compose(text, Loader=_LOADER)
+        builder = _Builder()
+        return Document(None if node is None else builder.build(node), builder.lines)
+    except yaml.MarkedYAMLError as err:
+        mark = err.problem_mark or err.context_mark
+        where = f"{source}:{mark.line + 1}:{mark.column + 1}" if mark else source
+        what = " ".join(f"{err.context or ''} {err.problem or ''}".split())
+        raise BadInput(f"{where}: YAML syntax error: {what}") from None
+    except yaml.YAMLError as err:
+        raise BadInput(f"{source}: YAML error: {' '.join(str(err).split())}") from None
+    except RecursionError:
+        raise BadInput(f"{source}: the spec is nested too deeply") from None
+
+
+class _Builder:
+    """Composed YAML nodes -> Python data, as SafeLoader builds it, recording mapping lines.
+
+    Aliases are memoised by node (so `*a` repeated costs nothing and recursion is caught).
+    """
+
+    def __init__(self) -> None:
+        self.lines: dict[int, int] = {}
+        self.memo: dict[int, Any] = {}
+        self.scalars = SafeConstructor()
+
+    def build(self, node: Node) -> Any:
+        if node.__class__ is ScalarNode:
+            if node.tag == _STR:
+                return node.value
+            try:
+                return self.scalars.construct_object(node)
+            except (ValueError, TypeError, OverflowError) as err:  # `!!int abc`, `!!timestamp`
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"cannot read {node.value!r} as {node.tag}: {err}", node.start_mark
+                ) from None
+        key = id(node)
+        done = self.memo.get(key)
+        if done is _BUSY:
+            raise yaml.constructor.ConstructorError(
+                None,
+                None,
+                "found a recursive alias (an anchor used inside itself)",
+                node.start_mark,
+            )
+        if done is not None:
+            return done
+        self.memo[key] = _BUSY
+        if isinstance(node, MappingNode):
+            out: Any = self._mapping(node)
+        else:
+            out = self._sequence(node)
+        self.memo[key] = out
+        return out
+
+    def _sequence(self, node: Node) -> list[Any]:
+        if node.tag != _SEQ:
+            raise _unsupported(node)
+        return [self.build(item) for item in node.value]
+
+    def _mapping(self, node: MappingNode) -> dict[Any, Any]:
+        if node.tag != _MAP:
+            raise _unsupported(node)
+        out: dict[Any, Any] = {}
+        for key_node, value_node in node.value:
+            if key_node.tag == _MERGE:  # `<<: *defaults`: PyYAML merges, then we start over
+                self.scalars.flatten_mapping(node)
+                return self._mapping(node)
+            key = self.build(key_node)
+            if key.__class__ is list or key.__class__ is dict:
+                raise yaml.constructor.ConstructorError(
+                    None, None, "found an unhashable key (a list or mapping)", key_node.start_mark
+                )
+            out[key] = self.build(value_node)
+        self.lines[id(out)] = node.start_mark.line + 1
+        return out
+
+
+def _unsupported(node: Node) -> yaml.MarkedYAMLError:
+    return yaml.constructor.ConstructorError(
+        None, None, f"unsupported tag {node.tag!r}; use plain lists and mappings", node.start_mark
+    )
+
+
+def parse_json_lines(text: str) -> Document:
+    """JSON again with each object's line (the pure-Python scanner; used only for messages)."""
+    lines: dict[int, int] = {}
+    cursor = [0, 1]  # offset, line: objects start in increasing order
+
+    def parse_object(s_and_end: tuple[str, int], *args: Any) -> tuple[Any, int]:
+        s, end = s_and_end
+        cursor[1] += s.count("\n", cursor[0], end)
+        cursor[0] = end
+        line = cursor[1]
+        obj, after = json_decoder.JSONObject(s_and_end, *args)  # type: ignore[attr-defined]
+        lines[id(obj)] = line
+        return obj, after
+
+    decoder = json.JSONDecoder()
+    decoder.parse_object = parse_object  # type: ignore[attr-defined]
+    decoder.scan_once = json_scanner.py_make_scanner(decoder)  # type: ignore[attr-defined]
+    return Document(decoder.decode(text), lines)

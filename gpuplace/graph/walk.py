@@ -1,0 +1,310 @@
+"""Walking the spec's `graph:` list into entries: device scopes, towers, names.
+
+- A nested block `{device: D, graph: [...]}` is `with tf.device(D)`: its ops' devices merge onto
+  D field by field, the inner value winning (`DeviceSpec.merged_into`).
+- `{towers: [D1, D2], graph: [...]}` repeats the body once per device (`expand`, which a later
+  `replicate:` reuses with name prefixes `replica_i/`). Inside a copy, names are the copy's own;
+  outside, a name defined in the body means the list of all its copies, in tower order.
+- Names follow TensorFlow: an op without `name` is named after its TF type, made unique the way
+  `Graph.unique_name` does (`Const`, `Const_1`, ... case-insensitively). Names written in the
+  spec are kept exactly outside towers (generated names skip them); inside a copy they are
+  made unique too (`c`, `c_1`). Each namespace (the top level, one copy of a body) also has
+  local names: inside a copy, the first unnamed constant is `Const` whatever its global name.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, NoReturn
+
+from ..devices.names import DeviceNameError, DeviceSpec, parse_device
+from ..errors import BadInput
+from .attrs import show
+from .ops import EMPTY, REGISTRY, OpDef, suggest
+
+BLOCK_KEYS = ("device", "graph")
+TOWER_KEYS = ("towers", "graph")
+_NAME = re.compile(r"[A-Za-z0-9.][A-Za-z0-9_.\-/>]*\Z")  # TensorFlow's op name rule
+
+
+class SpecError(BadInput):
+    """A spec error about one raw mapping (`where`), which the loader turns into file:line."""
+
+    def __init__(self, message: str, where: object = None, other: object = None) -> None:
+        super().__init__(message)
+        self.where = where
+        self.other = other  # a second mapping to cite, e.g. the first of two duplicates
+
+
+@dataclass(frozen=True)
+class Device:
+    """A device scope: the merged spec and its canonical string ("" for unconstrained)."""
+
+    spec: DeviceSpec
+    text: str
+
+
+UNCONSTRAINED = Device(DeviceSpec(), "")
+
+
+class Names:
+    """TensorFlow's `Graph.unique_name`: name, then name_1, name_2, ... skipping taken names.
+
+    The names written in the namespace's `items` are taken from the start, so generated names
+    skip them wherever they appear; they are collected on the first `unique` call, so a spec
+    whose ops are all named never pays for it.
+    """
+
+    def __init__(self, items: list[Any]) -> None:
+        self.used: dict[str, int] = {}
+        self._pending: list[Any] | None = items
+
+    def unique(self, name: str) -> str:
+        if self._pending is not None:
+            self.used.update((written.lower(), 1) for written in _written(self._pending))
+            self._pending = None
+        key = name.lower()
+        i = self.used.get(key, 0)
+        self.used[key] = i + 1
+        if i == 0:
+            return name
+        base = key
+        while key in self.used:
+            key = f"{base}_{i}"
+            i += 1
+        self.used[key] = 1
+        return f"{name}_{i - 1}"
+
+
+@dataclass
+class Scope:
+    """Names visible in one namespace -> entry indices (one per copy), chained to the outer."""
+
+    parent: Scope | None = None
+    names: dict[str, list[int]] = field(default_factory=dict)
+    written: dict[str, object] = field(default_factory=dict)  # names from `name:` -> mapping
+
+    def find(self, name: str) -> list[int] | None:
+        scope: Scope | None = self
+        while scope is not None:
+            found = scope.names.get(name)
+            if found is not None:
+                return found
+            scope = scope.parent
+        return None
+
+    def define(self, name: str, indices: list[int], written: object) -> None:
+        """Bind `name`; `written` is the mapping whose `name:` it is, None if generated.
+
+        A written name beats a generated one; two written ones clash.
+        """
+        if written is None:
+            if name in self.names:
+                return
+        else:
+            first = self.written.get(name)
+            if first is not None and first is not written:
+                raise SpecError(f"duplicate op name {name!r}; rename one of them", written, first)
+            self.written[name] = written
+        self.names[name] = indices
+
+
+class Entry:
+    """One op of the spec before its inputs are resolved (a plain class: one per op, cheap)."""
+
+    __slots__ = ("attrs", "device", "name", "opdef", "raw", "scope", "tf_type")
+
+    def __init__(self, raw: dict[str, Any], opdef: OpDef, tf_type: str, name: str, device: str,
+                 scope: Scope, attrs: Mapping[str, Any]) -> None:  # fmt: skip
+        self.raw = raw
+        self.opdef = opdef
+        self.tf_type = tf_type
+        self.name = name
+        self.device = device
+        self.scope = scope
+        self.attrs = attrs
+
+
+@dataclass(frozen=True)
+class _Namespace:
+    names: Names | None  # None: the top level, whose names are the global ones
+    prefix: str
+
+
+class Walker:
+    """Turns `graph:` lists into `entries` in file order, each with its name, device and scope."""
+
+    def __init__(self, base: str) -> None:
+        self.entries: list[Entry] = []
+        self.names = Names([])
+        self.base = base
+        self._parsed: dict[str, DeviceSpec] = {}
+        self._merged: dict[tuple[str, DeviceSpec], Device] = {}
+
+    def top(self, items: list[Any], scope: Scope) -> None:
+        """The top-level list: names written here are kept as they are."""
+        self.names = Names(items)
+        self._walk(items, scope, _Namespace(None, ""), UNCONSTRAINED, None)
+
+    def expand(self, body: list[Any], copies: Sequence[tuple[Device, str]], scope: Scope,
+               where: object) -> None:  # fmt: skip
+        """Repeat `body` once per (device scope, name prefix); its names, local to each copy,
+        mean in `scope` the list of every copy's op."""
+        exported: dict[str, list[int]] = {}
+        written: dict[str, object] = {}
+        for device, prefix in copies:
+            local = Scope(scope)
+            self._walk(body, local, _Namespace(Names(body), prefix), device, where)
+            for name, indices in local.names.items():
+                exported.setdefault(name, []).extend(indices)
+            written.update(local.written)
+        for name, indices in exported.items():
+            scope.define(name, indices, written.get(name))
+
+    def _walk(self, items: list[Any], scope: Scope, ns: _Namespace, device: Device,
+              where: object) -> None:  # fmt: skip
+        for item in items:
+            if type(item) is not dict:
+                raise SpecError(
+                    f"graph entry {show(item)}: expected a mapping, e.g. "
+                    "{name: a, op: constant, value: 1.0}",
+                    where,
+                )
+            if "op" in item:
+                self._op(item, scope, ns, device)
+            elif "towers" in item:
+                self._towers(item, scope, ns, device)
+            elif "graph" in item:
+                _check_keys(item, BLOCK_KEYS, "a device block")
+                inner = device  # a block without `device` keeps the enclosing scope
+                if "device" in item:
+                    inner = self.device(item["device"], device, item, "device block")
+                self._walk(item["graph"], scope, ns, inner, item)
+            else:
+                raise SpecError(
+                    f"graph entry {show(item)} has no 'op' (an op) or 'graph' (a device block, "
+                    "with 'device' or 'towers')",
+                    item,
+                )
+
+    def _op(self, item: dict[str, Any], scope: Scope, ns: _Namespace, device: Device) -> None:
+        kind = item["op"]
+        opdef = REGISTRY.get(kind) if type(kind) is str else None
+        if opdef is None:
+            _unknown_op(item)
+        if not opdef.fields.issuperset(item):
+            _unknown_key(item, opdef)
+        tf_type = opdef.tf_type if opdef.tf_type_of is None else opdef.tf_type_of(item)
+        given = item.get("name")
+        if given is None and "name" not in item:
+            local = (ns.names or self.names).unique(tf_type)
+            name = local if ns.names is None else self.names.unique(ns.prefix + tf_type)
+        elif type(given) is str and (
+            (given.isidentifier() and given.isascii() and given[0] != "_") or _valid_name(given)
+        ):
+            local = given
+            name = given if ns.names is None else self.names.unique(ns.prefix + given)
+        else:
+            raise SpecError(
+                f"op name {show(given)} is not valid; use letters, digits and _ . - / "
+                "starting with a letter or digit, e.g. conv1",
+                item,
+            )
+        if given is None:
+            scope.names.setdefault(local, [len(self.entries)])  # yields to a name already bound
+        else:
+            scope.define(local, [len(self.entries)], item)
+        if "device" in item:
+            device = self.device(item["device"], device, item, f"op '{name}'")
+        attrs = EMPTY
+        if opdef.attrs:
+            try:
+                attrs = opdef.normalize(name, item, self.base)
+            except BadInput as err:
+                raise SpecError(str(err), item) from None
+        self.entries.append(Entry(item, opdef, tf_type, name, device.text, scope, attrs))
+
+    def _towers(self, item: dict[str, Any], scope: Scope, ns: _Namespace, device: Device) -> None:
+        _check_keys(item, TOWER_KEYS, "a towers block")
+        towers = item["towers"]
+        if type(towers) is not list or not towers:
+            raise SpecError(
+                f"towers: expected a list of devices, e.g. [/device:GPU:0, /device:GPU:1], got "
+                f"{show(towers)}",
+                item,
+            )
+        devices = [self.device(text, device, item, "towers") for text in towers]
+        body = item.get("graph")
+        if type(body) is not list:
+            raise SpecError(f"towers: 'graph' must be a list of ops, got {show(body)}", item)
+        self.expand(body, [(d, ns.prefix) for d in devices], scope, item)
+
+    def device(self, text: Any, outer: Device, where: object, label: str) -> Device:
+        """`text` (a TF device string; null clears the scope, as `tf.device(None)`) on `outer`."""
+        if text is None:
+            return UNCONSTRAINED
+        key = (text, outer.spec) if type(text) is str else None
+        found = self._merged.get(key) if key else None
+        if found is not None:
+            return found
+        if key is None:
+            raise SpecError(
+                f"{label}: device must be a string like /gpu:0, got {show(text)}", where
+            )
+        spec = self._parsed.get(text)
+        if spec is None:
+            try:
+                spec = self._parsed[text] = parse_device(text)
+            except (DeviceNameError, ValueError) as err:  # ValueError: int('²')
+                raise SpecError(
+                    f"{label}: {err}; write devices like /cpu:0, /gpu:1, /device:GPU:1 or "
+                    "/job:localhost/replica:0/task:0/device:GPU:0",
+                    where,
+                ) from None
+        merged = spec.merged_into(outer.spec)
+        found = self._merged[key] = Device(merged, merged.to_string())
+        return found
+
+
+def _written(items: list[Any]) -> Iterator[str]:
+    """Names written in one namespace: its ops and device blocks, not its tower bodies."""
+    for item in items:
+        if type(item) is not dict:
+            continue
+        name = item.get("name")
+        if "op" in item:
+            if type(name) is str:
+                yield name
+        elif "towers" not in item and type(item.get("graph")) is list:
+            yield from _written(item["graph"])
+
+
+def _valid_name(name: str) -> bool:
+    return _NAME.match(name) is not None
+
+
+def _check_keys(item: dict[str, Any], allowed: Sequence[str], what: str) -> None:
+    for key in item:
+        if key not in allowed:
+            raise SpecError(
+                f"{what} takes {' and '.join(allowed)}; unknown key {show(key)}"
+                f"{suggest(key, allowed)}",
+                item,
+            )
+    if type(item.get("graph")) is not list:
+        raise SpecError(f"{what} needs 'graph', a list of ops", item)
+
+
+def _unknown_op(item: dict[str, Any]) -> NoReturn:
+    name = item.get("name")
+    label = f"op {name!r}: " if type(name) is str else ""
+    raise SpecError(f"{label}unknown op {show(item['op'])}{suggest(item['op'], REGISTRY)}", item)
+
+
+def _unknown_key(item: dict[str, Any], opdef: OpDef) -> NoReturn:
+    key = sorted(str(k) for k in item if k not in opdef.fields)[0]
+    name = item.get("name")
+    label = f"op {name!r} ({opdef.name})" if type(name) is str else f"a {opdef.name} op"
+    raise SpecError(f"{label}: unknown field {key!r}{suggest(key, sorted(opdef.fields))}", item)

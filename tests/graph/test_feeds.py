@@ -1,0 +1,75 @@
+"""Feeding placeholders (`--feed NAME=FILE.npy`, `--feed NAME=JSON`), as feed_dict does."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from gpuplace.errors import BadInput
+from gpuplace.graph import Graph, apply_feeds, get_op, loads, require_fed
+
+SPEC = """
+graph:
+  - {name: x, op: placeholder, shape: [2, 2]}
+  - {name: k, op: placeholder, shape: [3], dtype: int32}
+  - {name: y, op: matmul, inputs: [x, x]}
+"""
+
+
+@pytest.fixture
+def graph() -> Graph:
+    return loads(SPEC, "g.yaml")
+
+
+def test_json_and_npy_values_land_in_the_placeholders(graph: Graph, tmp_path: Path) -> None:
+    np.save(tmp_path / "k.npy", np.array([1, 2, 3], dtype=np.int64))
+    fed = apply_feeds(graph, {"x": "[[1, 2], [3, 4]]", "k": str(tmp_path / "k.npy")})
+    x, k = fed.by_name()["x"], fed.by_name()["k"]
+    assert x.attrs["value"].dtype == np.float32 and x.attrs["value"].tolist() == [[1, 2], [3, 4]]
+    assert k.attrs["value"].dtype == np.int32
+    (value,) = get_op("placeholder").compute(np, [], x.attrs)
+    assert value is x.attrs["value"]
+    assert "value" not in graph.by_name()["x"].attrs  # the input graph is untouched
+    require_fed(fed)
+
+
+def test_every_unfed_placeholder_is_listed(graph: Graph) -> None:
+    with pytest.raises(BadInput) as info:
+        apply_feeds(graph, {})
+    assert str(info.value) == (
+        "You must feed a value for placeholder tensor 'x' with dtype float32 and shape [2,2], "
+        "'k' with dtype int32 and shape [3]; pass --feed NAME=FILE.npy or --feed NAME=JSON for "
+        "each (e.g. --feed x=[[1,2],[3,4]])"
+    )
+
+
+@pytest.mark.parametrize(
+    ("feeds", "message"),
+    [
+        ({"z": "1"}, "--feed z: no op named 'z' in g.yaml; placeholders: k, x"),
+        ({"y": "1"}, "--feed y: op 'y' is a matmul, not a placeholder; only placeholders are fed (placeholders in g.yaml: x, k)"),
+        ({"x": "[1, 2]"}, "Cannot feed value of shape (2,) for Tensor 'x:0', which has shape '(2, 2)'; give a value of shape [2,2]"),
+        ({"k": "[1.5, 2, 3]"}, "--feed k: cannot feed float64 values to placeholder 'k' of dtype int32 without changing them; give int32 values"),
+        ({"k": "[1, 2, 99999999999]"}, "--feed k: cannot feed int64 values to placeholder 'k' of dtype int32 without changing them; give int32 values"),
+        ({"k": "[1, 2"}, "--feed k=[1, 2: neither JSON (Expecting ',' delimiter) nor a .npy path; write e.g. --feed k=[[1,2],[3,4]] or --feed k=x.npy"),
+        ({"k": "[[1], [2, 3]]"}, "--feed k=[[1], [2, 3]]: lists of different lengths; give a rectangular list"),
+        ({"k": '["a", "b", "c"]'}, "--feed k=[\"a\", \"b\", \"c\"]: expected numbers, got <U1 values"),
+    ],
+)  # fmt: skip
+def test_bad_feeds(graph: Graph, feeds: dict[str, str], message: str) -> None:
+    with pytest.raises(BadInput) as info:
+        apply_feeds(graph, feeds)
+    assert str(info.value) == message
+
+
+def test_missing_npy_file(graph: Graph, tmp_path: Path) -> None:
+    with pytest.raises(BadInput, match=r"--feed x=.*nope\.npy: cannot read it as a \.npy file"):
+        apply_feeds(graph, {"x": str(tmp_path / "nope.npy")})
+
+
+def test_unfed_placeholder_kernel_refuses_to_run() -> None:
+    placeholder = get_op("placeholder")
+    with pytest.raises(BadInput, match="a placeholder was not fed"):
+        placeholder.compute(np, [], placeholder.normalize("x", {"shape": [1]}))

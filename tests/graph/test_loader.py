@@ -1,0 +1,285 @@
+"""Loading specs: TensorFlow's names and device scopes, towers, inputs, order, fetch, config."""
+
+from __future__ import annotations
+
+import gc
+import json
+import subprocess
+import sys
+from dataclasses import fields
+from pathlib import Path
+from textwrap import dedent
+
+import numpy as np
+import pytest
+import yaml
+
+from gpuplace.devices.names import DeviceSpec
+from gpuplace.graph import Graph, Op, TensorRef, TensorSpec, load, loads
+from gpuplace.graph.loader import new_op, new_ref
+from gpuplace.graph.walk import Device, Scope, Walker
+
+GUIDE = Path(__file__).resolve().parents[2] / "examples" / "guide"
+
+
+def spec(text: str) -> Graph:
+    return loads(dedent(text), "spec.yaml")
+
+
+def table(graph: Graph) -> list[tuple[str, str, list[str], str]]:
+    return [(op.name, op.type, [str(r) for r in op.inputs], op.device) for op in graph.ops]
+
+
+def test_guide_log_placement() -> None:
+    graph = load(GUIDE / "01_log_placement.yaml")
+    assert table(graph) == [
+        ("a", "constant", [], ""),
+        ("b", "constant", [], ""),
+        ("MatMul", "matmul", ["a", "b"], ""),
+    ]
+    assert graph.ops[2].outputs == (TensorSpec((2, 2)),)
+    assert graph.fetch == (TensorRef("MatMul"),)
+    assert graph.config.log_device_placement is True
+    assert [op.line for op in graph.ops] == [6, 7, 8]
+    assert graph.source.endswith("01_log_placement.yaml")
+
+
+def test_guide_manual_placement_scopes_the_constants() -> None:
+    graph = load(GUIDE / "02_manual_placement.yaml")
+    assert [op.device for op in graph.ops] == ["/device:CPU:0", "/device:CPU:0", ""]
+
+
+def test_guide_multi_tower_names_as_tensorflow() -> None:
+    graph = load(GUIDE / "04_multi_tower.yaml")
+    assert table(graph) == [
+        ("Const", "constant", [], "/device:GPU:2"),
+        ("Const_1", "constant", [], "/device:GPU:2"),
+        ("MatMul", "matmul", ["Const", "Const_1"], "/device:GPU:2"),
+        ("Const_2", "constant", [], "/device:GPU:3"),
+        ("Const_3", "constant", [], "/device:GPU:3"),
+        ("MatMul_1", "matmul", ["Const_2", "Const_3"], "/device:GPU:3"),
+        ("AddN", "add_n", ["MatMul", "MatMul_1"], "/device:CPU:0"),
+    ]
+    assert graph.fetch == (TensorRef("AddN"),)
+
+
+def test_towers_copy_written_names_and_expose_the_list() -> None:
+    graph = spec("""
+        graph:
+          - {name: w, op: ones, shape: [2, 2]}
+          - towers: [/gpu:0, /gpu:1, GPU:2]
+            graph:
+              - {name: c, op: matmul, inputs: [w, d]}
+              - {name: d, op: zeros, shape: [2, 2]}
+          - {name: total, op: add_n, inputs: [c]}
+          - {name: second, op: identity, inputs: [c_1]}
+        """)
+    ops = graph.by_name()
+    assert [ops[name].device for name in ("d", "d_1", "d_2")] == [
+        "/device:GPU:0",
+        "/device:GPU:1",
+        "/device:GPU:2",
+    ]
+    assert [str(r) for r in ops["c_1"].inputs] == ["w", "d_1"]
+    assert [str(r) for r in ops["total"].inputs] == ["c", "c_1", "c_2"]
+    assert [str(r) for r in ops["second"].inputs] == ["c_1"]
+
+
+def test_expand_takes_name_prefixes_for_replicas() -> None:
+    body = [{"op": "constant", "value": 1.0}, {"name": "y", "op": "neg", "inputs": ["Const"]}]
+    walker = Walker("/")
+    top = Scope()
+    gpus = [
+        Device(DeviceSpec(device_type="GPU", device_index=i), f"/device:GPU:{i}") for i in (0, 1)
+    ]
+    walker.expand(body, [(gpus[0], "replica_0/"), (gpus[1], "replica_1/")], top, None)
+    assert [(e.name, e.device) for e in walker.entries] == [
+        ("replica_0/Const", "/device:GPU:0"),
+        ("replica_0/y", "/device:GPU:0"),
+        ("replica_1/Const", "/device:GPU:1"),
+        ("replica_1/y", "/device:GPU:1"),
+    ]
+    assert top.names == {"Const": [0, 2], "y": [1, 3]}
+
+
+def test_default_names_follow_tensorflow_unique_name() -> None:
+    graph = spec("""
+        graph:
+          - {op: constant, value: 1.0}
+          - {op: constant, value: 2.0}
+          - {name: Const_1, op: constant, value: 3.0}
+          - {name: matmul, op: zeros, shape: [1, 1]}
+          - {op: matmul, inputs: [matmul, matmul]}
+          - {op: split, inputs: [matmul], num_split: 1}
+        """)
+    names = [op.name for op in graph.ops]
+    # written names are kept; generated ones skip them, case-insensitively as TF does
+    assert names == ["Const", "Const_2", "Const_1", "matmul", "MatMul_1", "Split"]
+
+
+def test_nested_scopes_merge_field_by_field() -> None:
+    graph = spec("""
+        graph:
+          - device: /job:localhost/replica:0/task:0
+            graph:
+              - {name: a, op: constant, value: 1.0, device: GPU:1}
+              - device: /cpu:1
+                graph:
+                  - {name: b, op: constant, value: 1.0, device: /device:GPU:*}
+                  - {name: c, op: constant, value: 1.0, device: null}
+              - graph: [{name: e, op: constant, value: 1.0}]
+              - {name: f, op: constant, value: 1.0}
+          - {name: d, op: constant, value: 1.0, device: /gpu:0}
+        """)
+    assert [op.device for op in graph.ops] == [
+        "/job:localhost/replica:0/task:0/device:GPU:1",
+        "/job:localhost/replica:0/task:0/device:GPU:1",
+        "",
+        "/job:localhost/replica:0/task:0",
+        "/job:localhost/replica:0/task:0",
+        "/device:GPU:0",
+    ]
+
+
+def test_inputs_may_name_later_ops_and_run_in_order() -> None:
+    graph = spec("""
+        graph:
+          - {name: out, op: add, inputs: [x, y]}
+          - {name: y, op: neg, inputs: [x]}
+          - {name: x, op: ones, shape: [3]}
+        """)
+    assert [op.name for op in graph.ops] == ["x", "y", "out"]
+    assert graph.fetch == (TensorRef("out"),)
+
+
+def test_output_references_and_default_fetch() -> None:
+    graph = spec("""
+        graph:
+          - {name: x, op: ones, shape: [4, 2]}
+          - {name: s, op: split, inputs: [x], sizes: [1, -1]}
+          - {name: t, op: neg, inputs: ['s:1']}
+          - {name: keep, op: save, inputs: [t], path: out.npy}
+        """)
+    ops = graph.by_name()
+    assert ops["s"].outputs == (TensorSpec((1, 2)), TensorSpec((3, 2)))
+    assert ops["t"].inputs == (TensorRef("s", 1),)
+    assert ops["keep"].outputs == ()
+    # s:1 and t are consumed; s:0 is not; save has no outputs
+    assert graph.fetch == (TensorRef("s", 0),)
+
+
+def test_explicit_fetch_expands_tower_names() -> None:
+    graph = spec("""
+        graph:
+          - towers: [/gpu:0, /gpu:1]
+            graph: [{name: c, op: ones, shape: [1]}]
+        fetch: c
+        """)
+    assert graph.fetch == (TensorRef("c"), TensorRef("c_1"))
+
+
+def test_colocate_with_is_resolved() -> None:
+    graph = spec("""
+        graph:
+          - {name: v, op: variable, shape: [2], device: /cpu:0}
+          - {name: u, op: neg, inputs: [v], colocate_with: v}
+        """)
+    assert graph.by_name()["u"].colocate_with == "v"
+
+
+def test_json_gives_the_same_graph_without_lines() -> None:
+    text = (GUIDE / "04_multi_tower.yaml").read_text()
+    from_yaml = loads(text)
+    from_json = loads(json.dumps(yaml.safe_load(text)))
+    assert table(from_json) == table(from_yaml)
+    assert [op.outputs for op in from_json.ops] == [op.outputs for op in from_yaml.ops]
+    assert {op.line for op in from_json.ops} == {None}
+
+
+def test_yaml_flow_mapping_is_not_mistaken_for_json() -> None:
+    graph = loads("{graph: [{name: a, op: zeros, shape: [1]}]}")
+    assert [op.name for op in graph.ops] == ["a"]
+
+
+def test_yaml_anchors_and_merge_keys() -> None:
+    graph = spec("""
+        graph:
+          - &base {name: a, op: zeros, shape: [2, 2], dtype: float64}
+          - {<<: *base, name: b}
+        """)
+    assert [op.outputs[0] for op in graph.ops] == [TensorSpec((2, 2), "float64")] * 2
+
+
+def test_config_passes_memory_options_through() -> None:
+    graph = spec("""
+        config:
+          allow_soft_placement: true
+          gpu_options:
+            allow_growth: true
+            per_process_gpu_memory_fraction: 0.4
+            experimental: {virtual_devices: [{memory_limit_mb: [1024, 1024]}]}
+          placement: {strategy: tensorflow}
+        graph: [{name: a, op: zeros, shape: [1]}]
+        """)
+    config = graph.config
+    assert (config.allow_soft_placement, config.log_device_placement) == (True, False)
+    assert config.gpu_options["per_process_gpu_memory_fraction"] == 0.4
+    assert config.gpu_options["experimental"]["virtual_devices"][0]["memory_limit_mb"] == [
+        1024,
+        1024,
+    ]
+    assert config.placement == {"strategy": "tensorflow"}
+
+
+def test_load_reads_the_npy_header_relative_to_the_spec(tmp_path: Path) -> None:
+    np.save(tmp_path / "x.npy", np.zeros((3, 5), dtype=np.int64))
+    (tmp_path / "g.yaml").write_text("graph:\n  - {name: x, op: load, path: x.npy}\n")
+    op = load(tmp_path / "g.yaml").ops[0]
+    assert op.outputs == (TensorSpec((3, 5), "int64"),)
+    assert op.attrs["path"] == str(tmp_path / "x.npy")
+
+
+def test_new_op_and_new_ref_equal_the_dataclasses() -> None:
+    args = (
+        "c",
+        "matmul",
+        (TensorRef("a"),),
+        "/device:GPU:0",
+        {"x": 1},
+        (TensorSpec((1,)),),
+        "a",
+        3,
+    )
+    assert new_op(*args) == Op(*args)
+    assert [f.name for f in fields(Op)] == list(new_op(*args).__dict__)
+    assert new_ref("s", 1) == TensorRef("s", 1)
+    assert [f.name for f in fields(TensorRef)] == list(new_ref("s").__dict__)
+
+
+def test_importing_the_graph_package_does_not_import_numpy() -> None:
+    code = "import sys, gpuplace.graph; print('numpy' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+
+
+@pytest.mark.parametrize("path", sorted(GUIDE.glob("*.yaml")), ids=lambda p: p.name)
+def test_every_guide_example_loads(path: Path) -> None:
+    assert load(path).ops
+
+
+def test_loading_restores_the_garbage_collector() -> None:
+    loads("graph: [{name: a, op: zeros, shape: [1]}]")
+    assert gc.isenabled() and gc.get_freeze_count() == 0
+    gc.disable()
+    try:
+        loads("graph: [{name: a, op: zeros, shape: [1]}]")
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+    gc.freeze()  # an application's own freeze is left alone
+    try:
+        frozen = gc.get_freeze_count()
+        loads("graph: [{name: a, op: zeros, shape: [1]}]")
+        assert gc.get_freeze_count() == frozen
+    finally:
+        gc.unfreeze()
