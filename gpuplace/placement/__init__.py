@@ -1,0 +1,40 @@
+"""Placement: put every op on a device the way TensorFlow's graph-mode placer does, with a reason.
+
+`place(graph, num_gpus)` mirrors `Placer::Run` (TF 1.x sessions and `tf.function` graphs):
+explicit requests are honoured, other ops go to the highest-priority device with a kernel
+(GPU:0 before CPU:0), generators follow their consumers, colocation groups share a device, and
+`allow_soft_placement` (off by default, as in TF 1 graphs) falls back instead of failing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from ..errors import BadInput
+from ..graph.model import Graph, OpMeta
+from .model import KINDS, Decision, Placement, PlacementError
+from .tf import place_graph
+
+__all__ = ["KINDS", "Decision", "Placement", "PlacementError", "place"]
+
+
+def place(
+    graph: Graph,
+    num_gpus: int,
+    *,
+    allow_soft_placement: bool = False,
+    op_meta: Callable[[str], OpMeta] | None = None,
+) -> Placement:
+    """Place `graph` on CPU:0 plus GPU:0..num_gpus-1 (the GPUs the process sees).
+
+    `op_meta(op.type)` tells kernels and generators apart; by default the op registry's
+    `get_op`. Raises PlacementError (exit 1) with TensorFlow's message when the machine cannot
+    satisfy a request.
+    """
+    if num_gpus < 0:
+        raise BadInput(f"num_gpus must be >= 0, got {num_gpus}")
+    if op_meta is None:
+        from ..graph.ops import get_op
+
+        op_meta = get_op
+    return place_graph(graph, num_gpus, allow_soft_placement, op_meta)

@@ -1,0 +1,115 @@
+"""The one-line reason behind each placement decision, as `--explain` prints it.
+
+TensorFlow logs only the device; these lines say which of its rules chose it: an explicit
+request, the default (highest-priority device with a kernel), a generator following its
+consumers, a colocation group, or soft placement, and for soft placement why it was needed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ..devices.names import DeviceSpec
+from ..graph.model import Op, OpMeta
+from .candidates import Candidates, Consumers, DeviceTable, LocalDevice
+from .colocation import ColocationGraph, has_details
+from .model import Decision
+
+
+class Reasons:
+    """Builds decisions from the placer's state (shared, read as the placer fills it)."""
+
+    def __init__(
+        self,
+        ops: Sequence[Op],
+        meta: Sequence[OpMeta],
+        own: Sequence[DeviceSpec],
+        groups: ColocationGraph,
+        table: DeviceTable,
+        consumers: Consumers,
+    ) -> None:
+        self.ops, self.meta, self.own, self.groups = ops, meta, own, groups
+        self.table, self.consumers = table, consumers
+
+    def pinned(self, i: int, device: LocalDevice, by: str) -> Decision:
+        """Op i's group was already placed by op `by` (TF pins groups in `AssignAndLog`)."""
+        op, own = self.ops[i], self.own[i]
+        clauses = self._ignored(i)
+        if has_details(own) and not own.matches(device.type, device.index):
+            clauses.append(f"requested {op.device} not honoured")
+        if clauses:
+            text = f"soft placement: {'; '.join(clauses)}; colocated with {by}"
+            return Decision(device.name, "soft-fallback", text)
+        if has_details(own):
+            return Decision(device.name, "explicit", f"requested {op.device} (colocated with {by})")
+        return Decision(device.name, "colocated", f"colocated with {by}")
+
+    def chosen(
+        self, i: int, device: LocalDevice, cands: Candidates, followed: bool, generator: bool
+    ) -> Decision:
+        """Op i chose its group's device: its consumers' one, or the first candidate."""
+        op, own = self.ops[i], self.own[i]
+        root = self.groups.root(i)
+        group, requester = self.groups.requested[root], self.groups.requester[root]
+        lone = not followed and generator  # heuristic A tried and did not apply
+        followed = followed and len(cands.devices) > 1  # with one candidate it chose nothing
+        honoured = has_details(own) and own.matches(device.type, device.index)
+        clauses = self._ignored(i)
+        if cands.soft is not None:
+            clauses.append(cands.soft)
+        elif has_details(own) and not honoured:
+            clauses.append(f"requested {op.device} conflicts with its colocation group")
+        if followed:
+            base = self._follows(i, device)
+        elif cands.soft is not None:
+            base = f"best supported device {device.short}"
+        elif honoured:
+            base = f"requested {op.device}{self._first_match(i, own, device)}"
+        elif has_details(group):
+            base = (
+                f"colocated with {requester}; the group requests {group.to_string()}"
+                f"{self._first_match(i, group, device)}"
+            )
+        else:
+            base = (
+                f"no device requested: {device.short} is the highest-priority device with "
+                f"{self._kernel(i)}{self._not_followed(i) if lone else ''}"
+            )
+        if clauses:
+            return Decision(
+                device.name, "soft-fallback", f"soft placement: {'; '.join(clauses)}; {base}"
+            )
+        if followed:
+            return Decision(device.name, "follows-consumer", f"generator {base}")
+        if honoured:
+            return Decision(device.name, "explicit", base)
+        kind = "colocated" if has_details(group) else "default"
+        return Decision(device.name, kind, base)
+
+    def _ignored(self, i: int) -> list[str]:
+        note = self.groups.ignored.get(i)
+        return [] if note is None else [note]
+
+    def _kernel(self, i: int) -> str:
+        if self.groups.size[self.groups.root(i)] > 1:
+            return "kernels for its whole colocation group"
+        return f"a {self.meta[i].tf_type} kernel"
+
+    def _first_match(self, i: int, spec: DeviceSpec, device: LocalDevice) -> str:
+        """For a partial spec (`/device:GPU:*`), why this device among those it matches."""
+        if self.table.exists(spec) <= 1:
+            return ""
+        return f": {device.short} is the highest-priority matching device with {self._kernel(i)}"
+
+    def _follows(self, i: int, device: LocalDevice) -> str:
+        first, count = self.ops[self.consumers.first[i]].name, self.consumers.count[i]
+        if count == 1:
+            return f"follows its consumer {first} on {device.short}"
+        return f"follows its consumers {first} and {count - 1} more on {device.short}"
+
+    def _not_followed(self, i: int) -> str:
+        """Why heuristic A did not apply to a generator placed by default."""
+        if self.consumers.mixed[i]:
+            return "; its consumers sit on several devices"
+        only = self.consumers.device[i]
+        return "" if only is None else f"; its consumers' device {only.short} has no kernel for it"
