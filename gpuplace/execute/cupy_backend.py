@@ -54,3 +54,22 @@ class CupyBackend:
     def synchronize(self) -> None:
         with self.device():
             self.xp.cuda.Device(self.cuda_index).synchronize()
+
+    def copy_from(self, array: Any) -> Any:
+        """Copy an array from another GPU onto this one directly (cupy's cross-device copy)."""
+        with self.device():
+            return array.copy()
+
+    def set_memory_limit(self, nbytes: int | None) -> None:
+        """Cap this GPU's cupy memory pool (`set_limit`), like TF's memory_limit.
+
+        None lifts the cap (so does 0: cupy reads a zero limit as none).
+        """
+        with self.device():
+            self.xp.get_default_memory_pool().set_limit(size=nbytes or 0)
+
+    @property
+    def out_of_memory(self) -> type[BaseException]:
+        """The exception cupy raises when this GPU or its pool limit is out of memory."""
+        error: type[BaseException] = self.xp.cuda.memory.OutOfMemoryError
+        return error

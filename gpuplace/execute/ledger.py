@@ -1,0 +1,91 @@
+"""Per-device memory ledgers: bytes in use and peak, counted the way TensorFlow's BFC allocator does.
+
+Every tensor is charged to its device when it is created or copied there, rounded up to 256 B
+(`bfc_allocator.cc`, kMinAllocationSize), and released after its last consumer on that device.
+`peak` is what `tf.config.experimental.get_memory_info(...)["peak"]` reports: memory in use, not
+memory reserved by a pool. A limit plays TF's `memory_limit`: exceeding it is an OOM.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from ..errors import BadInput, RuntimeFailure
+from ..units import human
+
+ALIGNMENT = 256
+
+
+def allocation_size(nbytes: int) -> int:
+    """Bytes the BFC allocator hands out for a request of `nbytes`: a multiple of 256 (0 stays 0)."""
+    return -(-nbytes // ALIGNMENT) * ALIGNMENT
+
+
+def _bytes(n: int) -> str:
+    """`4.0 KiB (4096 B)`: readable and exact; `256 B` alone when that is both."""
+    return human(n) if n < 1024 else f"{human(n)} ({n} B)"
+
+
+class OutOfMemory(RuntimeFailure):
+    """A device ran out of memory (TF's ResourceExhaustedError: "OOM when allocating ...").
+
+    Raised only after the run freed every tensor it had allocated, which the message says.
+    """
+
+    def __init__(
+        self,
+        op: str,
+        device: str,
+        requested: int,
+        in_use: int,
+        limit: int | None,
+        detail: str = "",
+    ) -> None:
+        self.op, self.device = op, device
+        self.requested, self.in_use, self.limit = requested, in_use, limit
+        cap = "no memory limit set" if limit is None else f"limit {_bytes(limit)}"
+        super().__init__(
+            f"OOM when allocating {_bytes(requested)} for op '{op}' on {device}: "
+            f"{_bytes(in_use)} in use, {cap}{detail}. The run stopped and freed "
+            "everything it had allocated; nothing is left allocated. Fix: raise that device's "
+            "memory limit, or place some ops on another device."
+        )
+
+
+class Ledger:
+    """Bytes in use and peak on one device; `limit` None means only the hardware limits it."""
+
+    __slots__ = ("device", "in_use", "limit", "peak")
+
+    def __init__(self, device: str, limit: int | None = None) -> None:
+        self.device = device
+        self.limit = limit
+        self.in_use = 0
+        self.peak = 0
+
+    def allocate(self, nbytes: int, op: str) -> None:
+        """Charge `nbytes` (already rounded) for `op`, or raise OutOfMemory past the limit."""
+        in_use = self.in_use + nbytes
+        if self.limit is not None and in_use > self.limit:
+            raise OutOfMemory(op, self.device, nbytes, self.in_use, self.limit)
+        self.in_use = in_use
+        if in_use > self.peak:
+            self.peak = in_use
+
+    def free(self, nbytes: int) -> None:
+        self.in_use -= nbytes
+
+    def release(self) -> None:
+        """Forget every allocation (end of a run, or a failed one); the peak stays."""
+        self.in_use = 0
+
+
+def new_ledgers(devices: Sequence[str], limits: Mapping[str, int | None]) -> list[Ledger]:
+    """One ledger per device, in order; a limit naming a device outside `devices` is an error."""
+    unknown = sorted(set(limits) - set(devices))
+    if unknown:
+        raise BadInput(
+            f"memory limit given for {', '.join(unknown)}, which this run has no backend for "
+            f"(devices: {', '.join(devices) or 'none'})"
+        )
+    return [Ledger(device, limits.get(device)) for device in devices]
