@@ -28,7 +28,7 @@ test: lint typecheck
 	$(BIN)/python -m pytest --cov --cov-report=term:skip-covered --cov-report=html:htmlcov
 
 bench: $(STAMP)
-	$(BIN)/python bench/bench_devices.py
+	for b in bench/bench_*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
 
 # On a machine with an NVIDIA GPU and cupy, from the source tree (no virtualenv, no registry).
 gpu-check:

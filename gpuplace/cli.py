@@ -46,13 +46,13 @@ class AppContext:
         return view(self.machine(), self.env)
 
 
-def _echo_renderable(app: AppContext, renderable: Any) -> None:
+def echo_renderable(app: AppContext, renderable: Any) -> None:
     from rich.console import Console
 
     Console(force_terminal=app.terminal(), soft_wrap=False).print(renderable)
 
 
-def _warn(message: str) -> None:
+def warn(message: str) -> None:
     click.echo(f"warning: {message}", err=True)
 
 
@@ -141,10 +141,10 @@ def devices(
     v = app.view()
     doc = devices_json(v)
     for w in v.warnings:
-        _warn(w)
+        warn(w)
     if not as_json:
         if app.terminal():
-            _echo_renderable(app, devices_table(v))
+            echo_renderable(app, devices_table(v))
         else:
             click.echo(devices_plain(v))
     failures: list[str] = []
@@ -187,4 +187,6 @@ def entry() -> None:  # pragma: no cover - thin console-script wrapper
     sys.exit(main())
 
 
-__all__ = ["AppContext", "BadInput", "cli", "main"]
+from . import cli_graph  # noqa: E402  (registers `run` and `plan` on the group)
+
+__all__ = ["AppContext", "BadInput", "cli", "cli_graph", "main"]

@@ -52,6 +52,13 @@ class Gpu:
     temperature_celsius: int | None = None
     power_draw_watts: float | None = None
     power_limit_watts: float | None = None
+    fan_percent: int | None = None
+    performance_state: str | None = None  # "P0"
+    persistence_mode: bool | None = None
+    display_active: bool | None = None
+    ecc_uncorrected: int | None = None  # volatile uncorrected ECC errors
+    compute_mode: str | None = None  # "Default", "E. Process", "Prohibited"
+    memory_reserved: int | None = None  # by the driver (memory info v2)
     mig_enabled: bool = False
     mig_instances: tuple[MigInstance, ...] = ()
     processes: tuple[GpuProcess, ...] = ()

@@ -36,6 +36,7 @@ INIT_REASONS = {
     ),
     "NVMLError_NoPermission": "no permission to open the NVIDIA devices (/dev/nvidia*)",
 }
+COMPUTE_MODES = {0: "Default", 1: "E. Thread", 2: "Prohibited", 3: "E. Process"}
 _FIELD_NA = ("NVMLError_NotSupported", "NVMLError_NoPermission", "NVMLError_FunctionNotFound")
 _GPU_DOWN = {"NVMLError_GpuIsLost": "GPU is lost", "NVMLError_Unknown": "Unknown Error"}
 
@@ -156,6 +157,9 @@ def _read_gpu(nvml: ModuleType, q: _Query, index: int, handle: Any) -> Gpu:
     power = q(nvml.nvmlDeviceGetPowerUsage, handle)
     limit = q(nvml.nvmlDeviceGetEnforcedPowerLimit, handle)
     mig_mode = q(nvml.nvmlDeviceGetMigMode, handle)
+    pstate = q(nvml.nvmlDeviceGetPerformanceState, handle)
+    persistence = q(nvml.nvmlDeviceGetPersistenceMode, handle)
+    display = q(nvml.nvmlDeviceGetDisplayActive, handle)
     mig_enabled = mig_mode is not None and mig_mode[0] == getattr(nvml, "NVML_DEVICE_MIG_ENABLE", 1)
     return Gpu(
         nvml_index=index,
@@ -170,10 +174,26 @@ def _read_gpu(nvml: ModuleType, q: _Query, index: int, handle: Any) -> Gpu:
         temperature_celsius=q(nvml.nvmlDeviceGetTemperature, handle, nvml.NVML_TEMPERATURE_GPU),
         power_draw_watts=power / 1000 if power is not None else None,
         power_limit_watts=limit / 1000 if limit is not None else None,
+        fan_percent=q(nvml.nvmlDeviceGetFanSpeed, handle),
+        performance_state=f"P{pstate}" if pstate is not None else None,
+        persistence_mode=bool(persistence) if persistence is not None else None,
+        display_active=bool(display) if display is not None else None,
+        ecc_uncorrected=q(
+            nvml.nvmlDeviceGetTotalEccErrors,
+            handle,
+            nvml.NVML_MEMORY_ERROR_TYPE_UNCORRECTED,
+            nvml.NVML_VOLATILE_ECC,
+        ),
+        compute_mode=_compute_mode(q(nvml.nvmlDeviceGetComputeMode, handle)),
+        memory_reserved=getattr(mem, "reserved", None),
         mig_enabled=mig_enabled,
         mig_instances=_mig_instances(nvml, q, handle) if mig_enabled else (),
         processes=_processes(nvml, q, handle),
     )
+
+
+def _compute_mode(mode: int | None) -> str | None:
+    return None if mode is None else COMPUTE_MODES.get(mode, str(mode))
 
 
 def _mig_instances(nvml: ModuleType, q: _Query, handle: Any) -> tuple[MigInstance, ...]:

@@ -39,6 +39,12 @@ class FakeGpu:
     temp: int = 34
     power_mw: int = 61000
     limit_mw: int = 400000
+    fan: int | None = None  # None: NotSupported, as on datacenter GPUs
+    pstate: int = 0
+    persistence: int = 1
+    display: int = 0
+    ecc: int = 0
+    compute_mode: int = 0
     lost: bool = False
     fail: dict[str, type[Exception]] = field(default_factory=dict)
     migs: list[FakeMig] = field(default_factory=list)
@@ -149,6 +155,31 @@ class FakeNvml(types.ModuleType):
 
     def nvmlDeviceGetEnforcedPowerLimit(self, h: _Handle) -> int:
         return self._check(h, "nvmlDeviceGetEnforcedPowerLimit").limit_mw
+
+    def nvmlDeviceGetFanSpeed(self, h: _Handle) -> int:
+        fan = self._check(h, "nvmlDeviceGetFanSpeed").fan
+        if fan is None:
+            raise real.NVMLError_NotSupported()
+        return fan
+
+    def nvmlDeviceGetPerformanceState(self, h: _Handle) -> int:
+        return self._check(h, "nvmlDeviceGetPerformanceState").pstate
+
+    def nvmlDeviceGetPersistenceMode(self, h: _Handle) -> int:
+        return self._check(h, "nvmlDeviceGetPersistenceMode").persistence
+
+    def nvmlDeviceGetDisplayActive(self, h: _Handle) -> int:
+        return self._check(h, "nvmlDeviceGetDisplayActive").display
+
+    def nvmlDeviceGetTotalEccErrors(self, h: _Handle, error_type: int, counter: int) -> int:
+        assert (error_type, counter) == (
+            real.NVML_MEMORY_ERROR_TYPE_UNCORRECTED,
+            real.NVML_VOLATILE_ECC,
+        )
+        return self._check(h, "nvmlDeviceGetTotalEccErrors").ecc
+
+    def nvmlDeviceGetComputeMode(self, h: _Handle) -> int:
+        return self._check(h, "nvmlDeviceGetComputeMode").compute_mode
 
     def nvmlDeviceGetMigMode(self, h: _Handle) -> list[int]:
         gpu = self._check(h, "nvmlDeviceGetMigMode")

@@ -1,0 +1,151 @@
+"""`gpuplace run` and `gpuplace plan`: graph commands, registered on the `cli` group.
+
+Heavy modules (numpy, the loader, the executor) are imported inside the commands so that
+`gpuplace devices` stays fast.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+import click
+
+from .cli import AppContext, cli, echo_renderable, warn
+from .errors import BadInput, CheckFailed
+
+
+def _feeds(values: Sequence[str]) -> dict[str, str]:
+    feeds = {}
+    for item in values:
+        name, sep, value = item.partition("=")
+        if not sep or not name.strip():
+            raise BadInput(f"--feed {item!r}: expected NAME=FILE.npy or NAME=JSON (e.g. x=[[1,2]])")
+        feeds[name.strip()] = value
+    return feeds
+
+
+def _options(soft: bool | None, log: bool | None, feed: Sequence[str]) -> Any:
+    from .session import Options
+
+    return Options(allow_soft_placement=soft, log_device_placement=log, feeds=_feeds(feed))
+
+
+SOFT = click.option(
+    "--allow-soft-placement/--no-allow-soft-placement", "soft", default=None,
+    help="TensorFlow's allow_soft_placement: fall back to an existing device (overrides config).",
+)  # fmt: skip
+JSON = click.option("--json", "as_json", is_flag=True, help="One JSON document.")
+
+
+@cli.command()
+@click.argument("spec", metavar="GRAPH.yaml")
+@click.option("--log-placement/--no-log-placement", "log", default=None,
+              help="Print TensorFlow's device mapping and placement log (overrides config).")  # fmt: skip
+@SOFT
+@click.option("--explain", is_flag=True, help="Print why each op went where it did.")
+@JSON
+@click.option("--save", metavar="FILE.npz", help="Write the fetched values to an .npz file.")
+@click.option(
+    "--verify", is_flag=True, help="Compare every fetch with a float64 CPU run; exit 1 on mismatch."
+)
+@click.option(
+    "--feed",
+    multiple=True,
+    metavar="NAME=VALUE",
+    help="Feed a placeholder: NAME=FILE.npy or NAME=JSON.",
+)
+@click.pass_obj
+def run(app: AppContext, spec: str, log: bool | None, soft: bool | None, explain: bool,
+        as_json: bool, save: str | None, verify: bool, feed: tuple[str, ...]) -> None:  # fmt: skip
+    """Place a graph the way TensorFlow does, run it, print the placement log and the results."""
+    from .report import run as report
+    from .session import execute_prepared, prepare
+
+    view = app.view()
+    for w in view.warnings:
+        warn(w)
+    prepared = prepare(spec, view, _options(soft, log, feed))
+    result = execute_prepared(prepared, view, app.cupy_loader)
+    checked = _verify(prepared, result, view) if verify else []
+    if save:
+        _save(save, result.values)
+    if as_json:
+        doc = report.run_json(view, prepared.graph, prepared.placement, result)
+        if verify:
+            doc["verify"] = [c.__dict__ for c in checked]
+        click.echo(json.dumps(doc, indent=2))
+    else:
+        _print_run(app, view, prepared, result, explain, checked)
+    bad = [c for c in checked if not c.ok]
+    if bad:
+        raise CheckFailed("; ".join(
+            f"--verify: {c.fetch} differs from the float64 CPU run by {c.max_rel_error:.2e} "
+            f"(relative; tolerance for {c.dtype} is {c.tolerance:.0e})" for c in bad
+        ))  # fmt: skip
+
+
+def _verify(prepared: Any, result: Any, view: Any) -> list[Any]:
+    from .session import verify
+
+    return verify(prepared, result, view)
+
+
+def _save(path: str, values: dict[str, Any]) -> None:
+    import numpy as np
+
+    try:
+        np.savez(path, **values)
+    except OSError as exc:
+        raise BadInput(f"--save {path!r}: cannot write: {exc.strerror}") from exc
+
+
+def _print_run(app: AppContext, view: Any, prepared: Any, result: Any, explain: bool,
+               checked: list[Any]) -> None:  # fmt: skip
+    from .report import run as report
+
+    if prepared.log_device_placement:
+        click.echo(report.device_mapping(view))
+        click.echo(report.placement_log(prepared.graph, prepared.placement))
+    for line in result.printed:
+        click.echo(line, err=True)
+    if explain:
+        _explain(app, prepared, result.copies)
+    click.echo(report.results_text(result.values))
+    for c in checked:
+        verdict = "ok" if c.ok else "MISMATCH"
+        click.echo(f"verify {c.fetch}: max relative error {c.max_rel_error:.1e} vs float64 CPU "
+                   f"({c.dtype}, tolerance {c.tolerance:.0e}): {verdict}")  # fmt: skip
+
+
+def _explain(app: AppContext, prepared: Any, copies: Any) -> None:
+    from .report import run as report
+
+    if app.terminal():
+        echo_renderable(app, report.explain_table(prepared.graph, prepared.placement, copies))
+    else:
+        click.echo(report.explain_plain(prepared.graph, prepared.placement, copies))
+
+
+@cli.command()
+@click.argument("spec", metavar="GRAPH.yaml")
+@SOFT
+@JSON
+@click.pass_obj
+def plan(app: AppContext, spec: str, soft: bool | None, as_json: bool) -> None:
+    """Everything but execute: placement with reasons, shapes, bytes per device, copies."""
+    from .report import plan as report
+    from .session import prepare
+
+    view = app.view()
+    for w in view.warnings:
+        warn(w)
+    prepared = prepare(spec, view, _options(soft, None, ()), feeds=False)
+    if as_json:
+        click.echo(json.dumps(report.plan_json(view, prepared), indent=2))
+    elif app.terminal():
+        for renderable in report.plan_renderables(view, prepared):
+            echo_renderable(app, renderable)
+    else:
+        click.echo(report.plan_plain(view, prepared))

@@ -1,0 +1,142 @@
+"""What `gpuplace run` and `gpuplace plan` print: TensorFlow's placement log, the explain table,
+the results as numpy prints them, and the JSON documents. Pure: strings and dicts, no printing."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from ..devices.model import View
+from ..graph.model import Graph
+from ..placement.model import Placement
+from ..units import human
+from .text import columns
+
+SIM = " [simulated]"
+
+
+def tf_bus_id(bus_id: str) -> str:
+    """TensorFlow prints a 4-digit PCI domain: NVML's 00000000:05:00.0 is 0000:05:00.0."""
+    domain, _, rest = bus_id.partition(":")
+    return (
+        f"{int(domain, 16):04x}:{rest}"
+        if rest and domain.strip("0123456789abcdefABCDEF") == ""
+        else bus_id
+    )
+
+
+def device_mapping(view: View) -> str:
+    """TensorFlow's `Device mapping:` block (direct_session.cc), one line per visible GPU."""
+    if not view.gpus:
+        return "Device mapping: no known devices."
+    lines = ["Device mapping:"]
+    for g in view.gpus:
+        cc = f", compute capability: {g.gpu.compute_capability}" if g.gpu.compute_capability else ""
+        lines.append(
+            f"/job:localhost/replica:0/task:0/device:GPU:{g.cuda_index} -> device: {g.cuda_index}, "
+            f"name: {g.product}, pci bus id: {tf_bus_id(g.gpu.pci_bus_id)}{cc}"
+            + (SIM if g.gpu.simulated else "")
+        )
+    return "\n".join(lines)
+
+
+def placement_log(graph: Graph, placement: Placement) -> str:
+    """One `name: /job:localhost/replica:0/task:0/device:GPU:0` line per op, in graph order."""
+    return "\n".join(f"{op.name}: {placement.decisions[op.name].device}" for op in graph.ops)
+
+
+def results_text(values: Mapping[str, np.ndarray]) -> str:
+    """Each fetch under its name, the value as numpy prints it (`[[22. 28.]\\n [49. 64.]]`)."""
+    return "\n".join(f"{name}:\n{value}" for name, value in values.items())
+
+
+def short_device(full: str) -> str:
+    """`/job:localhost/replica:0/task:0/device:GPU:0` -> `GPU:0` for tables."""
+    return full.rsplit("device:", 1)[-1]
+
+
+def copies_in(copies: Sequence[Any]) -> dict[str, list[str]]:
+    """Per consumer op, the copies it needed, as `tensor CPU:0->GPU:0 96 B`."""
+    out: dict[str, list[str]] = {}
+    for c in copies:
+        text = f"{c.tensor} {short_device(c.src)}->{short_device(c.dst)} {human(c.nbytes)}"
+        out.setdefault(c.op, []).append(text)
+    return out
+
+
+EXPLAIN_HEADER = ("OP", "TYPE", "DEVICE", "REASON", "SHAPE", "DTYPE", "BYTES", "COPIES IN")
+
+
+def explain_rows(
+    graph: Graph, placement: Placement, copies: Sequence[Any]
+) -> list[tuple[str, ...]]:
+    incoming = copies_in(copies)
+    rows: list[tuple[str, ...]] = []
+    for op in graph.ops:
+        d = placement.decisions[op.name]
+        shape = ", ".join(f"[{','.join(map(str, s.shape))}]" for s in op.outputs) or "-"
+        dtype = ", ".join(s.dtype for s in op.outputs) or "-"
+        nbytes = sum(s.nbytes for s in op.outputs)
+        rows.append(
+            (op.name, op.type, short_device(d.device), d.reason, shape, dtype, human(nbytes),
+             "; ".join(incoming.get(op.name, [])) or "-")
+        )  # fmt: skip
+    return rows
+
+
+def explain_plain(graph: Graph, placement: Placement, copies: Sequence[Any]) -> str:
+    return columns(EXPLAIN_HEADER, explain_rows(graph, placement, copies))
+
+
+def explain_table(graph: Graph, placement: Placement, copies: Sequence[Any]) -> Any:
+    from rich.table import Table
+
+    table = Table(title="Placement", title_justify="left")
+    for h in EXPLAIN_HEADER:
+        table.add_column(h, overflow="fold")
+    for row in explain_rows(graph, placement, copies):
+        table.add_row(*row)
+    return table
+
+
+def placement_records(graph: Graph, placement: Placement) -> list[dict[str, Any]]:
+    return [
+        {
+            "op": op.name, "type": op.type, "requested_device": op.device or None,
+            "device": placement.decisions[op.name].device, "kind": placement.decisions[op.name].kind,
+            "reason": placement.decisions[op.name].reason,
+            "outputs": [{"shape": list(s.shape), "dtype": s.dtype, "bytes": s.nbytes} for s in op.outputs],
+        }
+        for op in graph.ops
+    ]  # fmt: skip
+
+
+def copy_records(copies: Sequence[Any]) -> list[dict[str, Any]]:
+    return [
+        {"op": c.op, "tensor": c.tensor, "src": c.src, "dst": c.dst, "bytes": c.nbytes,
+         **({"seconds": c.seconds} if hasattr(c, "seconds") else {})}
+        for c in copies
+    ]  # fmt: skip
+
+
+def machine_record(view: View) -> dict[str, Any]:
+    m = view.machine
+    return {"source": m.source, "description": m.description, "simulated": m.simulated,
+            "visible_gpus": [g.name for g in view.gpus]}  # fmt: skip
+
+
+def run_json(view: View, graph: Graph, placement: Placement, result: Any) -> dict[str, Any]:
+    """`gpuplace run --json`: placement, results (shape, dtype, value), copies, memory peaks."""
+    return {
+        "machine": machine_record(view),
+        "placement": placement_records(graph, placement),
+        "results": {
+            name: {"shape": list(v.shape), "dtype": str(v.dtype), "value": v.tolist()}
+            for name, v in result.values.items()
+        },
+        "copies": copy_records(result.copies),
+        "memory_peak": dict(result.peak_bytes),
+        "printed": list(result.printed),
+    }

@@ -1,0 +1,196 @@
+"""Load -> place -> (check fit) -> execute -> verify: the library behind `gpuplace run` and `plan`.
+
+Each stage is a pure function of its inputs (DESIGN's data flow); the CLI only parses flags and
+prints. Device names here are TensorFlow's full names (`/job:localhost/replica:0/task:0/...`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .devices.model import View
+from .devices.names import full_name
+from .errors import RuntimeFailure
+from .graph import apply_feeds, get_op, load
+from .graph.model import Graph
+from .placement import place
+from .placement.model import Placement
+from .units import human
+
+CPU0 = full_name("CPU", 0)
+# Relative tolerance per dtype when --verify compares against a float64 CPU run.
+TOLERANCE = {"float16": 1e-2, "float32": 1e-4, "float64": 1e-9}
+
+
+@dataclass(frozen=True)
+class Options:
+    """Command-line overrides of the spec's config (None: keep the spec's value)."""
+
+    allow_soft_placement: bool | None = None
+    log_device_placement: bool | None = None
+    feeds: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Prepared:
+    graph: Graph
+    placement: Placement
+    log_device_placement: bool
+
+
+def device_memory(view: View) -> dict[str, int | None]:
+    """Total memory per full device name (the host's for CPU:0)."""
+    sizes: dict[str, int | None] = {CPU0: view.machine.host.memory_total}
+    for g in view.gpus:
+        sizes[full_name("GPU", g.cuda_index)] = g.memory_total
+    return sizes
+
+
+def check_fits(graph: Graph, placement: Placement, view: View) -> None:
+    """Refuse, before anything is allocated, a tensor larger than its device's memory."""
+    sizes = device_memory(view)
+    for op in graph.ops:
+        device = placement.decisions[op.name].device
+        limit = sizes.get(device)
+        for spec in op.outputs:
+            if limit is not None and spec.nbytes > limit:
+                raise RuntimeFailure(
+                    f"op {op.name!r} ({op.type}) outputs a {list(spec.shape)} {spec.dtype} tensor of "
+                    f"{human(spec.nbytes)}, larger than all {human(limit)} of {device}; nothing was "
+                    "allocated. Place it on a device with more memory or make the tensor smaller"
+                )
+
+
+def prepare(path: str | Path, view: View, options: Options, feeds: bool = True) -> Prepared:
+    """Load the spec, apply feeds (for a run), place every op and check that tensors fit."""
+    graph = load(path)
+    if feeds:
+        graph = apply_feeds(graph, options.feeds)
+    soft = options.allow_soft_placement
+    if soft is None:
+        soft = graph.config.allow_soft_placement
+    placement = place(graph, len(view.gpus), allow_soft_placement=soft)
+    check_fits(graph, placement, view)
+    log = options.log_device_placement
+    return Prepared(graph, placement, graph.config.log_device_placement if log is None else log)
+
+
+def backends(view: View, cupy_loader: Any = None) -> dict[str, Any]:
+    """One backend per device: numpy for the CPU and simulated GPUs, cupy for real GPUs."""
+    from .execute.backends import backend_for
+
+    out: dict[str, Any] = {CPU0: backend_for(view.machine, None)}
+    for g in view.gpus:
+        out[full_name("GPU", g.cuda_index)] = backend_for(view.machine, g, cupy_loader)
+    return out
+
+
+def execute_prepared(prepared: Prepared, view: View, cupy_loader: Any = None) -> Any:
+    from .execute.executor import execute
+
+    devices = {name: d.device for name, d in prepared.placement.decisions.items()}
+    return execute(prepared.graph, devices, backends(view, cupy_loader), get_op)
+
+
+@dataclass(frozen=True)
+class Verified:
+    fetch: str
+    dtype: str
+    max_rel_error: float
+    tolerance: float
+    ok: bool
+
+
+class _Float64:
+    """Kernels as registered, computing in float64: host values (constants, random draws,
+    variables) are drawn as specified, then widened, so both runs start from the same numbers."""
+
+    def __init__(self, kernel: Any) -> None:
+        self.kernel = kernel
+        self.host_value = kernel.host_value
+
+    def compute(self, xp: Any, inputs: list[Any], attrs: Mapping[str, Any]) -> list[Any]:
+        if self.host_value:
+            outs = self.kernel.compute(xp, inputs, attrs)
+            return [o.astype(np.float64) if o.dtype.kind == "f" else o for o in outs]
+        if attrs.get("dtype") in TOLERANCE:
+            attrs = {**attrs, "dtype": "float64"}
+        return list(self.kernel.compute(xp, inputs, attrs))
+
+
+def verify(prepared: Prepared, result: Any, view: View) -> list[Verified]:
+    """Run the graph again in float64 on the CPU and compare every fetch."""
+    from .execute.executor import execute
+
+    graph = prepared.graph
+    devices = {op.name: CPU0 for op in graph.ops}
+    reference = execute(graph, devices, {CPU0: backends(view)[CPU0]}, lambda t: _Float64(get_op(t)))
+    out = []
+    for name, value in result.values.items():
+        ref = np.asarray(reference.values[name], dtype=np.float64)
+        got = np.asarray(value, dtype=np.float64)
+        scale = float(np.max(np.abs(ref))) if ref.size else 0.0
+        err = float(np.max(np.abs(got - ref))) / (scale or 1.0) if ref.size else 0.0
+        tol = TOLERANCE.get(str(value.dtype), 0.0)
+        out.append(
+            Verified(name, str(value.dtype), err, tol, bool(np.isfinite(err) and err <= tol))
+        )
+    return out
+
+
+@dataclass(frozen=True)
+class PlannedCopy:
+    """A transfer the run will make: `tensor` from its producer's device to a consumer's."""
+
+    op: str
+    tensor: str
+    src: str
+    dst: str
+    nbytes: int
+
+
+def planned_copies(graph: Graph, placement: Placement) -> list[PlannedCopy]:
+    """Cross-device edges, one per (tensor, destination) as TF's Send/Recv pairs (linear)."""
+    by_name = graph.by_name()
+    seen: set[tuple[str, str]] = set()
+    out = []
+    for op in graph.ops:
+        dst = placement.decisions[op.name].device
+        for ref in op.inputs:
+            src = placement.decisions[ref.op].device
+            if src != dst and (str(ref), dst) not in seen:
+                seen.add((str(ref), dst))
+                nbytes = by_name[ref.op].outputs[ref.index].nbytes
+                out.append(PlannedCopy(op.name, str(ref), src, dst, nbytes))
+    return out
+
+
+@dataclass(frozen=True)
+class DeviceLoad:
+    device: str
+    ops: int
+    output_bytes: int
+    copies_in: int
+    copy_bytes_in: int
+
+
+def device_loads(graph: Graph, placement: Placement, copies: list[PlannedCopy]) -> list[DeviceLoad]:
+    """Per device in priority order: ops placed, bytes they output, copies coming in."""
+    ops: dict[str, int] = dict.fromkeys(placement.devices, 0)
+    outputs: dict[str, int] = dict.fromkeys(placement.devices, 0)
+    for op in graph.ops:
+        device = placement.decisions[op.name].device
+        ops[device] = ops.get(device, 0) + 1
+        outputs[device] = outputs.get(device, 0) + sum(s.nbytes for s in op.outputs)
+    return [
+        DeviceLoad(
+            d, ops[d], outputs[d],
+            sum(1 for c in copies if c.dst == d), sum(c.nbytes for c in copies if c.dst == d),
+        )
+        for d in ops
+    ]  # fmt: skip

@@ -1,0 +1,202 @@
+"""`gpuplace run` and `plan` end to end: the seed guide's four programs, errors, JSON, verify."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tests.conftest import Run
+
+GUIDE = Path(__file__).resolve().parent.parent / "examples" / "guide"
+K40C_MAPPING = (
+    "Device mapping:\n"
+    "/job:localhost/replica:0/task:0/device:GPU:0 -> device: 0, name: Tesla K40c, "
+    "pci bus id: 0000:05:00.0, compute capability: 3.5 [simulated]\n"
+)
+RESULT = "[[22. 28.]\n [49. 64.]]\n"
+GPU0 = "/job:localhost/replica:0/task:0/device:GPU:0"
+CPU0 = "/job:localhost/replica:0/task:0/device:CPU:0"
+
+
+def test_guide_log_placement(run: Run) -> None:
+    result = run("--machine", "1xK40c", "run", str(GUIDE / "01_log_placement.yaml"))
+    assert (result.code, result.err) == (0, "")
+    assert result.out == K40C_MAPPING + f"a: {GPU0}\nb: {GPU0}\nMatMul: {GPU0}\nMatMul:\n" + RESULT
+
+
+def test_guide_manual_placement(run: Run) -> None:
+    result = run("--machine", "1xK40c", "run", str(GUIDE / "02_manual_placement.yaml"))
+    assert result.code == 0
+    assert result.out == K40C_MAPPING + f"a: {CPU0}\nb: {CPU0}\nMatMul: {GPU0}\nMatMul:\n" + RESULT
+
+
+def test_guide_gpu2_fails_on_one_gpu_with_tf_message(run: Run) -> None:
+    result = run("--machine", "1xK40c", "run", str(GUIDE / "03_gpu2.yaml"))
+    assert result.code == 1
+    assert result.out == ""
+    assert result.err == (
+        "error: Cannot assign a device for operation c: {{node c}} was explicitly assigned to "
+        "/device:GPU:2 but available devices are [ /job:localhost/replica:0/task:0/device:CPU:0, "
+        "/job:localhost/replica:0/task:0/device:GPU:0 ]. Make sure the device specification refers "
+        "to a valid device. gpuplace: this machine has 1 GPU (GPU:0); request one of its devices, "
+        "or pass --allow-soft-placement.\n"
+    )
+
+
+def test_guide_gpu2_runs_with_soft_placement(run: Run) -> None:
+    result = run(
+        "--machine", "1xK40c", "run", str(GUIDE / "03_gpu2.yaml"), "--allow-soft-placement"
+    )
+    assert result.code == 0
+    assert result.out == K40C_MAPPING + f"a: {GPU0}\nb: {GPU0}\nc: {GPU0}\nc:\n" + RESULT
+
+
+def test_guide_multi_tower(run: Run) -> None:
+    result = run("--machine", "4xK20m", "run", str(GUIDE / "04_multi_tower.yaml"))
+    assert result.code == 0
+    lines = result.out.splitlines()
+    assert lines[1].endswith(
+        "-> device: 0, name: Tesla K20m, pci bus id: 0000:02:00.0, compute capability: 3.5 [simulated]"
+    )
+    assert lines[4].endswith(
+        "-> device: 3, name: Tesla K20m, pci bus id: 0000:84:00.0, compute capability: 3.5 [simulated]"
+    )
+    gpu = "/job:localhost/replica:0/task:0/device:GPU:"
+    assert lines[5:12] == [
+        f"Const: {gpu}2", f"Const_1: {gpu}2", f"MatMul: {gpu}2",
+        f"Const_2: {gpu}3", f"Const_3: {gpu}3", f"MatMul_1: {gpu}3", f"AddN: {CPU0}",
+    ]  # fmt: skip
+    assert "\n".join(lines[12:]) + "\n" == "AddN:\n[[ 44.  56.]\n [ 98. 128.]]\n"
+
+
+def test_no_gpu_machine_runs_everything_on_cpu(run: Run) -> None:
+    result = run("run", str(GUIDE / "01_log_placement.yaml"))
+    assert result.code == 0
+    assert result.out.startswith(f"Device mapping: no known devices.\na: {CPU0}\n")
+
+
+def test_explain_and_copies(run: Run) -> None:
+    result = run(
+        "--machine",
+        "1xK40c",
+        "run",
+        str(GUIDE / "02_manual_placement.yaml"),
+        "--explain",
+        "--no-log-placement",
+    )
+    rows = result.out.splitlines()
+    assert rows[0].split() == [
+        "OP",
+        "TYPE",
+        "DEVICE",
+        "REASON",
+        "SHAPE",
+        "DTYPE",
+        "BYTES",
+        "COPIES",
+        "IN",
+    ]
+    matmul = next(r for r in rows if r.startswith("MatMul "))
+    assert "GPU:0" in matmul and "a CPU:0->GPU:0 24 B; b CPU:0->GPU:0 24 B" in matmul
+    assert "no device requested" in matmul
+
+
+def test_json_document(run: Run, tmp_path: Path) -> None:
+    out = tmp_path / "values.npz"
+    result = run(
+        "--machine",
+        "4xK20m",
+        "run",
+        str(GUIDE / "04_multi_tower.yaml"),
+        "--json",
+        "--save",
+        str(out),
+    )
+    doc = json.loads(result.out)
+    assert doc["results"]["AddN"] == {
+        "shape": [2, 2],
+        "dtype": "float32",
+        "value": [[44.0, 56.0], [98.0, 128.0]],
+    }
+    assert {p["op"]: p["device"][-5:] for p in doc["placement"]}["MatMul_1"] == "GPU:3"
+    assert sorted((c["tensor"], c["dst"][-5:]) for c in doc["copies"]) == [
+        ("MatMul", "CPU:0"),
+        ("MatMul_1", "CPU:0"),
+    ]
+    assert doc["memory_peak"][CPU0] > 0 and doc["machine"]["simulated"] is True
+    np.testing.assert_array_equal(np.load(out)["AddN"], [[44, 56], [98, 128]])
+
+
+def write(tmp_path: Path, text: str) -> str:
+    path = tmp_path / "g.yaml"
+    path.write_text(text)
+    return str(path)
+
+
+def test_verify_and_feeds(run: Run, tmp_path: Path) -> None:
+    spec = write(
+        tmp_path,
+        "graph:\n"
+        "  - {name: x, op: placeholder, shape: [2, 2]}\n"
+        "  - {name: w, op: variable, shape: [2, 2], initializer: random_normal, seed: 3}\n"
+        "  - {name: m, op: matmul, inputs: [x, w]}\n"
+        "  - {name: y, op: softmax, inputs: [m]}\n",
+    )
+    result = run("--machine", "2xT4", "run", spec, "--feed", "x=[[1, 2], [3, 4]]", "--verify")
+    assert result.code == 0, result.err
+    assert "verify y: max relative error" in result.out and ": ok" in result.out
+    missing = run("--machine", "2xT4", "run", spec)
+    assert missing.code == 2 and "x" in missing.err
+
+
+def test_plan_does_everything_but_execute(run: Run) -> None:
+    result = run("--machine", "4xK20m", "plan", str(GUIDE / "04_multi_tower.yaml"))
+    assert result.code == 0
+    lines = result.out.splitlines()
+    assert lines[0] == "Plan on the simulated machine 4xK20m"
+    loads = lines[lines.index("") + 1 :]
+    assert loads[0].split() == [
+        "DEVICE",
+        "OPS",
+        "OUTPUT",
+        "BYTES",
+        "COPIES",
+        "IN",
+        "COPY",
+        "BYTES",
+        "IN",
+    ]
+    cpu = next(r for r in loads if r.startswith("CPU:0"))
+    assert cpu.split() == ["CPU:0", "1", "16", "B", "2", "32", "B"]
+    doc = json.loads(
+        run("--machine", "4xK20m", "plan", str(GUIDE / "04_multi_tower.yaml"), "--json").out
+    )
+    assert (
+        len(doc["copies"]) == 2
+        and {d["device"][-5:]: d["ops"] for d in doc["devices"]}["GPU:3"] == 3
+    )
+
+
+@pytest.mark.parametrize(
+    ("text", "code", "words"),
+    [
+        ("graph:\n  - {name: c, op: matmull}\n", 2, "did you mean 'matmul'"),
+        ("graph: [\n", 2, "g.yaml:"),
+        (
+            "graph:\n  - {name: a, op: constant, value: 1.0, shape: [65536, 65536, 8], device: /gpu:0}\n",
+            1,
+            "larger than all",
+        ),
+    ],
+)
+def test_errors_are_one_line_with_exit_code(
+    run: Run, tmp_path: Path, text: str, code: int, words: str
+) -> None:
+    result = run("--machine", "1xT4", "run", write(tmp_path, text))
+    assert result.code == code
+    assert (
+        words in result.err and result.err.startswith("error: ") and "Traceback" not in result.err
+    )
