@@ -1,5 +1,7 @@
 # Two commands for a fresh machine: `make demo` and `make test`. Both build .venv from nothing.
+# On a GPU node add cupy: `make demo EXTRAS=test,cuda12` (or cuda13).
 PYTHON ?= python3
+EXTRAS ?= test
 VENV   ?= .venv
 BIN     = $(VENV)/bin
 STAMP   = $(VENV)/.installed
@@ -9,13 +11,14 @@ STAMP   = $(VENV)/.installed
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e '.[test]'
+	$(BIN)/python -m pip install -q -e '.[$(EXTRAS)]'
 	touch $(STAMP)
 
 demo: $(STAMP)
 	$(BIN)/gpuplace devices
-	$(BIN)/gpuplace --machine 4xK20m devices --check
-	CUDA_VISIBLE_DEVICES=2,0 $(BIN)/gpuplace --machine 4xK20m devices
+	$(BIN)/gpuplace run examples/guide/02_manual_placement.yaml --explain
+	$(BIN)/gpuplace --machine 4xK20m run examples/guide/04_multi_tower.yaml --verify
+	CUDA_VISIBLE_DEVICES=2,0 $(BIN)/gpuplace --machine 4xK20m devices --check
 
 lint: $(STAMP)
 	$(BIN)/ruff check gpuplace tests bench
