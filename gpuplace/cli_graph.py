@@ -26,10 +26,37 @@ def _feeds(values: Sequence[str]) -> dict[str, str]:
     return feeds
 
 
-def _options(soft: bool | None, log: bool | None, feed: Sequence[str]) -> Any:
+def _options(
+    soft: bool | None, log: bool | None, feed: Sequence[str], memory: dict[str, Any]
+) -> Any:
     from .session import Options
 
-    return Options(allow_soft_placement=soft, log_device_placement=log, feeds=_feeds(feed))
+    return Options(
+        allow_soft_placement=soft, log_device_placement=log, feeds=_feeds(feed), **memory
+    )
+
+
+def memory_options(f: Any) -> Any:
+    """The memory-policy flags shared by run, plan and mem (they override config.gpu_options)."""
+    options = [
+        click.option("--allow-growth/--no-allow-growth", "allow_growth", default=None,
+                     help="TensorFlow's allow_growth: start at 2 MiB and grow (overrides config; "
+                          "env TF_FORCE_GPU_ALLOW_GROWTH wins)."),
+        click.option("--memory-fraction", "memory_fraction", type=float, metavar="F",
+                     help="per_process_gpu_memory_fraction: limit = total x F, F in (0, 1]."),
+        click.option("--memory-limit", "memory_limit", metavar="SIZE",
+                     help="Memory limit per GPU (e.g. 64MiB), preallocated unless growing."),
+        click.option("--virtual-gpus", "virtual_gpus", metavar="SPEC",
+                     help="Logical GPUs: GPU:0=2GiB,2GiB splits GPU:0 into two (';' between GPUs)."),
+    ]  # fmt: skip
+    for option in reversed(options):
+        f = option(f)
+    return f
+
+
+def _memory(kwargs: dict[str, Any]) -> dict[str, Any]:
+    keys = ("allow_growth", "memory_fraction", "memory_limit", "virtual_gpus")
+    return {k: kwargs.pop(k) for k in keys}
 
 
 SOFT = click.option(
@@ -56,23 +83,29 @@ JSON = click.option("--json", "as_json", is_flag=True, help="One JSON document."
     metavar="NAME=VALUE",
     help="Feed a placeholder: NAME=FILE.npy or NAME=JSON.",
 )
+@memory_options
 @click.pass_obj
-def run(app: AppContext, spec: str, log: bool | None, soft: bool | None, explain: bool,
-        as_json: bool, save: str | None, verify: bool, feed: tuple[str, ...]) -> None:  # fmt: skip
+def run(app: AppContext, /, spec: str, log: bool | None, soft: bool | None, explain: bool,
+        as_json: bool, save: str | None, verify: bool, feed: tuple[str, ...], **kw: Any) -> None:  # fmt: skip
     """Place a graph the way TensorFlow does, run it, print the placement log and the results."""
     from .report import run as report
     from .session import execute_prepared, prepare
 
+    memory = _memory(kw)
+
     view = app.view()
     for w in view.warnings:
         warn(w)
-    prepared = prepare(spec, view, _options(soft, log, feed))
-    result = execute_prepared(prepared, view, app.cupy_loader)
+    prepared = prepare(spec, view, _options(soft, log, feed, memory), app.env)
+    for w in prepared.policy.warnings:
+        warn(w)
+    outcome = execute_prepared(prepared, view, app.cupy_loader)
+    result = outcome.result
     checked = _verify(prepared, result, view) if verify else []
     if save:
         _save(save, result.values)
     if as_json:
-        doc = report.run_json(view, prepared.graph, prepared.placement, result)
+        doc = report.run_json(view, prepared, outcome)
         if verify:
             doc["verify"] = [c.__dict__ for c in checked]
         click.echo(json.dumps(doc, indent=2))
@@ -106,7 +139,7 @@ def _print_run(app: AppContext, view: Any, prepared: Any, result: Any, explain: 
     from .report import run as report
 
     if prepared.log_device_placement:
-        click.echo(report.device_mapping(view))
+        click.echo(report.device_mapping(prepared.logical))
         click.echo(report.placement_log(prepared.graph, prepared.placement))
     for line in result.printed:
         click.echo(line, err=True)
@@ -132,8 +165,9 @@ def _explain(app: AppContext, prepared: Any, copies: Any) -> None:
 @click.argument("spec", metavar="GRAPH.yaml")
 @SOFT
 @JSON
+@memory_options
 @click.pass_obj
-def plan(app: AppContext, spec: str, soft: bool | None, as_json: bool) -> None:
+def plan(app: AppContext, /, spec: str, soft: bool | None, as_json: bool, **kw: Any) -> None:
     """Everything but execute: placement with reasons, shapes, bytes per device, copies."""
     from .report import plan as report
     from .session import prepare
@@ -141,7 +175,7 @@ def plan(app: AppContext, spec: str, soft: bool | None, as_json: bool) -> None:
     view = app.view()
     for w in view.warnings:
         warn(w)
-    prepared = prepare(spec, view, _options(soft, None, ()), feeds=False)
+    prepared = prepare(spec, view, _options(soft, None, (), _memory(kw)), app.env, feeds=False)
     if as_json:
         click.echo(json.dumps(report.plan_json(view, prepared), indent=2))
     elif app.terminal():

@@ -6,7 +6,7 @@ prints. Device names here are TensorFlow's full names (`/job:localhost/replica:0
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -16,8 +16,19 @@ import numpy as np
 from .devices.model import View
 from .devices.names import full_name
 from .errors import RuntimeFailure
+from .execute.ledger import OutOfMemory
 from .graph import apply_feeds, get_op, load
 from .graph.model import Graph
+from .memory.devices import (
+    DeviceMemory,
+    check_reservations,
+    ledgers,
+    oom_hint,
+    prepare_pools,
+    release_pools,
+    summary,
+)
+from .memory.policy import LogicalGpu, Policy, logical_gpus, resolve
 from .placement import place
 from .placement.model import Placement
 from .units import human
@@ -34,6 +45,16 @@ class Options:
     allow_soft_placement: bool | None = None
     log_device_placement: bool | None = None
     feeds: Mapping[str, str] = field(default_factory=dict)
+    allow_growth: bool | None = None
+    memory_fraction: float | None = None
+    memory_limit: str | None = None
+    virtual_gpus: str | None = None
+
+    def memory_flags(self) -> dict[str, Any]:
+        return {
+            "allow_growth": self.allow_growth, "memory_fraction": self.memory_fraction,
+            "memory_limit": self.memory_limit, "virtual_gpus": self.virtual_gpus,
+        }  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -41,60 +62,95 @@ class Prepared:
     graph: Graph
     placement: Placement
     log_device_placement: bool
+    policy: Policy
+    logical: tuple[LogicalGpu, ...]
 
 
-def device_memory(view: View) -> dict[str, int | None]:
-    """Total memory per full device name (the host's for CPU:0)."""
+@dataclass(frozen=True)
+class Outcome:
+    """A finished run: values, copies and prints, and what each device held."""
+
+    result: Any  # execute.executor.RunResult
+    memory: list[DeviceMemory]
+
+
+def device_limits(view: View, logical: Sequence[LogicalGpu]) -> dict[str, int | None]:
+    """The memory each device may use: the host's for CPU:0, the policy's limit for GPU:i."""
     sizes: dict[str, int | None] = {CPU0: view.machine.host.memory_total}
-    for g in view.gpus:
-        sizes[full_name("GPU", g.cuda_index)] = g.memory_total
+    for g in logical:
+        sizes[full_name("GPU", g.index)] = g.limit
     return sizes
 
 
-def check_fits(graph: Graph, placement: Placement, view: View) -> None:
+def check_fits(graph: Graph, placement: Placement, limits: Mapping[str, int | None]) -> None:
     """Refuse, before anything is allocated, a tensor larger than its device's memory."""
-    sizes = device_memory(view)
     for op in graph.ops:
         device = placement.decisions[op.name].device
-        limit = sizes.get(device)
+        limit = limits.get(device)
         for spec in op.outputs:
             if limit is not None and spec.nbytes > limit:
                 raise RuntimeFailure(
                     f"op {op.name!r} ({op.type}) outputs a {list(spec.shape)} {spec.dtype} tensor of "
-                    f"{human(spec.nbytes)}, larger than all {human(limit)} of {device}; nothing was "
-                    "allocated. Place it on a device with more memory or make the tensor smaller"
+                    f"{human(spec.nbytes)}, larger than all {human(limit)} {device} may use; nothing "
+                    "was allocated. Place it on a device with more memory or make the tensor smaller"
                 )
 
 
-def prepare(path: str | Path, view: View, options: Options, feeds: bool = True) -> Prepared:
-    """Load the spec, apply feeds (for a run), place every op and check that tensors fit."""
+def prepare(
+    path: str | Path, view: View, options: Options, env: Mapping[str, str], feeds: bool = True
+) -> Prepared:
+    """Load the spec, apply feeds (for a run), resolve the memory policy into logical GPUs,
+    place every op on them and check that every tensor fits its device."""
     graph = load(path)
     if feeds:
         graph = apply_feeds(graph, options.feeds)
+    policy = resolve(graph.config.gpu_options, options.memory_flags(), env)
+    logical = tuple(logical_gpus(view.gpus, policy))
     soft = options.allow_soft_placement
     if soft is None:
         soft = graph.config.allow_soft_placement
-    placement = place(graph, len(view.gpus), allow_soft_placement=soft)
-    check_fits(graph, placement, view)
+    placement = place(graph, len(logical), allow_soft_placement=soft)
+    check_fits(graph, placement, device_limits(view, logical))
     log = options.log_device_placement
-    return Prepared(graph, placement, graph.config.log_device_placement if log is None else log)
+    log = graph.config.log_device_placement if log is None else log
+    return Prepared(graph, placement, log, policy, logical)
 
 
-def backends(view: View, cupy_loader: Any = None) -> dict[str, Any]:
+def backends(view: View, logical: Sequence[LogicalGpu], cupy_loader: Any = None) -> dict[str, Any]:
     """One backend per device: numpy for the CPU and simulated GPUs, cupy for real GPUs."""
     from .execute.backends import backend_for
 
     out: dict[str, Any] = {CPU0: backend_for(view.machine, None)}
-    for g in view.gpus:
-        out[full_name("GPU", g.cuda_index)] = backend_for(view.machine, g, cupy_loader)
+    for g in logical:
+        out[full_name("GPU", g.index)] = backend_for(view.machine, g.gpu, cupy_loader, g.index)
     return out
 
 
-def execute_prepared(prepared: Prepared, view: View, cupy_loader: Any = None) -> Any:
-    from .execute.executor import execute
+def execute_prepared(
+    prepared: Prepared, view: View, cupy_loader: Any = None,
+    observe: Callable[[list[DeviceMemory]], None] | None = None,
+) -> Outcome:  # fmt: skip
+    """Run under the policy: reserve, run with per-device ledgers, release. `observe` sees the
+    memory while it is still held (for nvidia-smi's view of this process)."""
+    from .execute.executor import plan, run
 
+    logical = prepared.logical
+    backs = backends(view, logical, cupy_loader)
     devices = {name: d.device for name, d in prepared.placement.decisions.items()}
-    return execute(prepared.graph, devices, backends(view, cupy_loader), get_op)
+    schedule = plan(prepared.graph, devices, backs, get_op)
+    check_reservations(logical)
+    names = [CPU0, *(full_name("GPU", g.index) for g in logical)]
+    books = {lg.device: lg for lg in ledgers(names, logical)}
+    prepare_pools(logical, backs)
+    try:
+        result = run(schedule, [books[d] for d in schedule.devices])
+        if observe is not None:
+            observe(summary(list(books.values()), {}))
+    except OutOfMemory as exc:
+        raise exc.with_hint(oom_hint(exc, prepared.policy, logical, view)) from None
+    finally:
+        pools = release_pools(logical, backs)
+    return Outcome(result, summary(list(books.values()), pools))
 
 
 @dataclass(frozen=True)
@@ -129,7 +185,8 @@ def verify(prepared: Prepared, result: Any, view: View) -> list[Verified]:
 
     graph = prepared.graph
     devices = {op.name: CPU0 for op in graph.ops}
-    reference = execute(graph, devices, {CPU0: backends(view)[CPU0]}, lambda t: _Float64(get_op(t)))
+    cpu = backends(view, ())[CPU0]
+    reference = execute(graph, devices, {CPU0: cpu}, lambda t: _Float64(get_op(t)))
     out = []
     for name, value in result.values.items():
         ref = np.asarray(reference.values[name], dtype=np.float64)

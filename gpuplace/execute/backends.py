@@ -58,13 +58,18 @@ class NumpyBackend:
 
 
 def backend_for(
-    machine: Machine, gpu: VisibleGpu | None, cupy_loader: CupyLoader | None = None
+    machine: Machine,
+    gpu: VisibleGpu | None,
+    cupy_loader: CupyLoader | None = None,
+    logical_index: int | None = None,
 ) -> Backend:
-    """The backend for CPU:0 (gpu None) or a visible GPU of `machine`."""
+    """The backend for CPU:0 (gpu None) or a visible GPU of `machine`; `logical_index` names a
+    logical GPU (TF's GPU:i under virtual devices) that runs on that card."""
     if gpu is None:
         return NumpyBackend("/device:CPU:0", simulated=machine.host.simulated)
+    label = gpu.name if logical_index is None else f"/device:GPU:{logical_index}"
     if gpu.gpu.simulated:
-        return NumpyBackend(gpu.name, simulated=True)
+        return NumpyBackend(label, simulated=True)
     from .cupy_backend import CupyBackend, load_cupy
 
-    return CupyBackend(gpu.name, gpu.cuda_index, (cupy_loader or load_cupy)())
+    return CupyBackend(label, gpu.cuda_index, (cupy_loader or load_cupy)())

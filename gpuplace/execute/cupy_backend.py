@@ -68,6 +68,25 @@ class CupyBackend:
         with self.device():
             self.xp.get_default_memory_pool().set_limit(size=nbytes or 0)
 
+    def preallocate(self, nbytes: int) -> None:
+        """Hold `nbytes` in this GPU's pool (TF's up-front reservation): allocate, then return
+        the block to the pool, which keeps it for later allocations."""
+        with self.device():
+            block = self.xp.empty((nbytes,), dtype=self.xp.uint8)
+            del block
+
+    def pool_bytes(self) -> int:
+        """Bytes this GPU's pool holds from the device (used or cached)."""
+        with self.device():
+            return int(self.xp.get_default_memory_pool().total_bytes())
+
+    def release_pool(self) -> None:
+        """Give every cached block back to the device and lift the limit."""
+        with self.device():
+            pool = self.xp.get_default_memory_pool()
+            pool.free_all_blocks()
+            pool.set_limit(size=0)
+
     @property
     def out_of_memory(self) -> type[BaseException]:
         """The exception cupy raises when this GPU or its pool limit is out of memory."""

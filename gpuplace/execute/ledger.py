@@ -4,6 +4,9 @@ Every tensor is charged to its device when it is created or copied there, rounde
 (`bfc_allocator.cc`, kMinAllocationSize), and released after its last consumer on that device.
 `peak` is what `tf.config.experimental.get_memory_info(...)["peak"]` reports: memory in use, not
 memory reserved by a pool. A limit plays TF's `memory_limit`: exceeding it is an OOM.
+`reserved` is what the allocator holds from the device (what nvidia-smi shows for the process):
+the preallocated block, or with allow_growth the regions grown so far (`BFCAllocator::Extend`:
+2 MiB first, each region double the last, never released, capped at the limit).
 """
 
 from __future__ import annotations
@@ -40,37 +43,78 @@ class OutOfMemory(RuntimeFailure):
         in_use: int,
         limit: int | None,
         detail: str = "",
+        reserved: int | None = None,
+        hint: str = "",
     ) -> None:
         self.op, self.device = op, device
         self.requested, self.in_use, self.limit = requested, in_use, limit
+        self.reserved, self.detail = reserved, detail
         cap = "no memory limit set" if limit is None else f"limit {_bytes(limit)}"
+        held = "" if reserved is None else f", {_bytes(reserved)} reserved"
+        fix = hint or "raise that device's memory limit, or place some ops on another device."
         super().__init__(
             f"OOM when allocating {_bytes(requested)} for op '{op}' on {device}: "
-            f"{_bytes(in_use)} in use, {cap}{detail}. The run stopped and freed "
-            "everything it had allocated; nothing is left allocated. Fix: raise that device's "
-            "memory limit, or place some ops on another device."
+            f"{_bytes(in_use)} in use{held}, {cap}{detail}. The run stopped and freed "
+            f"everything it had allocated; nothing is left allocated. Fix: {fix}"
         )
+
+    def with_hint(self, hint: str) -> OutOfMemory:
+        """The same error with gpuplace's advice for this machine and policy."""
+        return OutOfMemory(
+            self.op, self.device, self.requested, self.in_use, self.limit, self.detail,
+            self.reserved, hint,
+        )  # fmt: skip
+
+
+GROWTH_START = 2 * 1024 * 1024  # BFC's first region with allow_growth
 
 
 class Ledger:
-    """Bytes in use and peak on one device; `limit` None means only the hardware limits it."""
+    """Bytes in use, peak and reserved on one device; `limit` None: only the hardware limits it.
 
-    __slots__ = ("device", "in_use", "limit", "peak")
+    `reserve` is preallocated at start (TF's default); `growth` grows the reservation by
+    doubling regions as allocations need it (allow_growth).
+    """
 
-    def __init__(self, device: str, limit: int | None = None) -> None:
+    __slots__ = ("device", "growth", "in_use", "limit", "next_region", "peak", "reserved")
+
+    def __init__(
+        self, device: str, limit: int | None = None, *, reserve: int = 0, growth: bool = False
+    ) -> None:
         self.device = device
         self.limit = limit
         self.in_use = 0
         self.peak = 0
+        self.reserved = reserve
+        self.growth = growth
+        self.next_region = GROWTH_START
 
     def allocate(self, nbytes: int, op: str) -> None:
         """Charge `nbytes` (already rounded) for `op`, or raise OutOfMemory past the limit."""
         in_use = self.in_use + nbytes
         if self.limit is not None and in_use > self.limit:
-            raise OutOfMemory(op, self.device, nbytes, self.in_use, self.limit)
+            reserved = self.reserved if self.growth or self.reserved else None
+            raise OutOfMemory(op, self.device, nbytes, self.in_use, self.limit, reserved=reserved)
         self.in_use = in_use
         if in_use > self.peak:
             self.peak = in_use
+        if self.growth and in_use > self.reserved:
+            self._extend(in_use - self.reserved)
+
+    def _extend(self, needed: int) -> None:
+        """`BFCAllocator::Extend`: add regions (2 MiB, then doubling) until `needed` fits."""
+        while needed > 0:
+            grew = False
+            while needed > self.next_region:
+                self.next_region *= 2
+                grew = True
+            region = self.next_region
+            if self.limit is not None:
+                region = min(region, self.limit - self.reserved)
+            self.reserved += region
+            needed -= region
+            if not grew:
+                self.next_region *= 2
 
     def free(self, nbytes: int) -> None:
         self.in_use -= nbytes

@@ -10,6 +10,7 @@ import numpy as np
 
 from ..devices.model import View
 from ..graph.model import Graph
+from ..memory.policy import LogicalGpu
 from ..placement.model import Placement
 from ..units import human
 from .text import columns
@@ -27,15 +28,17 @@ def tf_bus_id(bus_id: str) -> str:
     )
 
 
-def device_mapping(view: View) -> str:
-    """TensorFlow's `Device mapping:` block (direct_session.cc), one line per visible GPU."""
-    if not view.gpus:
+def device_mapping(logical: Sequence[LogicalGpu]) -> str:
+    """TensorFlow's `Device mapping:` block (direct_session.cc), one line per (logical) GPU;
+    `device:` is the CUDA ordinal of the card, which logical GPUs share."""
+    if not logical:
         return "Device mapping: no known devices."
     lines = ["Device mapping:"]
-    for g in view.gpus:
+    for lg in logical:
+        g = lg.gpu
         cc = f", compute capability: {g.gpu.compute_capability}" if g.gpu.compute_capability else ""
         lines.append(
-            f"/job:localhost/replica:0/task:0/device:GPU:{g.cuda_index} -> device: {g.cuda_index}, "
+            f"/job:localhost/replica:0/task:0/device:GPU:{lg.index} -> device: {g.cuda_index}, "
             f"name: {g.product}, pci bus id: {tf_bus_id(g.gpu.pci_bus_id)}{cc}"
             + (SIM if g.gpu.simulated else "")
         )
@@ -127,8 +130,16 @@ def machine_record(view: View) -> dict[str, Any]:
             "visible_gpus": [g.name for g in view.gpus]}  # fmt: skip
 
 
-def run_json(view: View, graph: Graph, placement: Placement, result: Any) -> dict[str, Any]:
-    """`gpuplace run --json`: placement, results (shape, dtype, value), copies, memory peaks."""
+def memory_records(memory: Sequence[Any]) -> list[dict[str, Any]]:
+    return [
+        {"device": m.device, "reserved": m.reserved, "peak": m.peak, "limit": m.limit}
+        for m in memory
+    ]
+
+
+def run_json(view: View, prepared: Any, outcome: Any) -> dict[str, Any]:
+    """`gpuplace run --json`: placement, results (shape, dtype, value), copies, memory."""
+    graph, placement, result = prepared.graph, prepared.placement, outcome.result
     return {
         "machine": machine_record(view),
         "placement": placement_records(graph, placement),
@@ -138,5 +149,7 @@ def run_json(view: View, graph: Graph, placement: Placement, result: Any) -> dic
         },
         "copies": copy_records(result.copies),
         "memory_peak": dict(result.peak_bytes),
+        "memory": memory_records(outcome.memory),
+        "policy": prepared.policy.name(),
         "printed": list(result.printed),
     }

@@ -35,9 +35,9 @@ UNIT = 512  # cupy's allocation unit (`cupy/cuda/memory.pyx`, _round_size)
 FUNCTIONS = (  # what gpuplace's kernels call through `xp` (graph/kernels.py), and creation
     *("add", "subtract", "multiply", "divide", "negative", "exp", "log", "tanh", "maximum"),
     *("matmul", "sum", "mean", "max", "transpose", "reshape", "concatenate", "split"),
-    *("zeros", "ones", "full"),
+    *("zeros", "ones", "full", "empty"),
 )
-NUMPY_NAMES = ("float16", "float32", "float64", "int32", "int64", "bool_", "dtype")
+NUMPY_NAMES = ("float16", "float32", "float64", "int32", "int64", "uint8", "bool_", "dtype")
 METHODS = ("astype", "reshape", "transpose", "sum", "mean", "max")
 BINARY = {
     "add": np.add,

@@ -1,0 +1,120 @@
+"""Per-device memory for a run: ledgers from the policy's logical GPUs, real pools, OOM advice.
+
+Simulated GPUs: a ledger per logical device enforces the limits with TensorFlow's arithmetic.
+Real GPUs: each card's cupy pool also carries the limit (`set_limit`) and holds the reserved
+block (preallocation), so nvidia-smi shows what TensorFlow would have taken.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..devices.model import View
+from ..devices.names import full_name
+from ..errors import RuntimeFailure
+from ..execute.ledger import Ledger, OutOfMemory
+from ..units import human
+from .policy import LogicalGpu, Policy
+
+CPU0 = full_name("CPU", 0)
+
+
+@dataclass(frozen=True)
+class DeviceMemory:
+    """What one device held during a run (bytes): reserved, peak in use, the policy's limit."""
+
+    device: str
+    reserved: int
+    peak: int
+    limit: int | None
+
+
+def ledgers(devices: Sequence[str], logical: Sequence[LogicalGpu]) -> list[Ledger]:
+    """One ledger per device in `devices` order; GPUs carry their limit and reservation."""
+    by_name = {full_name("GPU", g.index): g for g in logical}
+    out = []
+    for device in devices:
+        g = by_name.get(device)
+        out.append(
+            Ledger(device)
+            if g is None
+            else Ledger(device, g.limit, reserve=g.reserve, growth=g.growth)
+        )
+    return out
+
+
+def check_reservations(logical: Sequence[LogicalGpu]) -> None:
+    """Refuse a preallocation larger than a card's free memory, before anything runs."""
+    per_card: dict[int, list[LogicalGpu]] = {}
+    for g in logical:
+        per_card.setdefault(g.gpu.cuda_index, []).append(g)
+    for group in per_card.values():
+        gpu = group[0].gpu
+        free = gpu.memory_free if gpu.memory_free is not None else gpu.memory_total
+        want = sum(g.reserve for g in group)
+        if free is not None and want > free:
+            names = ", ".join(g.name for g in group)
+            raise RuntimeFailure(
+                f"cannot reserve {human(want)} for {names} on {gpu.product} (CUDA GPU {gpu.cuda_index}): "
+                f"only {human(free)} is free (other processes use {human(gpu.memory_used or 0)}). "
+                "Fix: a smaller --memory-fraction / --memory-limit, or --allow-growth"
+            )
+
+
+def prepare_pools(logical: Sequence[LogicalGpu], backends: Mapping[str, Any]) -> None:
+    """Real GPUs: set each card's cupy pool limit and hold the preallocated block in the pool."""
+    per_card: dict[int, list[LogicalGpu]] = {}
+    for g in logical:
+        if not g.gpu.gpu.simulated:
+            per_card.setdefault(g.gpu.cuda_index, []).append(g)
+    for group in per_card.values():
+        backend = backends[full_name("GPU", group[0].index)]
+        backend.set_memory_limit(sum(g.limit for g in group))
+        reserve = sum(g.reserve for g in group)
+        if reserve:
+            backend.preallocate(reserve)
+
+
+def release_pools(logical: Sequence[LogicalGpu], backends: Mapping[str, Any]) -> dict[str, int]:
+    """Read each real card's pool size (what it reserved), then give everything back."""
+    reserved: dict[str, int] = {}
+    seen: set[int] = set()
+    for g in logical:
+        if g.gpu.gpu.simulated or g.gpu.cuda_index in seen:
+            continue
+        seen.add(g.gpu.cuda_index)
+        backend = backends[full_name("GPU", g.index)]
+        reserved[full_name("GPU", g.index)] = backend.pool_bytes()
+        backend.release_pool()
+    return reserved
+
+
+def summary(ledger_list: Sequence[Ledger], pools: Mapping[str, int]) -> list[DeviceMemory]:
+    return [
+        DeviceMemory(lg.device, pools.get(lg.device, lg.reserved), lg.peak, lg.limit)
+        for lg in ledger_list
+    ]
+
+
+def oom_hint(exc: OutOfMemory, policy: Policy, logical: Sequence[LogicalGpu], view: View) -> str:
+    """What would help, for this machine and policy (the OOM message's Fix: sentence)."""
+    hints = []
+    need = exc.in_use + exc.requested
+    others = [g for g in logical if full_name("GPU", g.index) != exc.device and g.limit >= need]
+    if others:
+        hints.append(
+            f"{others[0].name} could hold it (limit {human(others[0].limit)}): place ops there"
+        )
+    if len(view.gpus) > 1 or others:
+        hints.append("or spread the graph over several GPUs (towers)")
+    if policy.fraction is not None:
+        hints.append(f"raise --memory-fraction (now {policy.fraction:g}, at most 1)")
+    elif policy.memory_limit is not None or policy.virtual:
+        hints.append("give the device more memory (--memory-limit / --virtual-gpus)")
+    else:
+        hints.append(
+            "--allow-growth will not help: the limit is the card's memory, not the reservation"
+        )
+    return "; ".join(hints) + "."

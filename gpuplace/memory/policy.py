@@ -1,0 +1,213 @@
+"""TensorFlow's GPU memory policies as pure arithmetic, and the logical GPUs they produce.
+
+- Default (`gpu_device.cc`): reserve the free memory minus a system margin (`MinSystemMemory`:
+  225 MiB under 2 GiB free, else 500 / 1050 / 1536 / 1800 MiB for compute capability <= 6 / 7 /
+  8 / newer), on every visible GPU, used or not.
+- `allow_growth`: start at 2 MiB and grow by doubling regions (`bfc_allocator.cc` Extend), never
+  release. `TF_FORCE_GPU_ALLOW_GROWTH=true|false` wins over the config; other values are ignored
+  with TensorFlow's warning.
+- `per_process_gpu_memory_fraction` F: limit = total x F, preallocated unless growth is on.
+- `memory_limit` (per GPU) and virtual devices (`--virtual-gpus GPU:0=2GiB,2GiB`): logical GPUs
+  with their own limits, numbered across the visible GPUs as TensorFlow numbers them.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..devices.model import VisibleGpu
+from ..errors import BadInput
+from ..units import GiB, MiB, parse_size
+
+GROWTH_START = 2 * MiB
+ENV_GROWTH = "TF_FORCE_GPU_ALLOW_GROWTH"
+
+
+def min_system_memory(available: int, cc_major: int | None) -> int:
+    """TF's `MinSystemMemory`: what it leaves free for the driver and other processes."""
+    if available < 2 * GiB:
+        return 225 * MiB
+    if cc_major is None or cc_major <= 6:
+        return 500 * MiB
+    if cc_major <= 7:
+        return 1050 * MiB
+    if cc_major <= 8:
+        return 1536 * MiB
+    return 1800 * MiB
+
+
+@dataclass(frozen=True)
+class Policy:
+    """The memory options in force (flags override the spec's `config.gpu_options`)."""
+
+    allow_growth: bool = False
+    fraction: float | None = None
+    memory_limit: int | None = None
+    virtual: Mapping[int, tuple[int, ...]] = field(default_factory=dict)  # cuda index -> limits
+    warnings: tuple[str, ...] = ()
+
+    def name(self) -> str:
+        """A short label for tables: `default`, `allow_growth`, `fraction 0.4`, ..."""
+        parts = []
+        if self.fraction is not None:
+            parts.append(f"fraction {self.fraction:g}")
+        if self.memory_limit is not None:
+            parts.append(f"limit {self.memory_limit // MiB} MiB")
+        if self.virtual:
+            parts.append("virtual GPUs")
+        if self.allow_growth:
+            parts.append("allow_growth")
+        return " + ".join(parts) or "default"
+
+
+@dataclass(frozen=True)
+class LogicalGpu:
+    """A TensorFlow GPU:i: a whole visible GPU, or one virtual device carved out of it."""
+
+    index: int
+    gpu: VisibleGpu
+    limit: int  # bytes this device may hold
+    reserve: int  # bytes reserved at start (0 with allow_growth)
+    growth: bool
+
+    @property
+    def name(self) -> str:
+        return f"/device:GPU:{self.index}"
+
+
+def _fraction(value: object, where: str) -> float:
+    try:
+        f = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        f = float("nan")
+    if not 0 < f <= 1 or isinstance(value, bool):
+        raise BadInput(
+            f"{where}: per_process_gpu_memory_fraction must be in (0, 1], got {value!r} "
+            "(e.g. 0.4 lets the process use 40% of each GPU's total memory)"
+        )
+    return f
+
+
+_VIRTUAL = re.compile(r"^\s*(?:/?(?:device:)?GPU:)?(\d+)\s*=\s*(.+)$", re.IGNORECASE)
+
+
+def parse_virtual(text: str) -> dict[int, tuple[int, ...]]:
+    """`GPU:0=2GiB,2GiB;GPU:1=1GiB` -> {0: (2 GiB, 2 GiB), 1: (1 GiB,)}."""
+    out: dict[int, tuple[int, ...]] = {}
+    for part in text.split(";"):
+        match = _VIRTUAL.match(part)
+        if match is None:
+            raise BadInput(
+                f"--virtual-gpus: cannot read {part.strip()!r}; expected GPU:N=SIZE[,SIZE...] "
+                "(e.g. GPU:0=2GiB,2GiB), several separated by ';'"
+            )
+        sizes = tuple(parse_size(s.strip(), "--virtual-gpus") for s in match.group(2).split(","))
+        if any(s <= 0 for s in sizes):
+            raise BadInput(
+                f"--virtual-gpus: every logical GPU needs memory > 0, got {part.strip()!r}"
+            )
+        out[int(match.group(1))] = sizes
+    return out
+
+
+def _virtual_from_config(raw: object) -> dict[int, tuple[int, ...]]:
+    """`gpu_options.experimental.virtual_devices`: a list (one entry per visible GPU) of
+    `{memory_limit_mb: [..]}`, as TF's VirtualDevices proto."""
+    if not isinstance(raw, list):
+        raise BadInput(
+            "config.gpu_options.experimental.virtual_devices: expected a list, one entry per visible GPU"
+        )
+    out: dict[int, tuple[int, ...]] = {}
+    for i, entry in enumerate(raw):
+        limits = entry.get("memory_limit_mb", []) if isinstance(entry, dict) else None
+        if not isinstance(limits, list) or not all(
+            isinstance(x, (int, float)) and x > 0 for x in limits
+        ):
+            raise BadInput(
+                f"config.gpu_options.experimental.virtual_devices[{i}]: expected {{memory_limit_mb: [MB, ...]}}"
+            )
+        if limits:
+            out[i] = tuple(int(x * MiB) for x in limits)
+    return out
+
+
+def _growth_from_env(env: Mapping[str, str], current: bool) -> tuple[bool, str | None]:
+    value = env.get(ENV_GROWTH)
+    if value is None:
+        return current, None
+    if value in ("true", "false"):
+        return value == "true", None
+    return current, (
+        f'The {ENV_GROWTH} environment variable is set but could not be parsed: "{value}". '
+        f'Valid values are "true" or "false". Using original config value of {str(current).lower()}.'
+    )
+
+
+def resolve(
+    gpu_options: Mapping[str, Any], flags: Mapping[str, Any], env: Mapping[str, str]
+) -> Policy:
+    """The policy from the spec's gpu_options, command-line flags (win) and the environment."""
+    growth = bool(gpu_options.get("allow_growth", False))
+    if flags.get("allow_growth") is not None:
+        growth = bool(flags["allow_growth"])
+    growth, warning = _growth_from_env(env, growth)
+    fraction = None
+    if flags.get("memory_fraction") is not None:
+        fraction = _fraction(flags["memory_fraction"], "--memory-fraction")
+    elif gpu_options.get("per_process_gpu_memory_fraction") is not None:
+        fraction = _fraction(gpu_options["per_process_gpu_memory_fraction"], "config.gpu_options")
+    limit = (
+        parse_size(flags["memory_limit"], "--memory-limit") if flags.get("memory_limit") else None
+    )
+    experimental = gpu_options.get("experimental") or {}
+    virtual = (
+        _virtual_from_config(experimental["virtual_devices"])
+        if "virtual_devices" in experimental
+        else {}
+    )
+    if flags.get("virtual_gpus"):
+        virtual = parse_virtual(str(flags["virtual_gpus"]))
+    if virtual and growth:
+        raise BadInput(
+            "Memory growth cannot be configured on a PhysicalDevice with virtual devices configured "
+            "(TensorFlow's rule): drop --allow-growth or --virtual-gpus"
+        )
+    if virtual and fraction is not None:
+        raise BadInput(
+            "It's invalid to set both virtual devices and per_process_gpu_memory_fraction at the "
+            "same time (TensorFlow's config.proto): give each logical GPU its memory instead"
+        )
+    return Policy(growth, fraction, limit, virtual, (warning,) if warning else ())
+
+
+def _default_limit(gpu: VisibleGpu, policy: Policy) -> int:
+    total = gpu.memory_total or 0
+    free = gpu.memory_free if gpu.memory_free is not None else total
+    if policy.memory_limit is not None:
+        return policy.memory_limit
+    if policy.fraction is not None:
+        return int(total * policy.fraction)
+    cc = gpu.gpu.compute_capability
+    margin = min_system_memory(free, int(cc.split(".")[0]) if cc else None)
+    return free - margin if margin < free else free
+
+
+def logical_gpus(gpus: Sequence[VisibleGpu], policy: Policy) -> list[LogicalGpu]:
+    """TensorFlow's GPU:0..n-1 under `policy`: virtual devices in order per visible GPU."""
+    unknown = sorted(set(policy.virtual) - {g.cuda_index for g in gpus})
+    if unknown:
+        raise BadInput(
+            f"--virtual-gpus names GPU:{unknown[0]}, but this process sees "
+            f"{len(gpus)} GPU{'s' if len(gpus) != 1 else ''}"
+            + (f" (GPU:0..GPU:{len(gpus) - 1})" if gpus else "")
+        )
+    out: list[LogicalGpu] = []
+    for gpu in gpus:
+        limits = policy.virtual.get(gpu.cuda_index) or (_default_limit(gpu, policy),)
+        for limit in limits:
+            reserve = 0 if policy.allow_growth else limit
+            out.append(LogicalGpu(len(out), gpu, limit, reserve, policy.allow_growth))
+    return out
