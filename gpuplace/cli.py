@@ -187,6 +187,6 @@ def entry() -> None:  # pragma: no cover - thin console-script wrapper
     sys.exit(main())
 
 
-from . import cli_graph  # noqa: E402  (registers `run` and `plan` on the group)
+from . import cli_graph, cli_mem  # noqa: E402  (register `run`, `plan` and `mem` on the group)
 
-__all__ = ["AppContext", "BadInput", "cli", "cli_graph", "main"]
+__all__ = ["AppContext", "BadInput", "cli", "cli_graph", "cli_mem", "main"]

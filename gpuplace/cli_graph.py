@@ -83,13 +83,17 @@ JSON = click.option("--json", "as_json", is_flag=True, help="One JSON document."
     metavar="NAME=VALUE",
     help="Feed a placeholder: NAME=FILE.npy or NAME=JSON.",
 )
+@click.option(
+    "--force", is_flag=True, help="Run even when the plan predicts running out of memory."
+)
 @memory_options
 @click.pass_obj
 def run(app: AppContext, /, spec: str, log: bool | None, soft: bool | None, explain: bool,
-        as_json: bool, save: str | None, verify: bool, feed: tuple[str, ...], **kw: Any) -> None:  # fmt: skip
+        as_json: bool, save: str | None, verify: bool, feed: tuple[str, ...], force: bool,
+        **kw: Any) -> None:  # fmt: skip
     """Place a graph the way TensorFlow does, run it, print the placement log and the results."""
     from .report import run as report
-    from .session import execute_prepared, prepare
+    from .session import execute_prepared, predict_memory, prepare
 
     memory = _memory(kw)
 
@@ -99,6 +103,10 @@ def run(app: AppContext, /, spec: str, log: bool | None, soft: bool | None, expl
     prepared = prepare(spec, view, _options(soft, log, feed, memory), app.env)
     for w in prepared.policy.warnings:
         warn(w)
+    if not force:
+        oom = predict_memory(prepared, view)[1]
+        if oom is not None:
+            raise oom
     outcome = execute_prepared(prepared, view, app.cupy_loader)
     result = outcome.result
     checked = _verify(prepared, result, view) if verify else []
@@ -170,16 +178,19 @@ def _explain(app: AppContext, prepared: Any, copies: Any) -> None:
 def plan(app: AppContext, /, spec: str, soft: bool | None, as_json: bool, **kw: Any) -> None:
     """Everything but execute: placement with reasons, shapes, bytes per device, copies."""
     from .report import plan as report
-    from .session import prepare
+    from .session import predict_memory, prepare
 
     view = app.view()
     for w in view.warnings:
         warn(w)
     prepared = prepare(spec, view, _options(soft, None, (), _memory(kw)), app.env, feeds=False)
+    memory, oom = predict_memory(prepared, view)
     if as_json:
-        click.echo(json.dumps(report.plan_json(view, prepared), indent=2))
+        click.echo(json.dumps(report.plan_json(view, prepared, memory), indent=2))
     elif app.terminal():
-        for renderable in report.plan_renderables(view, prepared):
+        for renderable in report.plan_renderables(view, prepared, memory):
             echo_renderable(app, renderable)
     else:
-        click.echo(report.plan_plain(view, prepared))
+        click.echo(report.plan_plain(view, prepared, memory))
+    if oom is not None:
+        raise oom

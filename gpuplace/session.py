@@ -116,6 +116,17 @@ def prepare(
     return Prepared(graph, placement, log, policy, logical)
 
 
+def predict_memory(prepared: Prepared, view: View) -> tuple[list[DeviceMemory], OutOfMemory | None]:
+    """Predicted memory per device, and the OOM a run would hit (with advice), or None."""
+    from .memory.predict import predict
+
+    prediction = predict(prepared.graph, prepared.placement, prepared.logical)
+    oom = prediction.oom
+    if oom is not None:
+        oom = oom.with_hint(oom_hint(oom, prepared.policy, prepared.logical, view), predicted=True)
+    return prediction.memory, oom
+
+
 def backends(view: View, logical: Sequence[LogicalGpu], cupy_loader: Any = None) -> dict[str, Any]:
     """One backend per device: numpy for the CPU and simulated GPUs, cupy for real GPUs."""
     from .execute.backends import backend_for

@@ -45,6 +45,7 @@ class OutOfMemory(RuntimeFailure):
         detail: str = "",
         reserved: int | None = None,
         hint: str = "",
+        predicted: bool = False,
     ) -> None:
         self.op, self.device = op, device
         self.requested, self.in_use, self.limit = requested, in_use, limit
@@ -52,17 +53,21 @@ class OutOfMemory(RuntimeFailure):
         cap = "no memory limit set" if limit is None else f"limit {_bytes(limit)}"
         held = "" if reserved is None else f", {_bytes(reserved)} reserved"
         fix = hint or "raise that device's memory limit, or place some ops on another device."
+        what = (
+            "Predicted before running (plan): nothing was run or allocated; pass --force to run anyway."
+            if predicted
+            else "The run stopped and freed everything it had allocated; nothing is left allocated."
+        )
         super().__init__(
             f"OOM when allocating {_bytes(requested)} for op '{op}' on {device}: "
-            f"{_bytes(in_use)} in use{held}, {cap}{detail}. The run stopped and freed "
-            f"everything it had allocated; nothing is left allocated. Fix: {fix}"
+            f"{_bytes(in_use)} in use{held}, {cap}{detail}. {what} Fix: {fix}"
         )
 
-    def with_hint(self, hint: str) -> OutOfMemory:
+    def with_hint(self, hint: str, predicted: bool = False) -> OutOfMemory:
         """The same error with gpuplace's advice for this machine and policy."""
         return OutOfMemory(
             self.op, self.device, self.requested, self.in_use, self.limit, self.detail,
-            self.reserved, hint,
+            self.reserved, hint, predicted,
         )  # fmt: skip
 
 

@@ -107,8 +107,8 @@ def oom_hint(exc: OutOfMemory, policy: Policy, logical: Sequence[LogicalGpu], vi
         hints.append(
             f"{others[0].name} could hold it (limit {human(others[0].limit)}): place ops there"
         )
-    if len(view.gpus) > 1 or others:
-        hints.append("or spread the graph over several GPUs (towers)")
+    if len(logical) > 1:
+        hints.append("spread the graph over several GPUs (towers, or explicit devices per layer)")
     if policy.fraction is not None:
         hints.append(f"raise --memory-fraction (now {policy.fraction:g}, at most 1)")
     elif policy.memory_limit is not None or policy.virtual:

@@ -1,0 +1,104 @@
+"""Predict each device's memory for a run without computing anything.
+
+The real executor walks the real schedule (same copies, same frees after the last consumer,
+same resident variables, same 256-byte rounding) over null backends and kernels that produce
+nothing, charging the same ledgers a run would. So `plan` predicts what `run` will hold.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from contextlib import AbstractContextManager, nullcontext
+from dataclasses import dataclass
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+
+from ..devices.names import full_name
+from ..execute.ledger import Ledger, OutOfMemory
+from ..graph import get_op
+from ..graph.model import Graph
+from ..placement.model import Placement
+from .devices import DeviceMemory, ledgers, summary
+from .policy import LogicalGpu
+
+CPU0 = full_name("CPU", 0)
+
+
+class _NullBackend:
+    """A device that stores nothing: every array is None."""
+
+    simulated = True
+
+    def __init__(self, label: str) -> None:
+        self.label = label
+
+    @property
+    def xp(self) -> ModuleType:
+        return np
+
+    def device(self) -> AbstractContextManager[Any]:
+        return nullcontext()
+
+    def put(self, host: Any) -> Any:
+        return None
+
+    def get(self, array: Any) -> Any:
+        return None
+
+    def synchronize(self) -> None:
+        return None
+
+
+@dataclass(frozen=True)
+class _NullKernel:
+    """An op that outputs the right number of Nones."""
+
+    op_type: str
+    host_value: bool
+
+    def compute(self, xp: ModuleType, inputs: list[Any], attrs: Mapping[str, Any]) -> list[Any]:
+        return [None] * get_op(self.op_type).num_outputs(attrs)
+
+
+def _kernel(op_type: str) -> _NullKernel:
+    return _NullKernel(op_type, get_op(op_type).host_value)
+
+
+@dataclass(frozen=True)
+class Prediction:
+    """Predicted memory per device, and the OOM the run would hit (None: it fits)."""
+
+    memory: list[DeviceMemory]
+    oom: OutOfMemory | None
+
+
+def _walk(graph: Graph, placement: Placement, books: Sequence[Ledger]) -> None:
+    from ..execute.executor import plan, run
+
+    devices = {name: d.device for name, d in placement.decisions.items()}
+    backends = {lg.device: _NullBackend(lg.device) for lg in books}
+    schedule = plan(graph, devices, backends, _kernel)
+    by_name = {lg.device: lg for lg in books}
+    run(schedule, [by_name[d] for d in schedule.devices])
+
+
+def predict(graph: Graph, placement: Placement, logical: Sequence[LogicalGpu]) -> Prediction:
+    """Peaks without limits (what each device would need), then the first OOM with them."""
+    names = [CPU0, *(full_name("GPU", g.index) for g in logical)]
+    unlimited = ledgers(names, logical)
+    limits = {lg.device: lg.limit for lg in unlimited}
+    for lg in unlimited:
+        lg.limit = None
+    _walk(graph, placement, unlimited)
+    for lg in unlimited:
+        lg.limit = limits[lg.device]
+    memory = summary(unlimited, {})
+    if all(m.limit is None or m.peak <= m.limit for m in memory):
+        return Prediction(memory, None)
+    try:
+        _walk(graph, placement, ledgers(names, logical))
+    except OutOfMemory as exc:
+        return Prediction(memory, exc)
+    return Prediction(memory, None)  # pragma: no cover - a limit overflowed only without limits

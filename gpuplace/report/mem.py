@@ -1,0 +1,105 @@
+"""What `gpuplace mem` prints: nvidia-smi's view, and what a memory policy did per GPU."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from typing import Any
+
+from ..devices.model import Gpu, GpuProcess, View
+from ..devices.names import full_name
+from ..memory.devices import DeviceMemory
+from ..memory.policy import LogicalGpu
+from ..units import mib
+from .text import NA, columns
+
+PROCESS_NAME = "gpuplace"
+
+
+def visible_cards(view: View) -> list[Gpu]:
+    """The physical GPUs the process sees, once each, in NVML order (as nvidia-smi lists them)."""
+    cards = {g.gpu.nvml_index: g.gpu for g in view.gpus}
+    return [cards[i] for i in sorted(cards)]
+
+
+def with_process(cards: Sequence[Gpu], logical: Sequence[LogicalGpu], memory: Sequence[DeviceMemory],
+                 pid: int) -> list[Gpu]:  # fmt: skip
+    """Simulated cards as nvidia-smi would show them while this process holds its reservation."""
+    held: dict[int, int] = {}
+    by_name = {m.device: m for m in memory}
+    for lg in logical:
+        m = by_name.get(full_name("GPU", lg.index))
+        if m is not None:
+            held[lg.gpu.gpu.nvml_index] = held.get(lg.gpu.gpu.nvml_index, 0) + m.reserved
+    out = []
+    for card in cards:
+        extra = held.get(card.nvml_index, 0)
+        if not extra:
+            out.append(card)
+            continue
+        used = (card.memory_used or 0) + extra
+        free = None if card.memory_total is None else card.memory_total - used
+        process = GpuProcess(pid, PROCESS_NAME, extra)
+        out.append(dataclasses.replace(card, memory_used=used, memory_free=free,
+                                       processes=(*card.processes, process)))  # fmt: skip
+    return out
+
+
+def smi_records(cards: Sequence[Gpu]) -> list[dict[str, Any]]:
+    """`gpuplace mem --json`: nvidia-smi's fields per GPU, sizes in bytes."""
+    return [
+        {
+            "index": g.nvml_index, "name": g.product, "uuid": g.uuid, "pci_bus_id": g.pci_bus_id,
+            "persistence_mode": g.persistence_mode, "display_active": g.display_active,
+            "ecc_uncorrected": g.ecc_uncorrected, "fan_percent": g.fan_percent,
+            "temperature_celsius": g.temperature_celsius, "performance_state": g.performance_state,
+            "power_draw_watts": g.power_draw_watts, "power_limit_watts": g.power_limit_watts,
+            "memory_total": g.memory_total, "memory_used": g.memory_used,
+            "memory_free": g.memory_free, "memory_reserved": g.memory_reserved,
+            "utilization_percent": g.utilization_percent, "compute_mode": g.compute_mode,
+            "mig_enabled": g.mig_enabled, "simulated": g.simulated, "available": g.available,
+            "processes": [{"pid": p.pid, "type": p.type, "name": p.name, "memory": p.memory}
+                          for p in g.processes],
+        }
+        for g in cards
+    ]  # fmt: skip
+
+
+MEMORY_HEADER = ("DEVICE", "CARD", "POLICY", "RESERVED", "PEAK IN USE", "LIMIT")
+
+
+def _mem(n: int | None) -> str:
+    return NA if n is None else mib(n) if n >= 1024**2 else f"{n}B"
+
+
+def memory_rows(
+    policy: str, logical: Sequence[LogicalGpu], memory: Sequence[DeviceMemory]
+) -> list[tuple[str, ...]]:
+    """Per logical GPU: what the policy reserved, the peak in use, the limit it set."""
+    by_name = {m.device: m for m in memory}
+    rows: list[tuple[str, ...]] = []
+    for lg in logical:
+        m = by_name[full_name("GPU", lg.index)]
+        card = f"{lg.gpu.product} (CUDA {lg.gpu.cuda_index})"
+        rows.append(
+            (f"GPU:{lg.index}", card, policy, _mem(m.reserved), _mem(m.peak), _mem(m.limit))
+        )
+    return rows
+
+
+def memory_plain(runs: Sequence[tuple[str, Sequence[LogicalGpu], Sequence[DeviceMemory]]]) -> str:
+    """One table for one or several policies (`--compare`)."""
+    rows = [row for policy, logical, memory in runs for row in memory_rows(policy, logical, memory)]
+    return columns(MEMORY_HEADER, rows)
+
+
+def memory_records(
+    logical: Sequence[LogicalGpu], memory: Sequence[DeviceMemory]
+) -> list[dict[str, Any]]:
+    by_name = {m.device: m for m in memory}
+    return [
+        {"device": lg.name, "cuda_index": lg.gpu.cuda_index, "product": lg.gpu.product,
+         "reserved": by_name[full_name("GPU", lg.index)].reserved,
+         "peak": by_name[full_name("GPU", lg.index)].peak, "limit": lg.limit}
+        for lg in logical
+    ]  # fmt: skip
