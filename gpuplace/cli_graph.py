@@ -173,9 +173,12 @@ def _explain(app: AppContext, prepared: Any, copies: Any) -> None:
 @click.argument("spec", metavar="GRAPH.yaml")
 @SOFT
 @JSON
+@click.option("--format", "fmt", type=click.Choice(["text", "json", "dot"]), default=None,
+              help="Output format; dot is a Graphviz graph (render: gpuplace plan G.yaml --format dot | dot -Tsvg > plan.svg).")  # fmt: skip
 @memory_options
 @click.pass_obj
-def plan(app: AppContext, /, spec: str, soft: bool | None, as_json: bool, **kw: Any) -> None:
+def plan(app: AppContext, /, spec: str, soft: bool | None, as_json: bool, fmt: str | None,
+         **kw: Any) -> None:  # fmt: skip
     """Everything but execute: placement with reasons, shapes, bytes per device, copies."""
     from .report import plan as report
     from .session import predict_memory, prepare
@@ -185,7 +188,11 @@ def plan(app: AppContext, /, spec: str, soft: bool | None, as_json: bool, **kw: 
         warn(w)
     prepared = prepare(spec, view, _options(soft, None, (), _memory(kw)), app.env, feeds=False)
     memory, oom = predict_memory(prepared, view)
-    if as_json:
+    if fmt == "dot":
+        from .report.dot import to_dot
+
+        click.echo(to_dot(prepared.graph, prepared.placement, report.title(view)), nl=False)
+    elif as_json or fmt == "json":
         click.echo(json.dumps(report.plan_json(view, prepared, memory), indent=2))
     elif app.terminal():
         for renderable in report.plan_renderables(view, prepared, memory):
