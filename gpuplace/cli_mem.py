@@ -35,7 +35,8 @@ def mem(app: AppContext, /, spec: str | None, as_json: bool, compare: bool,
         warn(w)
     doc: dict[str, Any] = {"machine": {"source": view.machine.source, "description": view.machine.description,
                                        "driver_version": view.machine.driver_version,
-                                       "cuda_version": view.machine.cuda_version}}  # fmt: skip
+                                       "cuda_version": view.machine.cuda_version,
+                                       "no_gpu_reason": notice(view)}}  # fmt: skip
     cards = report.visible_cards(view)
     if spec is not None:
         cards = _with_graph(app, view, spec, feed, kw, compare, as_json, doc) or cards

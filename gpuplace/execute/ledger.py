@@ -104,22 +104,25 @@ class Ledger:
         if in_use > self.peak:
             self.peak = in_use
         if self.growth and in_use > self.reserved:
-            self._extend(in_use - self.reserved)
+            # The free space left cannot hold the request: BFC extends by a region that can
+            # (a chunk never spans two regions), so the request, not the shortfall, sizes it.
+            self._extend(nbytes)
 
-    def _extend(self, needed: int) -> None:
-        """`BFCAllocator::Extend`: add regions (2 MiB, then doubling) until `needed` fits."""
-        while needed > 0:
-            grew = False
-            while needed > self.next_region:
-                self.next_region *= 2
-                grew = True
-            region = self.next_region
-            if self.limit is not None:
-                region = min(region, self.limit - self.reserved)
-            self.reserved += region
-            needed -= region
-            if not grew:
-                self.next_region *= 2
+    def _extend(self, rounded_bytes: int) -> None:
+        """`BFCAllocator::Extend`: one new region for a request of `rounded_bytes`: the current
+        region size, doubled until the request fits, capped at what the limit leaves (rounded
+        down to 256 B); the next region doubles unless this one had to grow."""
+        increased = False
+        while rounded_bytes > self.next_region:
+            self.next_region *= 2
+            increased = True
+        region = self.next_region
+        if self.limit is not None:
+            available = (self.limit - self.reserved) // ALIGNMENT * ALIGNMENT
+            region = min(region, available)
+        self.reserved += region
+        if not increased:
+            self.next_region *= 2
 
     def free(self, nbytes: int) -> None:
         self.in_use -= nbytes

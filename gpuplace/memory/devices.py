@@ -18,7 +18,7 @@ from ..execute.ledger import Ledger, OutOfMemory
 from ..units import human
 from .policy import LogicalGpu, Policy
 
-CPU0 = full_name("CPU", 0)
+POOL_UNIT = 512  # cupy's allocation unit (`cupy/cuda/memory.pyx`, _round_size)
 
 
 @dataclass(frozen=True)
@@ -45,12 +45,18 @@ def ledgers(devices: Sequence[str], logical: Sequence[LogicalGpu]) -> list[Ledge
     return out
 
 
-def check_reservations(logical: Sequence[LogicalGpu]) -> None:
-    """Refuse a preallocation larger than a card's free memory, before anything runs."""
+def _by_card(logical: Sequence[LogicalGpu], real_only: bool = False) -> list[list[LogicalGpu]]:
+    """The logical GPUs grouped by the physical card they run on (real cards only, if asked)."""
     per_card: dict[int, list[LogicalGpu]] = {}
     for g in logical:
-        per_card.setdefault(g.gpu.cuda_index, []).append(g)
-    for group in per_card.values():
+        if not (real_only and g.gpu.gpu.simulated):
+            per_card.setdefault(g.gpu.cuda_index, []).append(g)
+    return list(per_card.values())
+
+
+def check_reservations(logical: Sequence[LogicalGpu]) -> None:
+    """Refuse a preallocation larger than a card's free memory, before anything runs."""
+    for group in _by_card(logical):
         gpu = group[0].gpu
         free = gpu.memory_free if gpu.memory_free is not None else gpu.memory_total
         want = sum(g.reserve for g in group)
@@ -64,29 +70,44 @@ def check_reservations(logical: Sequence[LogicalGpu]) -> None:
 
 
 def prepare_pools(logical: Sequence[LogicalGpu], backends: Mapping[str, Any]) -> None:
-    """Real GPUs: set each card's cupy pool limit and hold the preallocated block in the pool."""
-    per_card: dict[int, list[LogicalGpu]] = {}
-    for g in logical:
-        if not g.gpu.gpu.simulated:
-            per_card.setdefault(g.gpu.cuda_index, []).append(g)
-    for group in per_card.values():
+    """Real GPUs: set each card's cupy pool limit and hold the preallocated block in the pool.
+
+    A card that cannot give the block (the CUDA context took part of the free memory NVML
+    reported) is a RuntimeFailure, after every pool touched so far is released.
+    """
+    groups = _by_card(logical, real_only=True)
+    for done, group in enumerate(groups, start=1):
         backend = backends[full_name("GPU", group[0].index)]
         backend.set_memory_limit(sum(g.limit for g in group))
-        reserve = sum(g.reserve for g in group)
-        if reserve:
-            backend.preallocate(reserve)
+        # cupy hands out multiples of 512 B: a block rounded up would pass the pool's limit
+        # (TF's BFC likewise takes its region as the limit rounded down to 256 B)
+        reserve = sum(g.reserve for g in group) // POOL_UNIT * POOL_UNIT
+        try:
+            if reserve:
+                backend.preallocate(reserve)
+        except backend.out_of_memory as exc:
+            for g in groups[:done]:
+                backends[full_name("GPU", g[0].index)].release_pool()
+            gpu = group[0].gpu
+            raise RuntimeFailure(
+                f"cannot reserve {human(reserve)} for {', '.join(g.name for g in group)} on "
+                f"{gpu.product} (CUDA GPU {gpu.cuda_index}): cupy: {exc} Nothing is left "
+                "allocated. Fix: a smaller --memory-fraction / --memory-limit, or --allow-growth"
+            ) from None
 
 
 def release_pools(logical: Sequence[LogicalGpu], backends: Mapping[str, Any]) -> dict[str, int]:
-    """Read each real card's pool size (what it reserved), then give everything back."""
+    """Read each real card's pool size (what it reserved), then give everything back.
+
+    The size is reported for a card that carries one logical GPU; one pool serves all the
+    logical GPUs of a split card, so those keep their own ledgers' reservations (no double count).
+    """
     reserved: dict[str, int] = {}
-    seen: set[int] = set()
-    for g in logical:
-        if g.gpu.gpu.simulated or g.gpu.cuda_index in seen:
-            continue
-        seen.add(g.gpu.cuda_index)
-        backend = backends[full_name("GPU", g.index)]
-        reserved[full_name("GPU", g.index)] = backend.pool_bytes()
+    for group in _by_card(logical, real_only=True):
+        name = full_name("GPU", group[0].index)
+        backend = backends[name]
+        if len(group) == 1:
+            reserved[name] = backend.pool_bytes()
         backend.release_pool()
     return reserved
 

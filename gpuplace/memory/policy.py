@@ -22,7 +22,6 @@ from ..devices.model import VisibleGpu
 from ..errors import BadInput
 from ..units import GiB, MiB, parse_size
 
-GROWTH_START = 2 * MiB
 ENV_GROWTH = "TF_FORCE_GPU_ALLOW_GROWTH"
 
 
@@ -135,11 +134,19 @@ def _virtual_from_config(raw: object) -> dict[int, tuple[int, ...]]:
 
 
 def _growth_from_env(env: Mapping[str, str], current: bool) -> tuple[bool, str | None]:
+    """`GetAllowGrowthValue` (gpu_bfc_allocator.cc): the exact strings "true" and "false" win,
+    with TF's warning when they change the configured value; anything else is ignored."""
     value = env.get(ENV_GROWTH)
     if value is None:
         return current, None
     if value in ("true", "false"):
-        return value == "true", None
+        forced = value == "true"
+        if forced == current:
+            return forced, None
+        return forced, (
+            f"Overriding allow_growth setting because the {ENV_GROWTH} environment variable is "
+            f"set. Original config value was {str(current).lower()}."
+        )
     return current, (
         f'The {ENV_GROWTH} environment variable is set but could not be parsed: "{value}". '
         f'Valid values are "true" or "false". Using original config value of {str(current).lower()}.'
@@ -150,10 +157,10 @@ def resolve(
     gpu_options: Mapping[str, Any], flags: Mapping[str, Any], env: Mapping[str, str]
 ) -> Policy:
     """The policy from the spec's gpu_options, command-line flags (win) and the environment."""
-    growth = bool(gpu_options.get("allow_growth", False))
+    configured = bool(gpu_options.get("allow_growth", False))
     if flags.get("allow_growth") is not None:
-        growth = bool(flags["allow_growth"])
-    growth, warning = _growth_from_env(env, growth)
+        configured = bool(flags["allow_growth"])
+    growth, warning = _growth_from_env(env, configured)
     fraction = None
     if flags.get("memory_fraction") is not None:
         fraction = _fraction(flags["memory_fraction"], "--memory-fraction")
@@ -170,7 +177,7 @@ def resolve(
     )
     if flags.get("virtual_gpus"):
         virtual = parse_virtual(str(flags["virtual_gpus"]))
-    if virtual and growth:
+    if virtual and configured:  # TF's Python rule; the env var acts in the allocator, allowed
         raise BadInput(
             "Memory growth cannot be configured on a PhysicalDevice with virtual devices configured "
             "(TensorFlow's rule): drop --allow-growth or --virtual-gpus"

@@ -46,7 +46,8 @@ def with_process(cards: Sequence[Gpu], logical: Sequence[LogicalGpu], memory: Se
 
 
 def smi_records(cards: Sequence[Gpu]) -> list[dict[str, Any]]:
-    """`gpuplace mem --json`: nvidia-smi's fields per GPU, sizes in bytes."""
+    """`gpuplace mem --json`: nvidia-smi's fields per GPU (MIG devices and processes included),
+    sizes in bytes."""
     return [
         {
             "index": g.nvml_index, "name": g.product, "uuid": g.uuid, "pci_bus_id": g.pci_bus_id,
@@ -58,6 +59,11 @@ def smi_records(cards: Sequence[Gpu]) -> list[dict[str, Any]]:
             "memory_free": g.memory_free, "memory_reserved": g.memory_reserved,
             "utilization_percent": g.utilization_percent, "compute_mode": g.compute_mode,
             "mig_enabled": g.mig_enabled, "simulated": g.simulated, "available": g.available,
+            "mig_devices": [{"index": m.index, "uuid": m.uuid, "name": m.product,
+                             "gpu_instance_id": m.gpu_instance_id,
+                             "compute_instance_id": m.compute_instance_id,
+                             "memory_total": m.memory_total, "memory_used": m.memory_used}
+                            for m in g.mig_instances],
             "processes": [{"pid": p.pid, "type": p.type, "name": p.name, "memory": p.memory}
                           for p in g.processes],
         }

@@ -8,8 +8,9 @@
 - `get_default_memory_pool()` is one object acting on the current device's pool, as cupy's
   MemoryPool is: `set_limit(size=..., fraction=...)`, `get_limit()`, `used_bytes()`, `free_bytes()`,
   `total_bytes()`, `n_free_blocks()`, `free_all_blocks()`. Blocks are rounded up to 512 B and cached
-  once freed; past the limit or the device's memory the pool drops its cached blocks, then raises
-  `cuda.memory.OutOfMemoryError` with cupy's arguments and message.
+  once freed; a request no cached block matches splits the smallest larger one (cupy's best fit;
+  the pieces are not merged back); past the limit or the device's memory the pool drops its
+  cached blocks, then raises `cuda.memory.OutOfMemoryError` with cupy's arguments and message.
 - `ndarray`s remember their device and hold a block of its pool until their last reference (views
   included) goes. Functions and operators need every array on the current device and raise cupy's
   ValueError otherwise (the case of GPUs without peer access); numpy arrays are refused with cupy's
@@ -103,6 +104,10 @@ class _DevicePool:
         size = -(-nbytes // UNIT) * UNIT
         if size and self.free_blocks[size]:
             self.free_blocks[size] -= 1
+        elif size and (larger := [b for b, n in self.free_blocks.items() if n and b > size]):
+            cached = min(larger)  # cupy's best fit: split the smallest larger cached block
+            self.free_blocks[cached] -= 1
+            self.free_blocks[cached - size] += 1
         elif size:
             self._reserve(size)
         self.used += size
