@@ -323,3 +323,32 @@ def split_sizes(sizes: Sequence[int], total: int) -> tuple[int, ...] | None:
 
 def no_outputs(name: str, tf_type: str, attrs: Mapping[str, Any], inputs: Specs) -> Specs:
     return ()
+
+
+def batch_rows(total: int, parts: int, index: int) -> tuple[int, int]:
+    """Keras' `get_slice`: rows [start, stop) of part `index`; the last part takes the rest."""
+    step = total // parts
+    start = step * index
+    return start, total if index == parts - 1 else start + step
+
+
+def batch_slice(name: str, tf_type: str, attrs: Mapping[str, Any], inputs: Specs) -> Specs:
+    """One replica's share of a batch along axis 0 (Keras multi_gpu_model's slicing)."""
+    shape, parts, index = inputs[0].shape, attrs["parts"], attrs["index"]
+    if not shape:
+        raise shape_error(
+            "Cannot split a scalar into replicas", name, tf_type, inputs,
+            "split only inputs with a batch dimension (axis 0)",
+        )  # fmt: skip
+    if shape[0] < parts:
+        raise shape_error(
+            f"A batch of {shape[0]} is smaller than the {parts} replicas", name, tf_type, inputs,
+            f"use a batch of at least {parts} samples, or fewer GPUs",
+        )  # fmt: skip
+    if not 0 <= index < parts:
+        raise shape_error(
+            f"index {index} is not one of the {parts} parts", name, tf_type, inputs,
+            f"index must be in [0, {parts - 1}]",
+        )  # fmt: skip
+    start, stop = batch_rows(shape[0], parts, index)
+    return (TensorSpec((stop - start, *shape[1:]), inputs[0].dtype),)

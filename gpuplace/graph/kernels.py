@@ -12,7 +12,7 @@ from types import ModuleType
 from typing import Any
 
 from ..errors import BadInput, RuntimeFailure
-from .infer import split_sizes
+from .infer import batch_rows, split_sizes
 
 Array = Any
 ComputeFn = Callable[[ModuleType, Sequence[Array], Mapping[str, Any]], list[Array]]
@@ -186,3 +186,15 @@ def split(xp: ModuleType, inputs: Sequence[Array], attrs: Mapping[str, Any]) -> 
 
 def cast(xp: ModuleType, inputs: Sequence[Array], attrs: Mapping[str, Any]) -> list[Array]:
     return [inputs[0].astype(attrs["dtype"])]
+
+
+def batch_slice(xp: ModuleType, inputs: Sequence[Array], attrs: Mapping[str, Any]) -> list[Array]:
+    x = inputs[0]
+    start, stop = batch_rows(x.shape[0], attrs["parts"], attrs["index"])
+    return [x[start:stop]]
+
+
+def average_n(xp: ModuleType, inputs: Sequence[Array], attrs: Mapping[str, Any]) -> list[Array]:
+    """Keras' Average merge: the sum of the inputs divided by their number, in their dtype."""
+    total = add_n(xp, inputs, attrs)[0]
+    return [(total / len(inputs)).astype(total.dtype, copy=False)]

@@ -82,7 +82,7 @@ _GRAPH = {"type": "array", "items": {"$ref": "#/$defs/entry"}}
 
 
 def _defs(ops: list[OpDef]) -> dict[str, Any]:
-    entry = ("op", "block", "towers")
+    entry = ("op", "block", "towers", "replicate")
     return {
         "name": {"type": "string", "pattern": NAME},
         "ref": {"type": "string", "pattern": REF},
@@ -108,6 +108,34 @@ def _defs(ops: list[OpDef]) -> dict[str, Any]:
             "additionalProperties": False,
             "properties": {
                 "towers": {"type": "array", "minItems": 1, "items": {"type": "string"}},
+                "graph": _GRAPH,
+            },
+        },
+        "replicate": {
+            "type": "object",
+            "required": ["replicate", "graph"],
+            "additionalProperties": False,
+            "properties": {
+                "replicate": {
+                    "type": "object",
+                    "additionalProperties": False,
+                    "properties": {
+                        "gpus": {
+                            "anyOf": [
+                                {"type": "integer", "minimum": 2},
+                                {"const": "all"},
+                                {
+                                    "type": "array",
+                                    "minItems": 2,
+                                    "items": {"type": "integer", "minimum": 0},
+                                },
+                            ]
+                        },
+                        "split": {"type": "array", "items": {"$ref": "#/$defs/name"}},
+                        "merge": {"enum": ["concat", "add_n", "mean"]},
+                        "merge_device": {"$ref": "#/$defs/device"},
+                    },
+                },
                 "graph": _GRAPH,
             },
         },

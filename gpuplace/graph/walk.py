@@ -23,6 +23,7 @@ from ..devices.names import DeviceNameError, DeviceSpec, parse_device
 from ..errors import BadInput
 from .attrs import show
 from .ops import EMPTY, REGISTRY, OpDef, suggest
+from .replicate import expand_replicate, slice_item
 
 BLOCK_KEYS = ("device", "graph")
 TOWER_KEYS = ("towers", "graph")
@@ -104,10 +105,9 @@ class Scope:
             if name in self.names:
                 return
         else:
-            first = self.written.get(name)
-            if first is not None and first is not written:
+            first = self.written.setdefault(name, written)
+            if first is not written:
                 raise SpecError(f"duplicate op name {name!r}; rename one of them", written, first)
-            self.written[name] = written
         self.names[name] = indices
 
 
@@ -136,7 +136,8 @@ class _Namespace:
 class Walker:
     """Turns `graph:` lists into `entries` in file order, each with its name, device and scope."""
 
-    def __init__(self, base: str) -> None:
+    def __init__(self, base: str, num_gpus: int | None = None) -> None:
+        self.num_gpus = num_gpus  # the GPUs `replicate: {gpus: all}` means (None: unknown)
         self.entries: list[Entry] = []
         self.names = Names([])
         self.base = base
@@ -149,16 +150,22 @@ class Walker:
         self._walk(items, scope, _Namespace(None, ""), UNCONSTRAINED, None)
 
     def expand(self, body: list[Any], copies: Sequence[tuple[Device, str]], scope: Scope,
-               where: object) -> None:  # fmt: skip
+               where: object, slices: Sequence[tuple[str, int, int]] = ()) -> None:  # fmt: skip
         """Repeat `body` once per (device scope, name prefix); its names, local to each copy,
-        mean in `scope` the list of every copy's op."""
+        mean in `scope` the list of every copy's op. `slices` (name, copy index, parts) give
+        copy k a local `name` that is its share of the outer `name` (replicate's split)."""
         exported: dict[str, list[int]] = {}
         written: dict[str, object] = {}
-        for device, prefix in copies:
+        for k, (device, prefix) in enumerate(copies):
             local = Scope(scope)
+            for x, index, parts in slices:
+                if index == k:
+                    raw = slice_item(x, index, parts)
+                    self.add_synthetic(raw, scope, local, x, UNCONSTRAINED, prefix + x)
             self._walk(body, local, _Namespace(Names(body), prefix), device, where)
             for name, indices in local.names.items():
-                exported.setdefault(name, []).extend(indices)
+                if not any(x == name for x, _, _ in slices):
+                    exported.setdefault(name, []).extend(indices)
             written.update(local.written)
         for name, indices in exported.items():
             scope.define(name, indices, written.get(name))
@@ -176,6 +183,8 @@ class Walker:
                 self._op(item, scope, ns, device)
             elif "towers" in item:
                 self._towers(item, scope, ns, device)
+            elif "replicate" in item:
+                expand_replicate(self, item, scope, ns, device)
             elif "graph" in item:
                 _check_keys(item, BLOCK_KEYS, "a device block")
                 inner = device  # a block without `device` keeps the enclosing scope
@@ -185,9 +194,26 @@ class Walker:
             else:
                 raise SpecError(
                     f"graph entry {show(item)} has no 'op' (an op) or 'graph' (a device block, "
-                    "with 'device' or 'towers')",
+                    "with 'device', 'towers' or 'replicate')",
                     item,
                 )
+
+    def walk_items(self, items: list[Any], scope: Scope, ns: _Namespace, device: Device,
+                   where: object) -> None:  # fmt: skip
+        """Walk ops into `scope` (replicate's shared variables)."""
+        self._walk(items, scope, ns, device, where)
+
+    def add_synthetic(self, raw: dict[str, Any], resolve_in: Scope, bind_in: Scope, local: str,
+                      device: Device, name: str) -> None:  # fmt: skip
+        """An op gpuplace writes itself (a replica's slice, a merge): its inputs resolve in
+        `resolve_in`, its `local` name is bound in `bind_in`, `name` made globally unique."""
+        opdef = REGISTRY[raw["op"]]
+        unique = self.names.unique(name)
+        bind_in.define(local, [len(self.entries)], raw)
+        attrs = opdef.normalize(unique, raw, self.base)
+        self.entries.append(
+            Entry(raw, opdef, opdef.tf_type, unique, device.text, resolve_in, attrs)
+        )
 
     def _op(self, item: dict[str, Any], scope: Scope, ns: _Namespace, device: Device) -> None:
         kind = item["op"]
@@ -277,7 +303,7 @@ def _written(items: list[Any]) -> Iterator[str]:
         if "op" in item:
             if type(name) is str:
                 yield name
-        elif "towers" not in item and type(item.get("graph")) is list:
+        elif "towers" not in item and "replicate" not in item and type(item.get("graph")) is list:
             yield from _written(item["graph"])
 
 
