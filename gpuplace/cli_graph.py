@@ -48,6 +48,9 @@ def memory_options(f: Any) -> Any:
                      help="Memory limit per GPU (e.g. 64MiB), preallocated unless growing."),
         click.option("--virtual-gpus", "virtual_gpus", metavar="SPEC",
                      help="Logical GPUs: GPU:0=2GiB,2GiB splits GPU:0 into two (';' between GPUs)."),
+        click.option("--strategy", type=click.Choice(["tensorflow", "balanced", "round-robin"]),
+                     default=None, help="Placement strategy (config placement.strategy); "
+                     "default tensorflow: TensorFlow's rules."),
     ]  # fmt: skip
     for option in reversed(options):
         f = option(f)
@@ -55,7 +58,7 @@ def memory_options(f: Any) -> Any:
 
 
 def _memory(kwargs: dict[str, Any]) -> dict[str, Any]:
-    keys = ("allow_growth", "memory_fraction", "memory_limit", "virtual_gpus")
+    keys = ("allow_growth", "memory_fraction", "memory_limit", "virtual_gpus", "strategy")
     return {k: kwargs.pop(k) for k in keys}
 
 
@@ -181,23 +184,25 @@ def plan(app: AppContext, /, spec: str, soft: bool | None, as_json: bool, fmt: s
          **kw: Any) -> None:  # fmt: skip
     """Everything but execute: placement with reasons, shapes, bytes per device, copies."""
     from .report import plan as report
-    from .session import predict_memory, prepare
+    from .session import estimate_plan, predict_memory, prepare
 
     view = app.view()
     for w in view.warnings:
         warn(w)
     prepared = prepare(spec, view, _options(soft, None, (), _memory(kw)), app.env, feeds=False)
     memory, oom = predict_memory(prepared, view)
+    est = estimate_plan(prepared, view, bool(soft))
     if fmt == "dot":
         from .report.dot import to_dot
 
-        click.echo(to_dot(prepared.graph, prepared.placement, report.title(view)), nl=False)
+        title = report.title(view, prepared.strategy)
+        click.echo(to_dot(prepared.graph, prepared.placement, title), nl=False)
     elif as_json or fmt == "json":
-        click.echo(json.dumps(report.plan_json(view, prepared, memory), indent=2))
+        click.echo(json.dumps(report.plan_json(view, prepared, memory, est), indent=2))
     elif app.terminal():
-        for renderable in report.plan_renderables(view, prepared, memory):
+        for renderable in report.plan_renderables(view, prepared, memory, est):
             echo_renderable(app, renderable)
     else:
-        click.echo(report.plan_plain(view, prepared, memory))
+        click.echo(report.plan_plain(view, prepared, memory, est))
     if oom is not None:
         raise oom

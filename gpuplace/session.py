@@ -15,7 +15,7 @@ import numpy as np
 
 from .devices.model import View
 from .devices.names import full_name
-from .errors import RuntimeFailure
+from .errors import BadInput, RuntimeFailure
 from .execute.ledger import OutOfMemory
 from .graph import apply_feeds, get_op, load
 from .graph.model import Graph
@@ -49,6 +49,7 @@ class Options:
     memory_fraction: float | None = None
     memory_limit: str | None = None
     virtual_gpus: str | None = None
+    strategy: str | None = None  # tensorflow (default), balanced, round-robin
 
     def memory_flags(self) -> dict[str, Any]:
         return {
@@ -64,6 +65,7 @@ class Prepared:
     log_device_placement: bool
     policy: Policy
     logical: tuple[LogicalGpu, ...]
+    strategy: str = "tensorflow"
 
 
 @dataclass(frozen=True)
@@ -109,11 +111,12 @@ def prepare(
     soft = options.allow_soft_placement
     if soft is None:
         soft = graph.config.allow_soft_placement
-    placement = place(graph, len(logical), allow_soft_placement=soft)
+    strategy = options.strategy or str(graph.config.placement.get("strategy", "tensorflow"))
+    placement = place_with(strategy, graph, view, logical, soft)
     check_fits(graph, placement, device_limits(view, logical))
     log = options.log_device_placement
     log = graph.config.log_device_placement if log is None else log
-    return Prepared(graph, placement, log, policy, logical)
+    return Prepared(graph, placement, log, policy, logical, strategy)
 
 
 def predict_memory(prepared: Prepared, view: View) -> tuple[list[DeviceMemory], OutOfMemory | None]:
@@ -125,6 +128,56 @@ def predict_memory(prepared: Prepared, view: View) -> tuple[list[DeviceMemory], 
     if oom is not None:
         oom = oom.with_hint(oom_hint(oom, prepared.policy, prepared.logical, view), predicted=True)
     return prediction.memory, oom
+
+
+STRATEGIES = ("tensorflow", "balanced", "round-robin")
+
+
+@dataclass(frozen=True)
+class PlanEstimate:
+    """The cost model's view of a placement: per-device busy time and copies, the makespan,
+    and the two lower bounds no placement can beat (reference notes A.5)."""
+
+    estimate: Any  # placement.estimate.Estimate
+    critical_path: float
+    work_bound: float
+
+    @property
+    def bound(self) -> float:
+        return max(self.critical_path, self.work_bound)
+
+
+def estimate_plan(prepared: Prepared, view: View, soft: bool = False) -> PlanEstimate:
+    from .placement.cost import device_models
+    from .placement.estimate import estimate, lower_bounds
+
+    models = device_models(prepared.logical, view.machine.host)
+    est = estimate(prepared.graph, prepared.placement, models)
+    cp, work = lower_bounds(prepared.graph, models, allow_soft_placement=soft)
+    return PlanEstimate(est, cp, work)
+
+
+def place_with(
+    strategy: str, graph: Graph, view: View, logical: Sequence[LogicalGpu], soft: bool
+) -> Placement:
+    """Place by TensorFlow's rules, or spread the ops it would pile on GPU:0 (balanced,
+    round-robin); explicit devices, colocation and CPU-only ops are honoured by all three."""
+    if strategy == "tensorflow":
+        return place(graph, len(logical), allow_soft_placement=soft)
+    if strategy == "round-robin":
+        from .placement.baselines import round_robin
+
+        return round_robin(graph, len(logical), allow_soft_placement=soft)
+    if strategy == "balanced":
+        from .placement.balanced import place_balanced
+        from .placement.cost import device_models
+
+        models = device_models(logical, view.machine.host)
+        return place_balanced(graph, models, allow_soft_placement=soft)
+    raise BadInput(
+        f"placement strategy {strategy!r} is not one of {', '.join(STRATEGIES)} "
+        "(--strategy, or config placement.strategy)"
+    )
 
 
 def backends(view: View, logical: Sequence[LogicalGpu], cupy_loader: Any = None) -> dict[str, Any]:

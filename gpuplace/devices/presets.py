@@ -1,8 +1,9 @@
 """GPU presets for simulated machines: the seeds' cards (K40c, K20m, K520) and current ones.
 
 Memory is the total nvidia-smi reports for the card where it differs from the label (H200: 143771
-MiB); `tflops` is the dense float32 peak (used later to estimate compute time); `bus_ids` are the PCI
-buses the seed documents show for these cards, so the guide's examples print the guide's log.
+MiB); `tflops` is the dense float32 peak and `bandwidth` the memory bandwidth in GB/s (both feed
+the balanced strategy's cost model, `placement/cost.py`); `bus_ids` are the PCI buses the seed
+documents show for these cards, so the guide's examples print the guide's log.
 """
 
 from __future__ import annotations
@@ -20,22 +21,23 @@ class Preset:
     compute_capability: str
     power_limit_watts: float
     tflops: float
+    bandwidth: float  # memory bandwidth, GB/s (the card's HBM/GDDR peak)
     bus_ids: tuple[str, ...] = ()
 
 
 PRESETS: dict[str, Preset] = {
     p.key.lower(): p
     for p in (
-        Preset("K40c", "Tesla K40c", 12 * GiB, "3.5", 235, 4.3, ("05",)),
-        Preset("K20m", "Tesla K20m", 5 * GiB, "3.5", 225, 3.5, ("02", "03", "83", "84")),
-        Preset("K520", "GRID K520", 4 * GiB, "3.0", 125, 2.4, ("03", "04", "05", "06")),
-        Preset("T4", "Tesla T4", 15360 * MiB, "7.5", 70, 8.1),
-        Preset("V100-16GB", "Tesla V100-SXM2-16GB", 16160 * MiB, "7.0", 300, 15.7),
-        Preset("V100-32GB", "Tesla V100-SXM2-32GB", 32510 * MiB, "7.0", 300, 15.7),
-        Preset("A100-40GB", "NVIDIA A100-SXM4-40GB", 40960 * MiB, "8.0", 400, 19.5),
-        Preset("A100-80GB", "NVIDIA A100-SXM4-80GB", 81920 * MiB, "8.0", 400, 19.5),
-        Preset("H100-80GB", "NVIDIA H100 80GB HBM3", 81559 * MiB, "9.0", 700, 67.0),
-        Preset("H200", "NVIDIA H200", 143771 * MiB, "9.0", 700, 67.0),
+        Preset("K40c", "Tesla K40c", 12 * GiB, "3.5", 235, 4.3, 288, ("05",)),
+        Preset("K20m", "Tesla K20m", 5 * GiB, "3.5", 225, 3.5, 208, ("02", "03", "83", "84")),
+        Preset("K520", "GRID K520", 4 * GiB, "3.0", 125, 2.4, 160, ("03", "04", "05", "06")),
+        Preset("T4", "Tesla T4", 15360 * MiB, "7.5", 70, 8.1, 320),
+        Preset("V100-16GB", "Tesla V100-SXM2-16GB", 16160 * MiB, "7.0", 300, 15.7, 900),
+        Preset("V100-32GB", "Tesla V100-SXM2-32GB", 32510 * MiB, "7.0", 300, 15.7, 900),
+        Preset("A100-40GB", "NVIDIA A100-SXM4-40GB", 40960 * MiB, "8.0", 400, 19.5, 1555),
+        Preset("A100-80GB", "NVIDIA A100-SXM4-80GB", 81920 * MiB, "8.0", 400, 19.5, 2039),
+        Preset("H100-80GB", "NVIDIA H100 80GB HBM3", 81559 * MiB, "9.0", 700, 67.0, 3350),
+        Preset("H200", "NVIDIA H200", 143771 * MiB, "9.0", 700, 67.0, 4800),
     )
 }
 

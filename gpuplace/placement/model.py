@@ -12,7 +12,17 @@ from dataclasses import dataclass
 
 from ..errors import RuntimeFailure
 
-KINDS = frozenset({"explicit", "default", "follows-consumer", "colocated", "soft-fallback"})
+KINDS = frozenset(
+    {
+        "explicit",
+        "default",
+        "follows-consumer",
+        "colocated",
+        "soft-fallback",
+        "balanced",
+        "round-robin",
+    }
+)
 
 
 @dataclass(frozen=True, slots=True)

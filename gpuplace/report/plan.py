@@ -7,7 +7,7 @@ from typing import Any
 
 from ..devices.model import View
 from ..memory.devices import DeviceMemory
-from ..session import DeviceLoad, Prepared, device_loads, planned_copies
+from ..session import DeviceLoad, PlanEstimate, Prepared, device_loads, planned_copies
 from ..units import human
 from .run import (
     EXPLAIN_HEADER,
@@ -20,8 +20,22 @@ from .run import (
 from .text import columns
 
 LOAD_HEADER = (
-    "DEVICE", "OPS", "OUTPUT BYTES", "COPIES IN", "COPY BYTES IN", "PEAK (PREDICTED)", "LIMIT", "FITS",
+    "DEVICE", "OPS", "OUTPUT BYTES", "COPIES IN", "COPY BYTES IN", "COPIES OUT", "BUSY (EST)",
+    "PEAK (PREDICTED)", "LIMIT", "FITS",
 )  # fmt: skip
+
+
+def _ms(seconds: float) -> str:
+    return f"{seconds * 1000:.3f} ms"
+
+
+def makespan_line(est: PlanEstimate) -> str:
+    """Estimated makespan beside the two lower bounds, and their ratio."""
+    ratio = est.estimate.makespan / est.bound if est.bound > 0 else 1.0
+    return (
+        f"Estimated makespan {_ms(est.estimate.makespan)}; lower bounds: critical path "
+        f"{_ms(est.critical_path)}, work / GPUs {_ms(est.work_bound)}; makespan / bound {ratio:.2f}"
+    )
 
 
 def _loads(prepared: Prepared) -> tuple[list[Any], list[DeviceLoad]]:
@@ -29,7 +43,9 @@ def _loads(prepared: Prepared) -> tuple[list[Any], list[DeviceLoad]]:
     return copies, device_loads(prepared.graph, prepared.placement, copies)
 
 
-def _load_rows(loads: list[DeviceLoad], memory: Sequence[DeviceMemory]) -> list[tuple[str, ...]]:
+def _load_rows(
+    loads: list[DeviceLoad], memory: Sequence[DeviceMemory], est: PlanEstimate
+) -> list[tuple[str, ...]]:
     by_name = {m.device: m for m in memory}
     rows: list[tuple[str, ...]] = []
     for d in loads:
@@ -37,33 +53,40 @@ def _load_rows(loads: list[DeviceLoad], memory: Sequence[DeviceMemory]) -> list[
         peak = "-" if m is None else human(m.peak)
         limit = "-" if m is None or m.limit is None else human(m.limit)
         fits = "-" if m is None or m.limit is None else ("yes" if m.peak <= m.limit else "NO")
+        out = est.estimate.copies_out.get(d.device, (0, 0))
+        busy = _ms(est.estimate.busy.get(d.device, 0.0))
         rows.append((short_device(d.device), str(d.ops), human(d.output_bytes), str(d.copies_in),
-                     human(d.copy_bytes_in), peak, limit, fits))  # fmt: skip
+                     human(d.copy_bytes_in), f"{out[0]} ({human(out[1])})", busy, peak, limit,
+                     fits))  # fmt: skip
     return rows
 
 
-def title(view: View) -> str:
+def title(view: View, strategy: str = "tensorflow") -> str:
     m = view.machine
-    return (
-        f"Plan on the simulated machine {m.description}" if m.simulated else "Plan on this machine"
-    )
+    where = f"the simulated machine {m.description}" if m.simulated else "this machine"
+    return f"Plan on {where} (strategy {strategy})"
 
 
-def plan_plain(view: View, prepared: Prepared, memory: Sequence[DeviceMemory]) -> str:
+def plan_plain(
+    view: View, prepared: Prepared, memory: Sequence[DeviceMemory], est: PlanEstimate
+) -> str:
     copies, loads = _loads(prepared)
     return "\n".join([
-        title(view),
+        title(view, prepared.strategy),
         columns(EXPLAIN_HEADER, explain_rows(prepared.graph, prepared.placement, copies)),
         "",
-        columns(LOAD_HEADER, _load_rows(loads, memory)),
+        columns(LOAD_HEADER, _load_rows(loads, memory, est)),
+        makespan_line(est),
     ])  # fmt: skip
 
 
-def plan_renderables(view: View, prepared: Prepared, memory: Sequence[DeviceMemory]) -> list[Any]:
+def plan_renderables(
+    view: View, prepared: Prepared, memory: Sequence[DeviceMemory], est: PlanEstimate
+) -> list[Any]:
     from rich.table import Table
 
     copies, loads = _loads(prepared)
-    ops = Table(title=title(view), title_justify="left")
+    ops = Table(title=title(view, prepared.strategy), title_justify="left")
     for h in EXPLAIN_HEADER:
         ops.add_column(h, overflow="fold")
     for row in explain_rows(prepared.graph, prepared.placement, copies):
@@ -71,24 +94,32 @@ def plan_renderables(view: View, prepared: Prepared, memory: Sequence[DeviceMemo
     per_device = Table(title="Per device", title_justify="left")
     for h in LOAD_HEADER:
         per_device.add_column(h)
-    for row in _load_rows(loads, memory):
+    for row in _load_rows(loads, memory, est):
         per_device.add_row(*row)
-    return [ops, per_device]
+    return [ops, per_device, makespan_line(est)]
 
 
-def plan_json(view: View, prepared: Prepared, memory: Sequence[DeviceMemory]) -> dict[str, Any]:
+def plan_json(
+    view: View, prepared: Prepared, memory: Sequence[DeviceMemory], est: PlanEstimate
+) -> dict[str, Any]:
     copies, loads = _loads(prepared)
     by_name = {m.device: m for m in memory}
     return {
         "machine": machine_record(view),
         "placement": placement_records(prepared.graph, prepared.placement),
         "policy": prepared.policy.name(),
+        "estimate": {"makespan_seconds": est.estimate.makespan,
+                     "critical_path_seconds": est.critical_path,
+                     "work_bound_seconds": est.work_bound},
         "copies": copy_records(copies),
         "devices": [
             {"device": d.device, "ops": d.ops, "output_bytes": d.output_bytes,
              "copies_in": d.copies_in, "copy_bytes_in": d.copy_bytes_in,
              "peak_predicted": by_name[d.device].peak if d.device in by_name else None,
-             "limit": by_name[d.device].limit if d.device in by_name else None}
+             "limit": by_name[d.device].limit if d.device in by_name else None,
+             "busy_seconds": est.estimate.busy.get(d.device, 0.0),
+             "copies_out": est.estimate.copies_out.get(d.device, (0, 0))[0],
+             "copy_bytes_out": est.estimate.copies_out.get(d.device, (0, 0))[1]}
             for d in loads
         ],
     }  # fmt: skip

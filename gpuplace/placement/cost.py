@@ -1,0 +1,168 @@
+"""The cost model behind the placement strategies: compute time per op, copy time per tensor.
+
+An op's time on a device is a roofline: `max(FLOPs / FLOP/s, bytes moved / memory bandwidth)`
+plus a fixed launch overhead (`GPU_OVERHEAD`, 5 us: TensorFlow's op dispatch plus a CUDA kernel
+launch; `CPU_OVERHEAD`, 2 us: dispatch only). Bytes moved are the op's inputs read plus its
+outputs written. A copy between two devices costs `latency + bytes / bandwidth` over one
+`LinkModel`; the default is PCIe 3.0 x16 as measured, about 12 GB/s and 10 us per transfer
+(Baechi fits the same linear form, `a * bytes + b`, to a copy benchmark; see the reference
+notes, placement-and-distributed.md A.1).
+
+Rates come from the GPU presets (`devices/presets.py`: dense float32 TFLOP/s and memory GB/s),
+looked up by product name; a product without a preset gets the conservative `DEFAULT_GPU`
+(Kepler class), and the host CPU gets `CPU_FLOPS` and `CPU_BANDWIDTH`.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from math import prod
+from typing import TYPE_CHECKING
+
+from ..devices.names import full_name
+from ..devices.presets import find_preset
+from ..errors import BadInput
+from ..graph.model import Op, TensorSpec
+
+if TYPE_CHECKING:
+    from ..devices.model import Host
+    from ..memory.policy import LogicalGpu
+
+GPU_OVERHEAD = 5e-6
+CPU_OVERHEAD = 2e-6
+DEFAULT_GPU = (4.0e12, 200e9)  # FLOP/s, bytes/s for a product without a preset
+CPU_FLOPS = 0.5e12
+CPU_BANDWIDTH = 50e9
+
+# FLOPs per output element, for ops whose cost is proportional to their output.
+_PER_ELEMENT = {
+    "add": 1.0, "sub": 1.0, "mul": 1.0, "div": 1.0, "neg": 1.0, "relu": 1.0, "cast": 1.0,
+    "exp": 1.0, "log": 1.0, "tanh": 1.0, "sigmoid": 1.0, "softmax": 5.0,
+    "random_uniform": 1.0, "random_normal": 1.0,
+}  # fmt: skip
+# Ops that only move bytes (or alias them): no arithmetic.
+_NO_FLOPS = frozenset({
+    "identity", "reshape", "transpose", "concat", "split", "print", "save", "load",
+    "constant", "zeros", "ones", "fill", "placeholder", "variable",
+})  # fmt: skip
+_REDUCTIONS = frozenset({"reduce_sum", "reduce_mean", "reduce_max"})
+
+
+@dataclass(frozen=True)
+class DeviceModel:
+    """One device as the cost model sees it: rates, memory limit and a launch overhead."""
+
+    name: str  # full TF name, /job:localhost/replica:0/task:0/device:GPU:0
+    kind: str  # "CPU" or "GPU"
+    flops: float  # FLOP per second
+    bandwidth: float  # memory bytes per second
+    memory_limit: int | None  # bytes; None: unlimited
+    overhead: float = GPU_OVERHEAD  # seconds per op
+
+    @property
+    def short(self) -> str:
+        """`GPU:2`, as reasons and tables print it."""
+        return self.name.rsplit("/device:", 1)[-1]
+
+
+@dataclass(frozen=True)
+class LinkModel:
+    """Every pair of devices is joined by a link of this bandwidth (bytes/s) and latency (s)."""
+
+    bandwidth: float = 12e9
+    latency: float = 10e-6
+
+
+def _elements(specs: Sequence[TensorSpec]) -> int:
+    return sum(prod(s.shape) for s in specs)
+
+
+def op_flops(op: Op, input_specs: Sequence[TensorSpec]) -> float:
+    """Floating-point operations of one run of `op`, from its type and shapes.
+
+    matmul 2*m*n*k; elementwise ops one per output element (softmax five); reductions one per
+    input element; add_n one per element per extra input; generators none, except random ones
+    (one per element); variables none. An unknown type counts one per output element.
+    """
+    kind = op.type
+    if kind == "matmul":
+        a = input_specs[0].shape
+        k = a[0] if op.attrs.get("transpose_a") else a[-1]
+        return 2.0 * _elements(op.outputs) * k
+    if kind in _NO_FLOPS:
+        return 0.0
+    if kind in _REDUCTIONS:
+        return float(_elements(input_specs))
+    if kind == "add_n":
+        return float(max(len(input_specs) - 1, 0) * _elements(op.outputs))
+    return _PER_ELEMENT.get(kind, 1.0) * _elements(op.outputs)
+
+
+def op_bytes(op: Op, input_specs: Sequence[TensorSpec]) -> int:
+    """Bytes an op moves through device memory: inputs read plus outputs written.
+
+    A variable moves nothing: its value already sits on its device for the whole run.
+    """
+    if op.type == "variable":
+        return 0
+    return sum(s.nbytes for s in input_specs) + sum(s.nbytes for s in op.outputs)
+
+
+def op_time(op: Op, input_specs: Sequence[TensorSpec], device: DeviceModel) -> float:
+    """Seconds `op` takes on `device`: roofline of FLOPs and bytes, plus the launch overhead."""
+    return work_time(op_flops(op, input_specs), op_bytes(op, input_specs), device)
+
+
+def work_time(flops: float, nbytes: float, device: DeviceModel) -> float:
+    """`op_time` from precomputed FLOPs and bytes (the placers compute those once per op)."""
+    return max(flops / device.flops, nbytes / device.bandwidth) + device.overhead
+
+
+def copy_time(nbytes: int, link: LinkModel) -> float:
+    """Seconds to copy `nbytes` between two devices: latency plus bytes over bandwidth."""
+    return link.latency + nbytes / link.bandwidth
+
+
+def split_devices(devices: Sequence[DeviceModel]) -> tuple[list[DeviceModel], DeviceModel]:
+    """(GPU:0..n-1 in index order, CPU:0) from a list of models; a missing CPU gets defaults.
+
+    Raises BadInput unless the GPUs are exactly GPU:0..n-1 (the placers index them so).
+    """
+    gpus = sorted((m for m in devices if m.kind == "GPU"), key=lambda m: _index(m.name))
+    if [_index(m.name) for m in gpus] != list(range(len(gpus))):
+        names = ", ".join(m.short for m in gpus)
+        raise BadInput(f"the GPU models must be GPU:0..GPU:{len(gpus) - 1}, got {names}")
+    cpu = next((m for m in devices if m.kind == "CPU"), None)
+    return gpus, cpu if cpu is not None else cpu_model()
+
+
+def _index(name: str) -> int:
+    tail = name.rsplit(":", 1)[-1]
+    return int(tail) if tail.isdigit() else -1
+
+
+def device_models(logical: Sequence[LogicalGpu], host: Host | None = None) -> list[DeviceModel]:
+    """GPU:0..n-1 (rates from the card's preset) then CPU:0, with the policy's memory limits.
+
+    Logical GPUs carved out of one card (virtual devices) share its rates equally; the CPU's
+    limit is the host's memory (None when unknown).
+    """
+    per_card = Counter(g.gpu.cuda_index for g in logical)
+    out = []
+    for g in logical:
+        preset = find_preset(g.gpu.product)
+        flops, bandwidth = (preset.tflops * 1e12, preset.bandwidth * 1e9) if preset else DEFAULT_GPU
+        share = per_card[g.gpu.cuda_index]
+        name = full_name("GPU", g.index)
+        out.append(DeviceModel(name, "GPU", flops / share, bandwidth / share, g.limit))
+    limit = host.memory_total if host is not None else None
+    out.append(cpu_model(limit))
+    return out
+
+
+def cpu_model(memory_limit: int | None = None) -> DeviceModel:
+    """The host CPU, TF's CPU:0, at the modest default rates."""
+    name = full_name("CPU", 0)
+    return DeviceModel(name, "CPU", CPU_FLOPS, CPU_BANDWIDTH, memory_limit, CPU_OVERHEAD)

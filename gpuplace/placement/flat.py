@@ -1,0 +1,183 @@
+"""A graph flattened for the strategies: int-indexed lists, costs and tensor lifetimes, built once.
+
+`Flat` holds, per op in graph order: the (producer, output) pairs it reads, its FLOPs and bytes
+moved (`cost.py`), its outputs' sizes as the allocator rounds them (256 B), and each output's
+static last step. That is the step of its last reader anywhere (a reader on another device reads
+it to copy it, so the source lives as long), through `print` ops, which forward their input
+buffers as the executor does; fetched tensors and outputs of resident ops (variables) live to
+the end. `free_groups` says which ops a strategy may move: TensorFlow's placer is run first, and
+a colocation group is free over the GPUs every member's request matches when every member has a
+GPU kernel and they match more than one; every other op keeps TensorFlow's decision (explicit
+devices, CPU-only kernels, soft placement).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from ..devices.names import DeviceSpec, parse_device
+from ..errors import BadInput
+from ..graph.model import Graph, OpMeta
+from .cost import op_bytes, op_flops
+from .model import Placement
+
+PRINT = "print"
+ALIGNMENT = 256  # the BFC allocator's kMinAllocationSize, as `execute/ledger.py` charges it
+
+
+def allocation_size(nbytes: int) -> int:
+    """Bytes a tensor of `nbytes` takes on a device: a multiple of 256 (placement may not
+    import `execute/`, so this mirrors `execute.ledger.allocation_size`; a test checks it)."""
+    return -(-nbytes // ALIGNMENT) * ALIGNMENT
+
+
+def default_meta(op_meta: Callable[[str], OpMeta] | None) -> Callable[[str], OpMeta]:
+    """`op_meta`, or the op registry's `get_op`."""
+    if op_meta is not None:
+        return op_meta
+    from ..graph.ops import get_op
+
+    return get_op
+
+
+@dataclass(frozen=True)
+class Flat:
+    """Per-op lists in graph order (see the module docstring); `last` is the final step."""
+
+    graph: Graph
+    names: tuple[str, ...]
+    inputs: tuple[tuple[tuple[int, int], ...], ...]  # (producer index, output index)
+    flops: tuple[float, ...]
+    nbytes: tuple[int, ...]
+    sizes: tuple[tuple[int, ...], ...]  # rounded output sizes; () for print (it allocates none)
+    out_bytes: tuple[tuple[int, ...], ...]  # exact output sizes (what a copy moves)
+    ends: tuple[tuple[int, ...], ...]  # static last step of each output
+    first_reader: tuple[int, ...]  # first op reading any output, -1 if none
+    generator: tuple[bool, ...]  # no inputs and a generator kernel (variables included)
+    resident: tuple[bool, ...]  # outputs stay on the device for the whole run (variables)
+    kernels: tuple[frozenset[str], ...]
+    is_print: tuple[bool, ...]
+
+    index: dict[str, int]  # op name -> position
+
+    @property
+    def last(self) -> int:
+        return len(self.names) - 1
+
+    def fetched(self) -> list[tuple[int, int]]:
+        """(op, output) of every fetched tensor."""
+        return [(self.index[r.op], r.index) for r in self.graph.fetch]
+
+
+def _ends(graph: Graph, inputs: Sequence[tuple[tuple[int, int], ...]], index: dict[str, int],
+          resident: Sequence[bool]) -> list[list[int]]:  # fmt: skip
+    """Static last step of every output (see the module docstring)."""
+    ops, last = graph.ops, len(graph.ops) - 1
+    ends = [[last if resident[i] else i] * len(op.outputs) for i, op in enumerate(ops)]
+    for j, reads in enumerate(inputs):
+        for p, k in reads:
+            if j > ends[p][k]:
+                ends[p][k] = j
+    for ref in graph.fetch:
+        i = index.get(ref.op)
+        if i is None or ref.index >= len(ends[i]):
+            raise BadInput(f"fetch '{ref}' names no output of the graph's ops")
+        ends[i][ref.index] = last
+    for j in range(len(ops) - 1, -1, -1):  # print forwards its inputs: their life includes its
+        if ops[j].type == PRINT:
+            for (p, k), end in zip(inputs[j], ends[j], strict=False):
+                ends[p][k] = max(ends[p][k], end)
+    return ends
+
+
+def flatten(graph: Graph, op_meta: Callable[[str], OpMeta] | None = None) -> Flat:
+    """Flatten `graph` (in execution order, as the loader guarantees) in one linear pass."""
+    meta_of = default_meta(op_meta)
+    ops = graph.ops
+    index = {op.name: i for i, op in enumerate(ops)}
+    metas = {t: meta_of(t) for t in {op.type for op in ops}}
+    inputs = []
+    flops, nbytes = [], []
+    first = [-1] * len(ops)
+    for j, op in enumerate(ops):
+        try:
+            reads = tuple((index[r.op], r.index) for r in op.inputs)
+            specs = tuple(ops[p].outputs[k] for p, k in reads)
+        except (KeyError, IndexError):
+            raise BadInput(f"op '{op.name}' reads an output no earlier op produces") from None
+        if any(p >= j for p, _ in reads):
+            raise BadInput(f"op '{op.name}' reads an op that comes after it: order the graph")
+        for p, _ in reads:
+            if first[p] < 0:
+                first[p] = j
+        inputs.append(reads)
+        flops.append(op_flops(op, specs))
+        nbytes.append(op_bytes(op, specs))
+    resident = [metas[op.type].resident for op in ops]
+    return Flat(
+        graph=graph,
+        names=tuple(op.name for op in ops),
+        inputs=tuple(inputs),
+        flops=tuple(flops),
+        nbytes=tuple(nbytes),
+        sizes=tuple(
+            () if op.type == PRINT else tuple(allocation_size(s.nbytes) for s in op.outputs)
+            for op in ops
+        ),
+        out_bytes=tuple(tuple(s.nbytes for s in op.outputs) for op in ops),
+        ends=tuple(tuple(e) for e in _ends(graph, inputs, index, resident)),
+        first_reader=tuple(first),
+        generator=tuple(metas[op.type].generator and not op.inputs for op in ops),
+        resident=tuple(resident),
+        kernels=tuple(metas[op.type].kernels for op in ops),
+        is_print=tuple(op.type == PRINT for op in ops),
+        index=index,
+    )
+
+
+def _groups(graph: Graph) -> list[int]:
+    """Colocation groups as TensorFlow forms them (`colocate_with` NAME joins group NAME, and
+    every op founds or joins its own name's group): the root op index per op."""
+    parent = list(range(len(graph.ops)))
+
+    def root(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    founder: dict[str, int] = {}
+    for i, op in enumerate(graph.ops):
+        for group in (op.colocate_with, op.name):
+            if group is not None:
+                j = founder.setdefault(group, i)
+                if j != i:
+                    parent[root(i)] = root(j)
+    return [root(i) for i in range(len(parent))]
+
+
+def free_groups(
+    flat: Flat, tf: Placement, num_gpus: int
+) -> tuple[list[int], dict[int, tuple[int, ...]]]:
+    """(group root per op, GPU indices each free group may use, keyed by root).
+
+    A group missing from the mapping is pinned: its ops keep TensorFlow's decisions in `tf`
+    (a group with one candidate GPU is pinned there: TF chose it too).
+    """
+    groups = _groups(flat.graph)
+    matches: dict[str, tuple[int, ...]] = {}
+    allowed: dict[int, set[int]] = {}
+    for i, op in enumerate(flat.graph.ops):
+        found = matches.get(op.device)
+        if found is None:
+            spec: DeviceSpec = parse_device(op.device)
+            found = matches[op.device] = tuple(k for k in range(num_gpus) if spec.matches("GPU", k))
+        gpus = set(found) if "GPU" in flat.kernels[i] else set()
+        root = groups[i]
+        allowed[root] = allowed[root] & gpus if root in allowed else gpus
+    free = {root: tuple(sorted(g)) for root, g in allowed.items() if len(g) > 1}
+    for i, name in enumerate(flat.names):  # soft placement split the group: keep TF's choice
+        if tf.decisions[name].kind == "soft-fallback":
+            free.pop(groups[i], None)
+    return groups, free

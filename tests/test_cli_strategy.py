@@ -1,0 +1,101 @@
+"""Many GPUs from the command line: the model that does not fit GPU:0, spread by `balanced`."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tests.conftest import Run
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+
+
+def test_tensorflow_strategy_fails_before_running_naming_gpu0(run: Run) -> None:
+    result = run("--machine", "4xK520", "plan", str(EXAMPLES / "big_model.yaml"))
+    assert result.code == 1
+    assert result.err.startswith("error: OOM when allocating ")
+    assert "on /job:localhost/replica:0/task:0/device:GPU:0" in result.err
+    assert "Predicted before running (plan)" in result.err
+    gpu0 = next(line for line in result.out.splitlines() if line.startswith("GPU:0 "))
+    assert gpu0.endswith("NO")
+
+
+def test_balanced_spreads_the_big_model_over_at_least_three_gpus(run: Run) -> None:
+    result = run(
+        "--machine",
+        "4xK520",
+        "plan",
+        str(EXAMPLES / "big_model.yaml"),
+        "--strategy",
+        "balanced",
+        "--json",
+    )
+    assert result.code == 0, result.err
+    doc = json.loads(result.out)
+    used = [d for d in doc["devices"] if "GPU" in d["device"] and d["ops"] > 0]
+    assert len(used) >= 3
+    assert all(d["peak_predicted"] <= d["limit"] for d in used)
+    assert {p["kind"] for p in doc["placement"]} >= {"balanced"}
+    est = doc["estimate"]
+    assert (
+        est["makespan_seconds"] >= max(est["critical_path_seconds"], est["work_bound_seconds"]) > 0
+    )
+
+
+def test_small_model_runs_for_real_spread_and_verified(run: Run) -> None:
+    args = [
+        "--machine",
+        "4xK520",
+        "run",
+        str(EXAMPLES / "small_model.yaml"),
+        "--memory-limit",
+        "64MiB",
+    ]
+    refused = run(*args, "--no-log-placement")
+    assert refused.code == 1 and "OOM when allocating" in refused.err
+    result = run(*args, "--strategy", "balanced", "--verify", "--json")
+    assert result.code == 0, result.err
+    doc = json.loads(result.out)
+    assert all(v["ok"] for v in doc["verify"])
+    gpus = {p["device"][-5:] for p in doc["placement"] if "GPU" in p["device"]}
+    assert len(gpus) >= 3
+    assert all(m["peak"] <= 64 * 2**20 for m in doc["memory"] if "GPU" in m["device"])
+
+
+def test_round_robin_and_dot(run: Run) -> None:
+    plan = run(
+        "--machine",
+        "4xK520",
+        "plan",
+        str(EXAMPLES / "small_model.yaml"),
+        "--strategy",
+        "round-robin",
+    )
+    assert plan.code == 0 and "round-robin: GPU:1 is next in turn" in plan.out
+    dot = run(
+        "--machine",
+        "4xK520",
+        "plan",
+        str(EXAMPLES / "small_model.yaml"),
+        "--strategy",
+        "balanced",
+        "--memory-limit",
+        "64MiB",
+        "--format",
+        "dot",
+    )
+    assert dot.out.startswith("digraph gpuplace {") and dot.out.endswith("}\n")
+    assert dot.out.count("subgraph cluster_") >= 3
+    assert "style=bold" in dot.out
+
+
+def test_unknown_strategy_in_config_is_bad_input(run: Run, tmp_path: Path) -> None:
+    spec = tmp_path / "g.yaml"
+    spec.write_text(
+        "config: {placement: {strategy: fastest}}\ngraph:\n  - {name: a, op: constant, value: 1.0}\n"
+    )
+    result = run("--machine", "2xT4", "plan", str(spec))
+    assert result.code == 2
+    assert (
+        "placement strategy 'fastest' is not one of tensorflow, balanced, round-robin" in result.err
+    )
