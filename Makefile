@@ -35,7 +35,8 @@ bench: $(STAMP)
 
 # On a machine with an NVIDIA GPU and cupy, from the source tree (no virtualenv, no registry).
 gpu-check:
-	PYTHONPATH=$(CURDIR) $(PYTHON) tests/gpu/summary.py
+	PYTHONPATH=$(CURDIR) $(PYTHON) tests/gpu/summary.py; rc=$$?; \
+	PYTHONPATH=$(CURDIR) $(PYTHON) bench/bench_gpu.py; exit $$rc
 
 clean:
 	rm -rf $(VENV) htmlcov .coverage .pytest_cache .mypy_cache .ruff_cache
