@@ -1,18 +1,7 @@
 """The executor: run a placed graph on its devices, recording every copy and each device's memory.
 
-Two stages, as in dask's local scheduler (`dask/local.py`): `plan` walks the graph once and
-precomputes a Schedule; `run` executes it in a tight loop; `execute` is the two together.
-
-Schedule (static, built once; every value of the run has an integer slot):
-    slots:    each op output on its op's device, and each copy of a tensor to another device. A copy
-              is made once per (tensor, destination device) and shared by every consumer there, as
-              TF's Send/Recv pairs are. A `print` op forwards its input slots (TF's Print forwards
-              the buffer), so it allocates nothing.
-    Step:     one op: kernel, input and output slots, the copies to make first, the bytes its outputs
-              and copies take (all on its device), and `frees`: the slots whose last consumer it is.
-    segments: runs of consecutive steps on one device; each runs under one `backend.device()`.
-    keep:     slots never freed early: fetched tensors and outputs of resident ops (variables).
-    fetch:    (fetch string, slot, device index) per fetched tensor.
+Two stages, as in dask's local scheduler (`dask/local.py`): `plan` (`schedule.py`) walks the graph
+once and precomputes a Schedule; `run` executes it in a tight loop; `execute` is the two together.
 
 Run state (`_Run`, one per call):
     values:   list indexed by slot: the device array, or None before it exists and once freed.
@@ -29,35 +18,29 @@ import time
 import traceback
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from itertools import groupby
-from operator import itemgetter
-from types import ModuleType
-from typing import Any, NamedTuple, Protocol
+from typing import Any
 
 import numpy as np
 
-from ..errors import BadInput, GpuplaceError, RuntimeFailure
+from ..errors import GpuplaceError, RuntimeFailure
 from ..gc_pause import gc_paused
-from ..graph.model import Graph, Op, TensorRef
-from .backends import Backend, NumpyBackend
-from .cupy_backend import CupyBackend
-from .ledger import Ledger, OutOfMemory, allocation_size, new_ledgers
+from ..graph.model import Graph
+from .backends import Backend
+from .ledger import Ledger, OutOfMemory, new_ledgers
+from .schedule import (
+    HOST,
+    KERNEL,
+    CopyRecord,
+    CopyStep,
+    Kernel,
+    Schedule,
+    Segment,
+    Step,
+    is_variable,
+    plan,
+)
 
-Compute = Callable[[ModuleType, list[Any], Mapping[str, Any]], list[Any]]
-KERNEL, HOST, PRINT = 0, 1, 2  # Step.kind
-PRINT_OP = "print"
-
-
-@dataclass(frozen=True)
-class CopyRecord:
-    """One cross-device transfer (TF's Send/Recv pair): who needed which tensor, where, how long."""
-
-    op: str
-    tensor: str
-    src: str
-    dst: str
-    nbytes: int
-    seconds: float
+__all__ = ["CopyRecord", "Kernel", "RunResult", "Schedule", "execute", "plan", "run"]
 
 
 @dataclass
@@ -68,236 +51,13 @@ class RunResult:
     printed: list[str]  # lines of `print` ops, in execution order
 
 
-class Kernel(Protocol):
-    """What the op registry provides per op type.
-
-    A `host_value` kernel (constant, random, variable init, load, placeholder) gets numpy as `xp`
-    and returns host arrays; the executor creates them on the op's device, which is not a copy.
-    """
-
-    @property
-    def host_value(self) -> bool: ...
-
-    def compute(self, xp: ModuleType, inputs: list[Any], attrs: Mapping[str, Any]) -> list[Any]: ...
-
-
-class CopyStep(NamedTuple):
-    src: int  # slot of the tensor on its own device
-    dst: int  # slot of the copy on the consumer's device
-    transfer: Callable[[Any], Any]
-    src_sync: Callable[[], None]
-    dst_sync: Callable[[], None]
-    record: CopyRecord  # seconds filled in when it runs
-
-
-class Step(NamedTuple):
-    name: str
-    kind: int
-    compute: Compute
-    xp: ModuleType
-    attrs: Mapping[str, Any]
-    inputs: tuple[int, ...]
-    outputs: tuple[int, ...]
-    alloc: int  # rounded bytes of outputs and copies, all on the step's device
-    copies: tuple[CopyStep, ...]
-    frees: list[tuple[int, int, int]]  # (slot, device index, rounded bytes), set by finish
-
-
-class Segment(NamedTuple):
-    device: int
-    steps: tuple[Step, ...]
-
-
-@dataclass(frozen=True)
-class Schedule:
-    devices: tuple[str, ...]
-    backends: tuple[Backend, ...]
-    segments: tuple[Segment, ...]
-    slots: int
-    keep: frozenset[int]
-    fetch: tuple[tuple[str, int, int], ...]
-    device_oom: tuple[type[BaseException], ...]  # cupy's OutOfMemoryError, when a GPU is real
-
-
-def _text(xp: ModuleType, inputs: list[Any], attrs: Mapping[str, Any]) -> list[Any]:
-    """A print step's compute: numpy's text of each host input (its outputs forward its inputs)."""
-    return [str(value) for value in inputs]
-
-
-def _transfer(src: Backend, dst: Backend) -> Callable[[Any], Any]:
-    """How a value moves between devices: GPU to GPU directly, anything else through the host."""
-    if isinstance(src, CupyBackend) and isinstance(dst, CupyBackend):
-        return dst.copy_from
-    if isinstance(dst, NumpyBackend) and not isinstance(src, NumpyBackend):
-        return src.get  # the host copy is already the destination's array
-    return lambda value: dst.put(src.get(value))
-
-
-class _Planner:
-    """Builds a Schedule in one pass over the ops (state: see the module docstring)."""
-
-    def __init__(
-        self,
-        placement: Mapping[str, str],
-        backends: Mapping[str, Backend],
-        kernels: Callable[[str], Kernel],
-        resident: Callable[[str], bool],
-    ) -> None:
-        self.placement, self.kernels, self.resident = placement, kernels, resident
-        self.names = tuple(backends)
-        self.backends = tuple(backends.values())
-        self.xps = tuple(backend.xp for backend in self.backends)
-        self.index = {name: i for i, name in enumerate(self.names)}
-        self.types: dict[str, tuple[tuple[int, ...], Compute, bool]] = {}  # see _kernel
-        self.home: dict[str, tuple[int, ...]] = {}  # op -> slots of its outputs, on its device
-        self.copied: dict[tuple[str, int, int], int] = {}  # (op, output, device) -> copy slot
-        self.slot_device: list[int] = []
-        self.slot_nbytes: list[int] = []
-        self.last_use: list[int] = []  # step that reads the slot last (or creates it)
-        self.keep: set[int] = set()
-        self.steps: list[Step] = []
-        self.step_device: list[int] = []
-
-    def add(self, op: Op) -> None:
-        step, device = len(self.steps), self._device(op)
-        inputs, copies = self._inputs(op, device, step) if op.inputs else ((), ())
-        alloc = sum(allocation_size(self.slot_nbytes[c.dst]) for c in copies) if copies else 0
-        outputs: tuple[int, ...] = ()
-        compute: Compute
-        if op.type == PRINT_OP:
-            self.home[op.name] = inputs
-            kind, compute = PRINT, _text
-        else:
-            kinds, compute, resident = self.types.get(op.type) or self._kernel(op.type)
-            kind = kinds[device]
-            for spec in op.outputs:
-                nbytes = spec.nbytes
-                outputs += (self._slot(device, nbytes, step),)
-                alloc += allocation_size(nbytes)
-            self.home[op.name] = outputs
-            if resident:
-                self.keep.update(outputs)
-        xp, attrs = self.xps[device], op.attrs
-        step_ = Step(op.name, kind, compute, xp, attrs, inputs, outputs, alloc, copies, [])
-        self.steps.append(step_)
-        self.step_device.append(device)
-
-    def _kernel(self, op_type: str) -> tuple[tuple[int, ...], Compute, bool]:
-        """Kind per device, compute and residency of an op type, asked of the registry once.
-
-        A host-value kernel on a host-memory (numpy) device is a plain kernel: its result is
-        already on the device, so creating it there costs nothing.
-        """
-        kernel = self.kernels(op_type)
-        kinds = tuple(
-            HOST if kernel.host_value and not isinstance(b, NumpyBackend) else KERNEL
-            for b in self.backends
-        )
-        entry = self.types[op_type] = (kinds, kernel.compute, self.resident(op_type))
-        return entry
-
-    def _device(self, op: Op) -> int:
-        name = self.placement.get(op.name)
-        if name is None:
-            raise BadInput(f"op '{op.name}' has no device: place the graph before running it")
-        index = self.index.get(name)
-        if index is None:
-            known = ", ".join(self.names) or "none"
-            raise BadInput(f"op '{op.name}' is placed on {name}, which has no backend ({known})")
-        return index
-
-    def _slot(self, device: int, nbytes: int, step: int) -> int:
-        self.slot_device.append(device)
-        self.slot_nbytes.append(nbytes)
-        self.last_use.append(step)
-        return len(self.last_use) - 1
-
-    def _inputs(
-        self, op: Op, device: int, step: int
-    ) -> tuple[tuple[int, ...], tuple[CopyStep, ...]]:
-        slots: list[int] = []
-        copies: list[CopyStep] = []
-        home, slot_device, last_use = self.home, self.slot_device, self.last_use
-        for ref in op.inputs:
-            try:
-                slot = home[ref.op][ref.index]
-            except (KeyError, IndexError):
-                msg = f"op '{op.name}' reads '{ref}', which no earlier op produces"
-                raise BadInput(msg) from None
-            if slot_device[slot] != device:
-                last_use[slot] = step
-                copy = self.copied.get((ref.op, ref.index, device))
-                if copy is None:
-                    copies.append(self._copy(op.name, ref, slot, device, step))
-                    copy = copies[-1].dst
-                slot = copy
-            last_use[slot] = step
-            slots.append(slot)
-        return tuple(slots), tuple(copies)
-
-    def _copy(self, consumer: str, ref: TensorRef, src: int, device: int, step: int) -> CopyStep:
-        nbytes, src_device = self.slot_nbytes[src], self.slot_device[src]
-        dst = self.copied[(ref.op, ref.index, device)] = self._slot(device, nbytes, step)
-        source, target = self.backends[src_device], self.backends[device]
-        names = self.names
-        record = CopyRecord(consumer, str(ref), names[src_device], names[device], nbytes, 0.0)
-        transfer = _transfer(source, target)
-        return CopyStep(src, dst, transfer, source.synchronize, target.synchronize, record)
-
-    def finish(self, fetch: Sequence[TensorRef]) -> Schedule:
-        fetched = []
-        for ref in fetch:
-            try:
-                slot = self.home[ref.op][ref.index]
-            except (KeyError, IndexError):
-                raise BadInput(f"fetch '{ref}' names no output of the graph's ops") from None
-            self.keep.add(slot)
-            fetched.append((str(ref), slot, self.slot_device[slot]))
-        steps, keep = self.steps, self.keep
-        slots = zip(self.last_use, self.slot_device, self.slot_nbytes, strict=True)
-        for slot, (step, device, nbytes) in enumerate(slots):
-            if slot not in keep:
-                steps[step].frees.append((slot, device, allocation_size(nbytes)))
-        grouped = groupby(zip(self.step_device, steps, strict=True), key=itemgetter(0))
-        segments = tuple(Segment(d, tuple(s for _, s in group)) for d, group in grouped)
-        device_oom = {b.out_of_memory for b in self.backends if isinstance(b, CupyBackend)}
-        return Schedule(
-            self.names,
-            self.backends,
-            segments,
-            len(self.last_use),
-            frozenset(keep),
-            tuple(fetched),
-            tuple(device_oom),
-        )
-
-
-def is_variable(op_type: str) -> bool:
-    """The default `resident` test: variables stay on their device for the whole run."""
-    return op_type == "variable"
-
-
-def plan(
-    graph: Graph,
-    devices: Mapping[str, str],
-    backends: Mapping[str, Backend],
-    kernels: Callable[[str], Kernel],
-    resident: Callable[[str], bool] = is_variable,
-) -> Schedule:
-    """Precompute the schedule of a placed graph: slots, copies, and when each tensor is freed."""
-    planner = _Planner(devices, backends, kernels, resident)
-    with gc_paused():  # the schedule is acyclic; pausing the GC halves planning time
-        for op in graph.ops:
-            planner.add(op)
-        return planner.finish(graph.fetch)
-
-
 class _Run:
     """The state of one run over a schedule (see the module docstring)."""
 
     def __init__(self, schedule: Schedule, ledgers: Sequence[Ledger]) -> None:
         self.schedule = schedule
         self.ledgers = ledgers
+        self.free = [ledger.free for ledger in ledgers]  # by device index, bound once
         self.values: list[Any] = [None] * schedule.slots
         self.copies: list[CopyRecord] = []
         self.printed: list[str] = []
@@ -305,8 +65,8 @@ class _Run:
     def segment(self, segment: Segment) -> None:
         """Run consecutive steps on one device; any failure becomes a GpuplaceError for its op."""
         backend = self.schedule.backends[segment.device]
-        values, ledgers, put = self.values, self.ledgers, backend.put
-        allocate = ledgers[segment.device].allocate
+        values, put = self.values, backend.put
+        allocate, free = self.ledgers[segment.device].allocate, self.free
         step: Step | None = None
         try:
             with backend.device():
@@ -327,11 +87,11 @@ class _Run:
                             f"the kernel of op '{name}' returned {len(results)} values "
                             f"for {len(outputs)} outputs"
                         )
-                    for slot, value in zip(outputs, results, strict=True):
+                    for slot, value in zip(outputs, results, strict=False):  # checked above
                         values[slot] = value
                     for slot, device, nbytes in frees:
                         values[slot] = None
-                        ledgers[device].free(nbytes)
+                        free[device](nbytes)
         except GpuplaceError:
             raise
         except self.schedule.device_oom as exc:
@@ -389,8 +149,9 @@ def run(schedule: Schedule, ledgers: Sequence[Ledger]) -> RunResult:
     """
     state = _Run(schedule, ledgers)
     try:
-        for segment in schedule.segments:
-            state.segment(segment)
+        with gc_paused():  # values are freed by reference counting as their last reader runs
+            for segment in schedule.segments:
+                state.segment(segment)
         values = state.fetch()
     except BaseException as exc:
         state.values.clear()

@@ -26,7 +26,7 @@ DTYPES: dict[str, int] = {
 }
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class TensorSpec:
     """Shape and dtype of one op output; `nbytes` is what it occupies on a device."""
 
@@ -38,7 +38,7 @@ class TensorSpec:
         return prod(self.shape) * DTYPES[self.dtype]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class TensorRef:
     """Output `index` of op `op`; written `op` or `op:1` as in TensorFlow."""
 
@@ -49,7 +49,7 @@ class TensorRef:
         return self.op if self.index == 0 else f"{self.op}:{self.index}"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Op:
     name: str
     type: str
@@ -61,7 +61,7 @@ class Op:
     line: int | None = None  # line in the spec file, for messages
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Config:
     """The spec's `config:` block (mirrors tf.ConfigProto); command-line flags override it."""
 
@@ -71,7 +71,7 @@ class Config:
     placement: Mapping[str, Any] = field(default_factory=dict)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Graph:
     ops: tuple[Op, ...]
     fetch: tuple[TensorRef, ...]

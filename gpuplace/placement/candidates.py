@@ -62,7 +62,7 @@ class Consumers:
         self.last[g] = j
         if not self.count[g]:
             self.first[g], self.device[g] = j, device
-        elif device != self.device[g]:
+        elif device is not self.device[g]:  # one LocalDevice object per device of the table
             self.mixed[g] = True
         self.count[g] += 1
 

@@ -73,9 +73,10 @@ def _node(name: str) -> str:
 class ColocationGraph:
     """The groups of one graph, as parallel lists indexed by op (TF's `Member`s).
 
-    `parent` and `rank` are the union-find; `requested`, `types`, `requester` (the first
+    `parent` and `rank` are the union-find; `requested`, `types`, `requester()` (the first
     member whose own request shaped `requested`) and `size` are meaningful on roots only.
     `ignored` notes the colocations soft placement dropped (op index -> why).
+    `distinct_names` says that no two ops share a name (the caller knows it for free).
     """
 
     def __init__(
@@ -84,6 +85,7 @@ class ColocationGraph:
         requested: Sequence[DeviceSpec],
         types: Sequence[frozenset[str]],
         soft: bool,
+        distinct_names: bool = False,
     ) -> None:
         self.soft = soft
         self.parent = list(range(len(ops)))
@@ -91,11 +93,21 @@ class ColocationGraph:
         self.size = [1] * len(ops)
         self.requested = list(requested)
         self.types = list(types)
-        self.requester = [
-            op.name if has_details(spec) else None for op, spec in zip(ops, requested, strict=True)
-        ]
+        self.ops = ops
+        self.requesters: dict[int, str | None] = {}  # roots of merged groups; see requester()
         self.ignored: dict[int, str] = {}
-        self._colocate_all(ops)
+        if not distinct_names or any(op.colocate_with is not None for op in ops):
+            self._colocate_all(ops)  # else every op founds its own group, and stays alone
+
+    def requester(self, root: int) -> str | None:
+        """The first member of root's group whose own request shaped the group's, if any.
+
+        Kept for merged groups only: a group never merged is its root alone, whose request
+        is its own.
+        """
+        if root in self.requesters:
+            return self.requesters[root]
+        return self.ops[root].name if has_details(self.requested[root]) else None
 
     def root(self, i: int) -> int:
         """`FindAndUpdateRoot`, iterative, compressing the path it walks."""
@@ -149,12 +161,12 @@ class ColocationGraph:
                 "nodes colocated with them."
             )
             raise ColocationError(message, "no device type supports both", ops[x].name)
+        self.requesters[new] = self.requester(new) or self.requester(old)  # before requested
         self.parent[old] = new
         if self.rank[new] == self.rank[old]:
             self.rank[new] += 1
         self.requested[new], self.types[new] = requested, types
         self.size[new] += self.size[old]
-        self.requester[new] = self.requester[new] or self.requester[old]
 
 
 class ColocationError(PlacementError):

@@ -50,7 +50,7 @@ class Reasons:
         """Op i chose its group's device: its consumers' one, or the first candidate."""
         op, own = self.ops[i], self.own[i]
         root = self.groups.root(i)
-        group, requester = self.groups.requested[root], self.groups.requester[root]
+        group, requester = self.groups.requested[root], self.groups.requester(root)
         lone = not followed and generator  # heuristic A tried and did not apply
         followed = followed and len(cands.devices) > 1  # with one candidate it chose nothing
         honoured = has_details(own) and own.matches(device.type, device.index)
