@@ -37,7 +37,8 @@ def _options(
 
 
 def memory_options(f: Any) -> Any:
-    """The memory-policy flags shared by run, plan and mem (they override config.gpu_options)."""
+    """The machine-shaping flags shared by run, plan and mem: memory policy (overrides
+    config.gpu_options), --replicate and --strategy (overrides config.placement)."""
     options = [
         click.option("--allow-growth/--no-allow-growth", "allow_growth", default=None,
                      help="TensorFlow's allow_growth: start at 2 MiB and grow (overrides config; "
@@ -48,6 +49,9 @@ def memory_options(f: Any) -> Any:
                      help="Memory limit per GPU (e.g. 64MiB), preallocated unless growing."),
         click.option("--virtual-gpus", "virtual_gpus", metavar="SPEC",
                      help="Logical GPUs: GPU:0=2GiB,2GiB splits GPU:0 into two (';' between GPUs)."),
+        click.option("--replicate", "replicate", metavar="N|all",
+                     help="Data-parallel: split the top-level placeholders over N GPUs (or all) and "
+                          "merge the outputs on the CPU, as Keras' multi_gpu_model."),
         click.option("--strategy", type=click.Choice(["tensorflow", "balanced", "round-robin"]),
                      default=None, help="Placement strategy (config placement.strategy); "
                      "default tensorflow: TensorFlow's rules."),
@@ -58,7 +62,14 @@ def memory_options(f: Any) -> Any:
 
 
 def _memory(kwargs: dict[str, Any]) -> dict[str, Any]:
-    keys = ("allow_growth", "memory_fraction", "memory_limit", "virtual_gpus", "strategy")
+    keys = (
+        "allow_growth",
+        "memory_fraction",
+        "memory_limit",
+        "virtual_gpus",
+        "strategy",
+        "replicate",
+    )
     return {k: kwargs.pop(k) for k in keys}
 
 

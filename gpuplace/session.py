@@ -18,7 +18,7 @@ from .devices.names import full_name
 from .errors import BadInput, RuntimeFailure
 from .execute.ledger import OutOfMemory
 from .graph import apply_feeds, get_op, load
-from .graph.model import Graph
+from .graph.model import Config, Graph
 from .memory.devices import (
     DeviceMemory,
     check_reservations,
@@ -50,6 +50,7 @@ class Options:
     memory_limit: str | None = None
     virtual_gpus: str | None = None
     strategy: str | None = None  # tensorflow (default), balanced, round-robin
+    replicate: str | None = None  # --replicate N|all
 
     def memory_flags(self) -> dict[str, Any]:
         return {
@@ -103,10 +104,17 @@ def prepare(
 ) -> Prepared:
     """Load the spec, apply feeds (for a run), resolve the memory policy into logical GPUs,
     place every op on them and check that every tensor fits its device."""
-    graph = load(path)
+    flags = options.memory_flags()
+
+    def gpus(config: Config) -> int:
+        return len(logical_gpus(view.gpus, resolve(config.gpu_options, flags, env)))
+
+    replicate = options.replicate
+    count: int | str | None = int(replicate) if replicate and replicate.isdigit() else replicate
+    graph = load(path, gpus=gpus, replicate=count)
     if feeds:
         graph = apply_feeds(graph, options.feeds)
-    policy = resolve(graph.config.gpu_options, options.memory_flags(), env)
+    policy = resolve(graph.config.gpu_options, flags, env)
     logical = tuple(logical_gpus(view.gpus, policy))
     soft = options.allow_soft_placement
     if soft is None:

@@ -99,3 +99,69 @@ def test_unknown_strategy_in_config_is_bad_input(run: Run, tmp_path: Path) -> No
     assert (
         "placement strategy 'fastest' is not one of tensorflow, balanced, round-robin" in result.err
     )
+
+
+MLP = """graph:
+  - {name: x, op: placeholder, shape: [9, 4]}
+  - {name: w, op: variable, shape: [4, 3], initializer: random_normal, seed: 7}
+  - {name: h, op: matmul, inputs: [x, w]}
+  - {name: y, op: softmax, inputs: [h]}
+"""
+FEED = "x=" + str([[1, 2, 3, 4]] * 9)
+
+
+def test_replicate_flag_splits_placeholders_and_matches_the_cpu(run: Run, tmp_path: Path) -> None:
+    spec = tmp_path / "mlp.yaml"
+    spec.write_text(MLP)
+    plain = run("--machine", "4xT4", "run", str(spec), "--feed", FEED, "--json")
+    result = run(
+        "--machine",
+        "4xT4",
+        "run",
+        str(spec),
+        "--replicate",
+        "all",
+        "--feed",
+        FEED,
+        "--verify",
+        "--json",
+    )
+    assert result.code == 0, result.err
+    doc = json.loads(result.out)
+    assert all(v["ok"] for v in doc["verify"])
+    devices = {p["op"]: p["device"][-5:] for p in doc["placement"]}
+    assert [devices[f"replica_{i}/h"] for i in range(4)] == ["GPU:0", "GPU:1", "GPU:2", "GPU:3"]
+    assert devices["y"] == "CPU:0"
+    assert doc["results"]["y"]["value"] == json.loads(plain.out)["results"]["y"]["value"]
+
+
+def test_replicate_asks_for_gpus_the_machine_lacks(run: Run, tmp_path: Path) -> None:
+    spec = tmp_path / "mlp.yaml"
+    spec.write_text(MLP)
+    result = run("--machine", "2xT4", "plan", str(spec), "--replicate", "3")
+    assert result.code == 1
+    assert (
+        "However this machine only has: ['/cpu:0', '/gpu:0', '/gpu:1']. Try reducing `gpus`."
+        in result.err
+    )
+    one = run("--machine", "1xT4", "plan", str(spec), "--replicate", "all")
+    assert one.code == 2 and "with `gpus >= 2`. Received: `gpus=1`" in one.err
+
+
+def test_replicate_all_counts_logical_gpus(run: Run, tmp_path: Path) -> None:
+    spec = tmp_path / "mlp.yaml"
+    spec.write_text(MLP)
+    result = run(
+        "--machine",
+        "1xT4",
+        "plan",
+        str(spec),
+        "--replicate",
+        "all",
+        "--virtual-gpus",
+        "GPU:0=1GiB,1GiB,1GiB",
+        "--json",
+    )
+    assert result.code == 0, result.err
+    ops = {p["op"] for p in json.loads(result.out)["placement"]}
+    assert {"replica_0/h", "replica_1/h", "replica_2/h"} <= ops and "replica_3/h" not in ops

@@ -11,10 +11,10 @@ the op, the field, the value and the fix; nothing is returned half-built.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import fields
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..errors import BadInput
 from ..gc_pause import gc_paused
@@ -29,7 +29,7 @@ TOP_KEYS = ("config", "graph", "fetch")
 CONFIG_KEYS = ("log_device_placement", "allow_soft_placement", "gpu_options", "placement")
 
 
-def load(path: str | Path) -> Graph:
+def load(path: str | Path, **options: Any) -> Graph:
     """Read and load a spec file; relative paths inside it (load, save) start at its folder."""
     path = Path(path)
     try:
@@ -38,32 +38,44 @@ def load(path: str | Path) -> Graph:
         raise BadInput(f"cannot read spec {str(path)!r}: {err.strerror or err}") from None
     except UnicodeDecodeError as err:
         raise BadInput(f"{path}: not UTF-8 text ({err.reason} at byte {err.start})") from None
-    return loads(text, str(path), base=str(path.parent))
+    return loads(text, str(path), base=str(path.parent), **options)
 
 
-def loads(text: str, source: str = "<spec>", base: str | None = None) -> Graph:
-    """Load spec text; `source` names it in messages, `base` anchors relative paths (cwd)."""
+def loads(
+    text: str,
+    source: str = "<spec>",
+    base: str | None = None,
+    *,
+    gpus: Callable[[Config], int] | None = None,
+    replicate: int | str | None = None,
+) -> Graph:
+    """Load spec text; `source` names it in messages, `base` anchors relative paths (cwd).
+
+    `gpus(config)` is the number of GPUs the process will have (what `replicate: {gpus: all}`
+    means); `replicate` (`--replicate N|all`) wraps a graph with no replicate block in one.
+    """
     base = os.path.abspath(base or os.curdir)
+    extra = Extra(gpus, replicate)
     with gc_paused():
         doc = parse(text, source)
         try:
-            return _build(doc, source, base)
+            return _build(doc, source, base, extra)
         except SpecError as err:
             lines: Mapping[int, int] | None = doc.lines
             if lines is None and err.where is not None:  # JSON: read again, with lines
-                err, lines = _with_lines(err, text, source, base)
+                err, lines = _with_lines(err, text, source, base, extra)
             raise _locate(err, source, lines) from None
         except RecursionError:
             raise BadInput(f"{source}: the spec is nested too deeply") from None
 
 
 def _with_lines(
-    err: SpecError, text: str, source: str, base: str
+    err: SpecError, text: str, source: str, base: str, extra: Extra
 ) -> tuple[SpecError, Mapping[int, int] | None]:
     """The same error again from a JSON read that keeps each object's line."""
     try:
         doc = parse_json_lines(text)
-        _build(doc, source, base)
+        _build(doc, source, base, extra)
     except SpecError as again:
         return again, doc.lines
     except RecursionError:
@@ -78,10 +90,35 @@ def _locate(err: SpecError, source: str, lines: Mapping[int, int] | None) -> Bad
     where = f"{source}:{line}" if line else source
     also = f" (first defined at line {other})" if other else ""
     message = str(err).replace("\n", "\\n")  # one line, whatever a value held
-    return BadInput(f"{where}: {message}{also}")
+    located = BadInput(f"{where}: {message}{also}")
+    located.exit_code = err.exit_code  # 1 when the machine, not the spec, is the problem
+    return located
 
 
-def _build(doc: Document, source: str, base: str) -> Graph:
+class Extra(NamedTuple):
+    """What the machine adds to a spec: its GPU count (by config), and `--replicate`."""
+
+    gpus: Callable[[Config], int] | None
+    replicate: int | str | None
+
+
+def _wrap_replicate(items: list[Any], count: int | str) -> list[Any]:
+    """`--replicate N|all`: the graph's top-level placeholders stay outside and are split; the
+    rest becomes the body of one replicate block."""
+    if any(type(i) is dict and "replicate" in i for i in items):
+        raise SpecError("--replicate: the graph already has a replicate: block; drop the flag")
+    inputs = [i for i in items if type(i) is dict and i.get("op") == "placeholder"]
+    names = [i.get("name") for i in inputs]
+    if not inputs or not all(type(n) is str for n in names):
+        raise SpecError(
+            "--replicate: the graph has no named top-level placeholder to split along the batch; "
+            "add one, or write a replicate: block with split: [...]"
+        )
+    body = [i for i in items if not (type(i) is dict and i.get("op") == "placeholder")]
+    return [*inputs, {"replicate": {"gpus": count, "split": names}, "graph": body}]
+
+
+def _build(doc: Document, source: str, base: str, extra: Extra) -> Graph:
     data = doc.data
     if type(data) is not dict:
         raise SpecError(f"expected a mapping with 'graph:' (a list of ops), got {show(data)}")
@@ -96,7 +133,9 @@ def _build(doc: Document, source: str, base: str) -> Graph:
             data,
         )
     config = _config(data.get("config"), data)
-    walker = Walker(base)
+    if extra.replicate is not None:
+        items = _wrap_replicate(items, extra.replicate)
+    walker = Walker(base, extra.gpus(config) if extra.gpus else None)
     top = Scope()
     walker.top(items, top)
     entries = walker.entries

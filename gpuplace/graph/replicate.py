@@ -28,10 +28,14 @@ SETTINGS = ("gpus", "split", "merge", "merge_device")
 MERGES = {"concat": "concat", "add_n": "add_n", "mean": "average_n"}
 
 
-def _error(message: str, where: object) -> Exception:
+def _error(message: str, where: object, machine: bool = False) -> Exception:
+    """A spec error; `machine`: this machine cannot do it (exit 1, like a placement failure)."""
     from .walk import SpecError
 
-    return SpecError(message, where)
+    err = SpecError(message, where)
+    if machine:
+        err.exit_code = 1
+    return err
 
 
 def _available(num_gpus: int) -> str:
@@ -72,6 +76,7 @@ def replica_gpus(value: object, num_gpus: int | None, where: object) -> list[int
             f"available: {wanted}. However this machine only has: {_available(num_gpus)}. "
             "Try reducing `gpus`.",
             where,
+            machine=True,
         )
     return gpus
 
