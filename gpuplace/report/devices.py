@@ -37,68 +37,43 @@ def _power(gpu: VisibleGpu) -> str:
     return f"{na(draw and round(draw), '{}W')} / {na(cap and round(cap), '{}W')}"
 
 
+KEYS = (
+    "name", "device_type", "cuda_index", "nvml_index", "product", "cores", "uuid", "pci_bus_id",
+    "memory_total", "memory_used", "memory_free", "compute_capability", "utilization_percent",
+    "temperature_celsius", "power_draw_watts", "power_limit_watts", "mig", "available", "error",
+    "simulated",
+)  # fmt: skip
+
+
+def _cpu_record(view: View) -> dict[str, Any]:
+    host = view.machine.host
+    record: dict[str, Any] = dict.fromkeys(KEYS)
+    record.update(name="/device:CPU:0", device_type="CPU", product=host.cpu_model,
+                  cores=host.cores, memory_total=host.memory_total, available=True,
+                  simulated=host.simulated)  # fmt: skip
+    return record
+
+
+def _gpu_record(v: VisibleGpu) -> dict[str, Any]:
+    g = v.gpu
+    mig = None
+    if v.mig is not None:
+        mig = {"uuid": v.mig.uuid, "gpu_instance_id": v.mig.gpu_instance_id,
+               "compute_instance_id": v.mig.compute_instance_id, "parent_uuid": g.uuid}  # fmt: skip
+    return {
+        "name": v.name, "device_type": "GPU", "cuda_index": v.cuda_index,
+        "nvml_index": g.nvml_index, "product": v.product, "cores": None, "uuid": v.uuid,
+        "pci_bus_id": g.pci_bus_id, "memory_total": v.memory_total, "memory_used": v.memory_used,
+        "memory_free": v.memory_free, "compute_capability": g.compute_capability,
+        "utilization_percent": g.utilization_percent, "temperature_celsius": g.temperature_celsius,
+        "power_draw_watts": g.power_draw_watts, "power_limit_watts": g.power_limit_watts,
+        "mig": mig, "available": g.available, "error": g.error, "simulated": g.simulated,
+    }  # fmt: skip
+
+
 def device_records(view: View) -> list[dict[str, Any]]:
     """One JSON-ready record per device the process sees: CPU:0, then GPUs in CUDA order."""
-    host = view.machine.host
-    records: list[dict[str, Any]] = [
-        {
-            "name": "/device:CPU:0",
-            "device_type": "CPU",
-            "cuda_index": None,
-            "nvml_index": None,
-            "product": host.cpu_model,
-            "cores": host.cores,
-            "uuid": None,
-            "pci_bus_id": None,
-            "memory_total": host.memory_total,
-            "memory_used": None,
-            "memory_free": None,
-            "compute_capability": None,
-            "utilization_percent": None,
-            "temperature_celsius": None,
-            "power_draw_watts": None,
-            "power_limit_watts": None,
-            "mig": None,
-            "available": True,
-            "error": None,
-            "simulated": host.simulated,
-        }
-    ]
-    for v in view.gpus:
-        g = v.gpu
-        mig = None
-        if v.mig is not None:
-            mig = {
-                "uuid": v.mig.uuid,
-                "gpu_instance_id": v.mig.gpu_instance_id,
-                "compute_instance_id": v.mig.compute_instance_id,
-                "parent_uuid": g.uuid,
-            }
-        records.append(
-            {
-                "name": v.name,
-                "device_type": "GPU",
-                "cuda_index": v.cuda_index,
-                "nvml_index": g.nvml_index,
-                "product": v.product,
-                "cores": None,
-                "uuid": v.uuid,
-                "pci_bus_id": g.pci_bus_id,
-                "memory_total": v.memory_total,
-                "memory_used": v.memory_used,
-                "memory_free": v.memory_free,
-                "compute_capability": g.compute_capability,
-                "utilization_percent": g.utilization_percent,
-                "temperature_celsius": g.temperature_celsius,
-                "power_draw_watts": g.power_draw_watts,
-                "power_limit_watts": g.power_limit_watts,
-                "mig": mig,
-                "available": g.available,
-                "error": g.error,
-                "simulated": g.simulated,
-            }
-        )
-    return records
+    return [_cpu_record(view), *(_gpu_record(v) for v in view.gpus)]
 
 
 def devices_json(view: View) -> dict[str, Any]:
