@@ -24,14 +24,15 @@ import numpy as np
 
 from ..errors import GpuplaceError, RuntimeFailure
 from ..gc_pause import gc_paused
-from ..graph.model import Graph
+from ..graph.model import Graph, Op
 from .backends import Backend
 from .ledger import Ledger, OutOfMemory, new_ledgers
 from .schedule import (
     HOST,
     KERNEL,
+    Compute,
+    Copies,
     CopyRecord,
-    CopyStep,
     Kernel,
     Schedule,
     Segment,
@@ -65,30 +66,29 @@ class _Run:
     def segment(self, segment: Segment) -> None:
         """Run consecutive steps on one device; any failure becomes a GpuplaceError for its op."""
         backend = self.schedule.backends[segment.device]
-        values, put = self.values, backend.put
+        values, xp, put = self.values, backend.xp, backend.put
         allocate, free = self.ledgers[segment.device].allocate, self.free
         step: Step | None = None
         try:
             with backend.device():
-                for step in segment.steps:
-                    name, kind, compute, xp, attrs, inputs, outputs, alloc, copies, frees = step
-                    allocate(alloc, name)
+                for step, frees in zip(segment.steps, segment.frees, strict=True):
+                    op, (kind, compute), inputs, first, count, alloc, copies = step
+                    allocate(alloc, op.name)
                     if copies:
                         self.copy_in(copies)
                     args = [values[i] for i in inputs]
                     if kind == KERNEL:
-                        results = compute(xp, args, attrs)
+                        results = compute(xp, args, op.attrs)
                     elif kind == HOST:
-                        results = [put(value) for value in compute(np, args, attrs)]
+                        results = [put(value) for value in compute(np, args, op.attrs)]
                     else:
-                        results = self.print(step, args, backend)
-                    if len(results) != len(outputs):
+                        results = self.print(op, compute, args, backend)
+                    if len(results) != count:  # before the slice assignment, which would resize
                         raise RuntimeFailure(
-                            f"the kernel of op '{name}' returned {len(results)} values "
-                            f"for {len(outputs)} outputs"
+                            f"the kernel of op '{op.name}' returned {len(results)} values "
+                            f"for {count} outputs"
                         )
-                    for slot, value in zip(outputs, results, strict=False):  # checked above
-                        values[slot] = value
+                    values[first : first + count] = results
                     for slot, device, nbytes in frees:
                         values[slot] = None
                         free[device](nbytes)
@@ -98,10 +98,10 @@ class _Run:
             raise self.device_oom(step, segment.device, exc) from exc
         except Exception as exc:
             where = self.schedule.devices[segment.device]
-            what = f"op '{step.name}' failed on {where}" if step else f"cannot use {where}"
+            what = f"op '{step[0].name}' failed on {where}" if step else f"cannot use {where}"
             raise RuntimeFailure(f"{what}: {type(exc).__name__}: {exc}") from exc
 
-    def copy_in(self, copies: tuple[CopyStep, ...]) -> None:
+    def copy_in(self, copies: Copies) -> None:
         """Bring a step's inputs from other devices, timing each transfer alone."""
         values = self.values
         for src, dst, transfer, src_sync, dst_sync, record in copies:
@@ -114,17 +114,19 @@ class _Run:
                 CopyRecord(record.op, record.tensor, record.src, record.dst, record.nbytes, seconds)
             )
 
-    def print(self, step: Step, args: list[Any], backend: Backend) -> list[Any]:
+    def print(self, op: Op, text: Compute, args: list[Any], backend: Backend) -> list[Any]:
         """A print op: one line per input, `name: value` in numpy's text of the host value."""
         hosts = [backend.get(value) for value in args]
-        self.printed.extend(f"{step.name}: {text}" for text in step.compute(np, hosts, step.attrs))
+        self.printed.extend(f"{op.name}: {line}" for line in text(np, hosts, op.attrs))
         return []
 
     def device_oom(self, step: Step | None, device: int, exc: BaseException) -> OutOfMemory:
         """cupy ran out of memory during `step`, which the ledger had already charged."""
         ledger = self.ledgers[device]
-        requested = step.alloc if step else 0
-        name = step.name if step else "<device setup>"
+        name, requested = "<device setup>", 0
+        if step is not None:
+            op, _, _, _, _, requested, _ = step
+            name = op.name
         before = ledger.in_use - requested
         return OutOfMemory(name, ledger.device, requested, before, ledger.limit, f" (cupy: {exc})")
 

@@ -5,30 +5,35 @@ loop does no graph work. Schedule (static, built once; every value of the run ha
     slots:    each op output on its op's device, and each copy of a tensor to another device. A copy
               is made once per (tensor, destination device) and shared by every consumer there, as
               TF's Send/Recv pairs are. A `print` op forwards its input slots (TF's Print forwards
-              the buffer), so it allocates nothing.
-    Step:     one op: kernel, input and output slots, the copies to make first, the bytes its outputs
-              and copies take (all on its device), and `frees`: the slots whose last consumer it is.
+              the buffer), so it allocates nothing. An op's outputs take consecutive slots.
+    steps:    one plain tuple per op (see `Step`): kernel, input slots, first output slot and count,
+              the bytes its outputs and copies take (all on its device), and the copies to make first.
+    frees:    per step, (slot, device index, rounded bytes) of each slot whose last consumer it is.
     segments: runs of consecutive steps on one device; each runs under one `backend.device()`.
     keep:     slots never freed early: fetched tensors and outputs of resident ops (variables).
     fetch:    (fetch string, slot, device index) per fetched tensor.
+
+Planning a small op costs about as much as running it, so the layout is flat: steps and frees are
+plain tuples (a NamedTuple's constructor is Python code), each op type's (kind, compute) is one
+shared tuple per device, and a step holds its Op rather than copies of its name and attrs.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any, NamedTuple, Protocol
 
 from ..errors import BadInput
 from ..gc_pause import gc_paused
-from ..graph.model import Graph, Op, TensorRef
+from ..graph.model import Graph, Op, TensorRef, TensorSpec
 from .backends import Backend, NumpyBackend
 from .cupy_backend import CupyBackend
 from .ledger import allocation_size
 
 Compute = Callable[[ModuleType, list[Any], Mapping[str, Any]], list[Any]]
-KERNEL, HOST, PRINT = 0, 1, 2  # Step.kind
+KERNEL, HOST, PRINT = 0, 1, 2  # a step's kind
 PRINT_OP = "print"
 
 
@@ -66,25 +71,22 @@ class CopyStep(NamedTuple):
     record: CopyRecord  # seconds filled in when it runs
 
 
-class Step(NamedTuple):
-    name: str
-    kind: int
-    compute: Compute
-    xp: ModuleType
-    attrs: Mapping[str, Any]
-    inputs: tuple[int, ...]
-    outputs: tuple[int, ...]
-    alloc: int  # rounded bytes of outputs and copies, all on the step's device
-    copies: tuple[CopyStep, ...]
-    frees: list[tuple[int, int, int]]  # (slot, device index, rounded bytes), set by finish
+Copies = tuple[CopyStep, ...]
+KernelEntry = tuple[int, Compute]  # (kind, compute) of an op type on one device: shared
+Step = tuple[Op, KernelEntry, tuple[int, ...], int, int, int, Copies]
+"""(op, (kind, compute), inputs, first, count, alloc, copies): `run` unpacks it in one go.
 
-
-_new_tuple = tuple.__new__  # `_new_tuple(Step, fields)`: Step(*fields), without its Python __new__
+The outputs are the slots first .. first + count - 1; alloc is the rounded bytes of the outputs and
+the copies, all on the step's device.
+"""
+Free = tuple[int, int, int]  # (slot, device index, rounded bytes)
+SlotInfo = tuple[int, int, int]  # (device index, nbytes, rounded bytes): shared by equal slots
 
 
 class Segment(NamedTuple):
     device: int
-    steps: tuple[Step, ...]
+    steps: Sequence[Step]
+    frees: Sequence[tuple[Free, ...]]  # frees[i]: what steps[i] frees once it has run
 
 
 @dataclass(frozen=True)
@@ -103,6 +105,9 @@ def _text(xp: ModuleType, inputs: list[Any], attrs: Mapping[str, Any]) -> list[A
     return [str(value) for value in inputs]
 
 
+PRINT_ENTRY: KernelEntry = (PRINT, _text)
+
+
 def _transfer(src: Backend, dst: Backend) -> Callable[[Any], Any]:
     """How a value moves between devices: GPU to GPU directly, anything else through the host."""
     if isinstance(src, CupyBackend) and isinstance(dst, CupyBackend):
@@ -115,9 +120,8 @@ def _transfer(src: Backend, dst: Backend) -> Callable[[Any], Any]:
 class _Planner:
     """Builds a Schedule in one pass over the ops (state: see the module docstring).
 
-    Per op: a few list appends and one Step, made from a plain tuple of its fields with
-    `tuple.__new__` (Step's generated constructor is Python code, twice as slow); `finish`
-    fills in each step's frees.
+    Per op: one step tuple, an inputs tuple, a `home` entry, and per output slot two list entries
+    (its shared SlotInfo and its last use); `finish` groups the slots by last use into frees.
     """
 
     def __init__(
@@ -130,18 +134,16 @@ class _Planner:
         self.placement, self.kernels, self.resident = placement, kernels, resident
         self.names = tuple(backends)
         self.backends = tuple(backends.values())
-        self.xps = tuple(backend.xp for backend in self.backends)
         self.index = {name: i for i, name in enumerate(self.names)}
-        self.types: dict[str, tuple[tuple[int, ...], Compute, bool]] = {}  # see _kernel
-        self.home: dict[str, tuple[int, ...]] = {}  # op -> slots of its outputs, on its device
+        self.types: dict[str, tuple[tuple[KernelEntry, ...], bool]] = {}  # see _kernel
+        self.infos: list[dict[tuple[tuple[int, ...], str], SlotInfo]] = [{} for _ in self.names]
+        self.home: dict[str, Sequence[int]] = {}  # op -> slots of its outputs, on its device
         self.copied: dict[tuple[str, int, int], int] = {}  # (op, output, device) -> copy slot
-        self.slot_device: list[int] = []
-        self.slot_nbytes: list[int] = []
-        self.slot_size: list[int] = []  # nbytes as the allocator rounds them
+        self.slot_info: list[SlotInfo] = []
         self.last_use: list[int] = []  # step that reads the slot last (or creates it)
         self.keep: set[int] = set()
         self.steps: list[Step] = []
-        self.step_device: list[int] = []
+        self.starts: list[tuple[int, int]] = []  # (first step, device) of each segment
 
     def add_all(self, ops: Sequence[Op]) -> None:
         """Plan the ops in order: each one's device, input slots (copied to its device when they
@@ -150,17 +152,14 @@ class _Planner:
         Planning costs about as much per op as running small ops does, so this is one loop with
         what it uses held in locals; copies, print ops and errors go to helpers.
         """
-        placement, index, home, types, xps = (
-            self.placement, self.index, self.home, self.types, self.xps
-        )  # fmt: skip
-        slot_device, slot_size, last_use = self.slot_device, self.slot_size, self.last_use
-        steps, step_device = self.steps, self.step_device
-        for op in ops:
-            step, device = len(steps), index.get(placement.get(op.name, ""))  # "": no device
-            if device is None:
-                device = self._device(op)  # raises, saying what is missing
-            slots: list[int] = []
-            copies: tuple[CopyStep, ...] = ()
+        home, types, infos, keep = self.home, self.types, self.infos, self.keep
+        slot_info, last_use, steps = self.slot_info, self.last_use, self.steps
+        device = -1
+        for step, (op, placed) in enumerate(zip(ops, self._devices(ops), strict=True)):
+            if placed != device:
+                device = self._segment(op, placed, step)  # raises for None
+            inputs: tuple[int, ...] = ()
+            copies: Copies = ()
             for ref in op.inputs:
                 try:
                     slot = home[ref.op][ref.index]
@@ -168,44 +167,72 @@ class _Planner:
                     raise BadInput(
                         f"op '{op.name}' reads '{ref}', which no earlier op produces"
                     ) from None
-                if slot_device[slot] != device:
+                if slot_info[slot][0] != device:
                     last_use[slot] = step
                     slot, copies = self._copy_in(op.name, ref, slot, device, step, copies)
                 last_use[slot] = step
-                slots.append(slot)
-            inputs = tuple(slots)
-            outputs: tuple[int, ...] = ()
-            alloc = sum(slot_size[c.dst] for c in copies) if copies else 0
-            compute: Compute
+                inputs += (slot,)
+            alloc = sum(slot_info[c.dst][2] for c in copies) if copies else 0
+            first = len(slot_info)
             if op.type == PRINT_OP:  # forwards its inputs' buffers, as TF's Print does
-                kind, compute, home[op.name] = PRINT, _text, inputs
-            else:
-                kinds, compute, resident = types.get(op.type) or self._kernel(op.type)
-                kind = kinds[device]
-                for spec in op.outputs:
-                    outputs += (self._slot(device, spec.nbytes, step),)
-                    alloc += slot_size[-1]
-                home[op.name] = outputs
-                if resident:
-                    self.keep.update(outputs)
-            fields: tuple[Any, ...] = (op.name, kind, compute, xps[device], op.attrs, inputs,
-                                       outputs, alloc, copies, [])  # fmt: skip
-            steps.append(_new_tuple(Step, fields))
-            step_device.append(device)
+                home[op.name] = inputs
+                steps.append((op, PRINT_ENTRY, inputs, first, 0, alloc, copies))
+                continue
+            kernels, resident = types.get(op.type) or self._kernel(op.type)
+            sizes = infos[device]
+            for spec in op.outputs:
+                info = sizes.get((spec.shape, spec.dtype)) or self._info(spec, device)
+                slot_info.append(info)
+                last_use.append(step)
+                alloc += info[2]
+            count = len(slot_info) - first  # most ops have one output: build its tuple inline
+            home[op.name] = outputs = (first,) if count == 1 else tuple(range(first, first + count))
+            if resident:
+                keep.update(outputs)
+            steps.append((op, kernels[device], inputs, first, count, alloc, copies))
 
-    def _kernel(self, op_type: str) -> tuple[tuple[int, ...], Compute, bool]:
-        """Kind per device, compute and residency of an op type, asked of the registry once.
+    def _devices(self, ops: Sequence[Op]) -> Iterable[int | None]:
+        """Each op's device index (None: none, or one without a backend).
+
+        A placement made for this graph lists its ops in graph order: read in step, its entries
+        cost a tenth of looking each op up in it (a large dict is slow to probe at random).
+        """
+        names = [op.name for op in ops]
+        placement, index = self.placement, self.index
+        if list(placement) == names:
+            return map(index.get, placement.values())
+        return (index.get(placement.get(name, "")) for name in names)
+
+    def _segment(self, op: Op, device: int | None, step: int) -> int:
+        """`op` runs on another device than the step before it: it starts a new segment."""
+        if device is None:
+            device = self._device(op)  # raises, saying what is missing
+        self.starts.append((step, device))
+        return device
+
+    def _kernel(self, op_type: str) -> tuple[tuple[KernelEntry, ...], bool]:
+        """(kind, compute) per device and residency of an op type, asked of the registry once.
 
         A host-value kernel on a host-memory (numpy) device is a plain kernel: its result is
         already on the device, so creating it there costs nothing.
         """
         kernel = self.kernels(op_type)
-        kinds = tuple(
+        kinds = (
             HOST if kernel.host_value and not isinstance(b, NumpyBackend) else KERNEL
             for b in self.backends
         )
-        entry = self.types[op_type] = (kinds, kernel.compute, self.resident(op_type))
+        entry = self.types[op_type] = (
+            tuple((kind, kernel.compute) for kind in kinds),
+            self.resident(op_type),
+        )
         return entry
+
+    def _info(self, spec: TensorSpec, device: int) -> SlotInfo:
+        """A slot's device and sizes, worked out once per (shape, dtype, device)."""
+        nbytes = spec.nbytes
+        info = (device, nbytes, allocation_size(nbytes))
+        self.infos[device][spec.shape, spec.dtype] = info
+        return info
 
     def _device(self, op: Op) -> int:
         name = self.placement.get(op.name)
@@ -217,17 +244,9 @@ class _Planner:
             raise BadInput(f"op '{op.name}' is placed on {name}, which has no backend ({known})")
         return index
 
-    def _slot(self, device: int, nbytes: int, step: int) -> int:
-        self.slot_device.append(device)
-        self.slot_nbytes.append(nbytes)
-        self.slot_size.append(allocation_size(nbytes))
-        self.last_use.append(step)
-        return len(self.last_use) - 1
-
     def _copy_in(
-        self, consumer: str, ref: TensorRef, src: int, device: int, step: int,
-        copies: tuple[CopyStep, ...],
-    ) -> tuple[int, tuple[CopyStep, ...]]:  # fmt: skip
+        self, consumer: str, ref: TensorRef, src: int, device: int, step: int, copies: Copies
+    ) -> tuple[int, Copies]:
         """The slot of `ref`'s copy on `device`, and the step's copies with it if it is new."""
         copy = self.copied.get((ref.op, ref.index, device))
         if copy is not None:
@@ -236,8 +255,10 @@ class _Planner:
         return made.dst, (*copies, made)
 
     def _copy(self, consumer: str, ref: TensorRef, src: int, device: int, step: int) -> CopyStep:
-        nbytes, src_device = self.slot_nbytes[src], self.slot_device[src]
-        dst = self.copied[(ref.op, ref.index, device)] = self._slot(device, nbytes, step)
+        src_device, nbytes, size = self.slot_info[src]
+        dst = self.copied[(ref.op, ref.index, device)] = len(self.slot_info)
+        self.slot_info.append((device, nbytes, size))
+        self.last_use.append(step)
         source, target = self.backends[src_device], self.backends[device]
         names = self.names
         record = CopyRecord(consumer, str(ref), names[src_device], names[device], nbytes, 0.0)
@@ -252,32 +273,37 @@ class _Planner:
             except (KeyError, IndexError):
                 raise BadInput(f"fetch '{ref}' names no output of the graph's ops") from None
             self.keep.add(slot)
-            fetched.append((str(ref), slot, self.slot_device[slot]))
-        steps, keep = self.steps, self.keep
-        slots = zip(self.last_use, self.slot_device, self.slot_size, strict=True)
-        for slot, (step, device, size) in enumerate(slots):
-            if slot not in keep:
-                steps[step].frees.append((slot, device, size))
+            fetched.append((str(ref), slot, self.slot_info[slot][0]))
         device_oom = {b.out_of_memory for b in self.backends if isinstance(b, CupyBackend)}
         return Schedule(
             self.names,
             self.backends,
-            _segments(self.step_device, steps),
+            self._segments(self._frees()),
             len(self.last_use),
-            frozenset(keep),
+            frozenset(self.keep),
             tuple(fetched),
             tuple(device_oom),
         )
 
+    def _frees(self) -> list[tuple[Free, ...]]:
+        """Each step's frees: the slots it reads last (or makes and nobody reads), none kept."""
+        n, last_use = len(self.steps), self.last_use
+        for slot in self.keep:
+            last_use[slot] = n  # the step after the last: never freed
+        frees: list[tuple[Free, ...]] = [()] * (n + 1)
+        slots = zip(last_use, self.slot_info, strict=True)
+        for slot, (step, (device, _, size)) in enumerate(slots):
+            frees[step] += ((slot, device, size),)
+        return frees
 
-def _segments(step_device: list[int], steps: list[Step]) -> tuple[Segment, ...]:
-    """Runs of consecutive steps on one device."""
-    n = len(steps)
-    starts = [i for i in range(n) if i == 0 or step_device[i] != step_device[i - 1]]
-    ends = [*starts[1:], n]  # one more than starts when there are no steps
-    return tuple(
-        Segment(step_device[a], tuple(steps[a:b])) for a, b in zip(starts, ends, strict=False)
-    )
+    def _segments(self, frees: list[tuple[Free, ...]]) -> tuple[Segment, ...]:
+        """Runs of consecutive steps on one device, each with its steps' frees."""
+        steps, starts = self.steps, self.starts
+        ends = [step for step, _ in starts[1:]] + [len(steps)]
+        return tuple(
+            Segment(device, steps[a:b], frees[a:b])
+            for (a, device), b in zip(starts, ends, strict=True)
+        )
 
 
 def is_variable(op_type: str) -> bool:

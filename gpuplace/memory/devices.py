@@ -129,7 +129,9 @@ def oom_hint(exc: OutOfMemory, policy: Policy, logical: Sequence[LogicalGpu], vi
             f"{others[0].name} could hold it (limit {human(others[0].limit)}): place ops there"
         )
     if len(logical) > 1:
-        hints.append("spread the graph over the GPUs (--strategy balanced, towers, or explicit devices)")
+        hints.append(
+            "spread the graph over the GPUs (--strategy balanced, towers, or explicit devices)"
+        )
     if policy.fraction is not None:
         hints.append(f"raise --memory-fraction (now {policy.fraction:g}, at most 1)")
     elif policy.memory_limit is not None or policy.virtual:

@@ -14,7 +14,7 @@ import pytest
 
 from gpuplace.errors import BadInput, RuntimeFailure
 from gpuplace.execute.backends import Backend, NumpyBackend
-from gpuplace.execute.executor import execute, plan, run
+from gpuplace.execute.executor import Schedule, execute, plan, run
 from gpuplace.execute.ledger import OutOfMemory, new_ledgers
 from gpuplace.graph.model import Graph
 from tests.execute.helpers import CPU, gpu, graph, kernel_table, op
@@ -55,30 +55,54 @@ def test_values_are_numpy_results_on_the_host() -> None:
     assert result.copies == [] and result.printed == []
 
 
-def test_schedule_of_a_round_trip_through_a_gpu() -> None:
-    """Slots, copies, bytes and frees, as literal data (dask's test_start_state style)."""
-    g = graph(
+def steps_of(schedule: Schedule) -> list[tuple[Any, ...]]:
+    """Per step, in run order: (device, op, inputs, outputs, alloc, (src, dst) copies, frees)."""
+    table = []
+    for s in schedule.segments:
+        for step, frees in zip(s.steps, s.frees, strict=True):
+            o, _, inputs, first, count, alloc, copies = step
+            outputs = tuple(range(first, first + count))
+            moved = [(c.src, c.dst) for c in copies]
+            table.append((s.device, o.name, inputs, outputs, alloc, moved, frees))
+    return table
+
+
+def round_trip() -> Graph:
+    return graph(
         op("a", "constant", value=A),
         op("b", "negative", "a"),
         op("c", "add", "b", "a"),
         fetch=("c",),
     )
+
+
+def test_schedule_of_a_round_trip_through_a_gpu() -> None:
+    """Slots, copies, bytes and frees, as literal data (dask's test_start_state style)."""
+    g = round_trip()
     schedule = plan(g, placed(g, b=GPU0), BACKENDS, kernel_table().__getitem__)
     assert schedule.devices == (CPU, GPU0, GPU1)
-    assert [(s.device, [st.name for st in s.steps]) for s in schedule.segments] == [
+    assert [(s.device, [st[0].name for st in s.steps]) for s in schedule.segments] == [
         (0, ["a"]),
         (1, ["b"]),
         (0, ["c"]),
     ]
-    steps = [st for s in schedule.segments for st in s.steps]
     # slots: 0 a, 1 a copied to GPU:0, 2 b, 3 b copied to the CPU, 4 c
-    assert [(st.inputs, st.outputs, st.alloc, st.frees) for st in steps] == [
-        ((), (0,), 256, []),
-        ((1,), (2,), 512, [(1, 1, 256)]),
-        ((3, 0), (4,), 512, [(0, 0, 256), (2, 1, 256), (3, 0, 256)]),
+    assert steps_of(schedule) == [
+        (0, "a", (), (0,), 256, [], ()),
+        (1, "b", (1,), (2,), 512, [(0, 1)], ((1, 1, 256),)),
+        (0, "c", (3, 0), (4,), 512, [(2, 3)], ((0, 0, 256), (2, 1, 256), (3, 0, 256))),
     ]
-    assert [(c.src, c.dst) for st in steps for c in st.copies] == [(0, 1), (2, 3)]
     assert (schedule.slots, schedule.keep, schedule.fetch) == (5, {4}, (("c", 4, 0),))
+
+
+def test_a_placement_in_any_order_plans_the_same_schedule() -> None:
+    """A placement in graph order is read in step; any other is looked up op by op."""
+    g = round_trip()
+    in_order = placed(g, b=GPU0)
+    others = [dict(reversed(in_order.items())), {**in_order, "unused": GPU1}]
+    expected = steps_of(plan(g, in_order, BACKENDS, kernel_table().__getitem__))
+    for devices in others:
+        assert steps_of(plan(g, devices, BACKENDS, kernel_table().__getitem__)) == expected
 
 
 def test_every_transfer_is_recorded_and_one_copy_serves_a_device() -> None:
