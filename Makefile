@@ -19,6 +19,8 @@ demo: $(STAMP)
 	$(BIN)/gpuplace run examples/guide/02_manual_placement.yaml --explain
 	$(BIN)/gpuplace --machine 4xK20m run examples/guide/04_multi_tower.yaml --verify
 	CUDA_VISIBLE_DEVICES=2,0 $(BIN)/gpuplace --machine 4xK20m devices --check
+	$(BIN)/gpuplace --machine 4xK520 mem examples/guide/04_multi_tower.yaml --compare --memory-fraction 0.3
+	$(BIN)/gpuplace --machine 4xK520 plan examples/big_model.yaml --strategy balanced
 
 lint: $(STAMP)
 	$(BIN)/ruff check gpuplace tests bench
