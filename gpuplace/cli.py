@@ -49,7 +49,7 @@ class AppContext:
 def echo_renderable(app: AppContext, renderable: Any) -> None:
     from rich.console import Console
 
-    Console(force_terminal=app.terminal(), soft_wrap=False).print(renderable)
+    Console(force_terminal=app.terminal(), soft_wrap=False, highlight=False).print(renderable)
 
 
 def warn(message: str) -> None:
