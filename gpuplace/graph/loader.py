@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import fields
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -22,7 +21,7 @@ from .attrs import show
 from .model import Config, Graph, Op, TensorRef, TensorSpec
 from .ops import suggest
 from .parse import Document, parse, parse_json_lines
-from .resolve import Inputs, Lookup, order, resolve
+from .resolve import Inputs, Lookup, direct, new_op, new_ref, order, resolve
 from .walk import Entry, Scope, SpecError, Walker
 
 TOP_KEYS = ("config", "graph", "fetch")
@@ -136,6 +135,12 @@ def _build(doc: Document, source: str, base: str, extra: Extra) -> Graph:
     if extra.replicate is not None:
         items = _wrap_replicate(items, extra.replicate)
     walker = Walker(base, extra.gpus(config) if extra.gpus else None)
+    if extra.replicate is None and data.get("fetch") is None:
+        done = direct(items, walker, doc.lines)
+        if done is not None:
+            pairs = _unconsumed(done.used, set(), done.outputs, range(len(done.ops)))
+            fetch = tuple(new_ref(done.ops[j].name, k) for j, k in pairs)
+            return Graph(tuple(done.ops), fetch, config, source)
     top = Scope()
     walker.top(items, top)
     entries = walker.entries
@@ -224,47 +229,6 @@ def _infer(
     return ops, outputs
 
 
-# Per-op objects are built slot by slot through the slots' own setters (member descriptors),
-# not the frozen dataclass __init__, which sets each field through `object.__setattr__`: half
-# the time, a tenth of loading a large spec. A test checks they equal `Op(...)`/`TensorRef(...)`.
-_new = object.__new__
-_OP_NAME, _OP_TYPE, _OP_INPUTS, _OP_DEVICE, _OP_ATTRS, _OP_OUTPUTS, _OP_COLOCATE, _OP_LINE = (
-    getattr(Op, f.name).__set__ for f in fields(Op)
-)
-_REF_OP, _REF_INDEX = (getattr(TensorRef, f.name).__set__ for f in fields(TensorRef))
-
-
-def new_op(
-    name: str,
-    type_: str,
-    inputs: tuple[TensorRef, ...],
-    device: str,
-    attrs: Mapping[str, Any],
-    outputs: tuple[TensorSpec, ...],
-    colocate_with: str | None,
-    line: int | None,
-) -> Op:
-    """`Op(name, type_, inputs, device, attrs, outputs, colocate_with, line)`, built faster."""
-    op = _new(Op)
-    _OP_NAME(op, name)
-    _OP_TYPE(op, type_)
-    _OP_INPUTS(op, inputs)
-    _OP_DEVICE(op, device)
-    _OP_ATTRS(op, attrs)
-    _OP_OUTPUTS(op, outputs)
-    _OP_COLOCATE(op, colocate_with)
-    _OP_LINE(op, line)
-    return op
-
-
-def new_ref(op: str, index: int = 0) -> TensorRef:
-    """`TensorRef(op, index)`, built the same way as `new_op`."""
-    ref = _new(TensorRef)
-    _REF_OP(ref, op)
-    _REF_INDEX(ref, index)
-    return ref
-
-
 def _no_output(
     e: Entry, ins: Inputs, outputs: list[tuple[TensorSpec, ...]], entries: list[Entry]
 ) -> SpecError:
@@ -293,20 +257,14 @@ def _fetch(
     raw = data.get("fetch")
     if raw is None:
         used = bytearray(len(entries))  # output 0 consumed
-        used_other = set()
+        used_other: set[tuple[int, int]] = set()
         for ins in inputs:
             for j, k in ins:
                 if k:
                     used_other.add((j, k))
                 else:
                     used[j] = 1
-        pairs = [
-            (i, k)
-            for i in order
-            if not used[i] or len(outputs[i]) > 1  # skips most ops: one output, consumed
-            for k in range(len(outputs[i]))
-            if not (used[i] if k == 0 else (i, k) in used_other)
-        ]
+        pairs = _unconsumed(used, used_other, outputs, order)
     else:
         items = [raw] if type(raw) is str else raw
         if type(items) is not list or not items:
@@ -320,3 +278,20 @@ def _fetch(
                     data,
                 )
     return tuple(new_ref(entries[j].name, k) for j, k in pairs)
+
+
+def _unconsumed(
+    used: bytearray,
+    used_other: set[tuple[int, int]],
+    outputs: list[tuple[TensorSpec, ...]],
+    order: Sequence[int],
+) -> list[tuple[int, int]]:
+    """The default fetch: (op, output) pairs no op consumes, in run order; `used` marks each
+    op's output 0 consumed, `used_other` the other outputs consumed."""
+    return [
+        (i, k)
+        for i in order
+        if not used[i] or len(outputs[i]) > 1  # skips most ops: one output, consumed
+        for k in range(len(outputs[i]))
+        if not (used[i] if k == 0 else (i, k) in used_other)
+    ]

@@ -4,16 +4,22 @@ Each input names an op as seen from the op's namespace (its tower copy, then the
 scopes, then every op's global name), `name:k` picks output k, and a name defined in towers
 gives one input per copy. Inputs may name ops defined later in the file; then the ops are
 ordered by Kahn's algorithm (linear), and a cycle is reported as its path.
+
+`direct` does walk, resolve and inference in one pass for the common shape of a large spec (a
+flat list of ops whose inputs name ops above them); anything else goes the general way.
 """
 
 from __future__ import annotations
 
 from collections import deque
-from typing import Any, NoReturn
+from collections.abc import Mapping
+from dataclasses import fields
+from typing import Any, NamedTuple, NoReturn
 
 from .attrs import show
-from .ops import suggest
-from .walk import Entry, Scope, SpecError
+from .model import Op, TensorRef, TensorSpec
+from .ops import EMPTY, REGISTRY, OpDef, suggest
+from .walk import UNCONSTRAINED, Entry, Names, Scope, SpecError, Walker, is_op_name
 
 Inputs = list[tuple[int, int]]  # (entry index, output index) per input
 
@@ -172,3 +178,147 @@ def _cycle(entries: list[Entry], inputs: list[Inputs], waiting: list[int]) -> No
         "these inputs",
         entries[loop[0]].raw,
     )
+
+
+# Per-op objects are built slot by slot through the slots' own setters (member descriptors),
+# not the frozen dataclass __init__, which sets each field through `object.__setattr__`: half
+# the time, a tenth of loading a large spec. A test checks they equal `Op(...)`/`TensorRef(...)`.
+_new = object.__new__
+_OP_NAME, _OP_TYPE, _OP_INPUTS, _OP_DEVICE, _OP_ATTRS, _OP_OUTPUTS, _OP_COLOCATE, _OP_LINE = (
+    getattr(Op, f.name).__set__ for f in fields(Op)
+)
+_REF_OP, _REF_INDEX = (getattr(TensorRef, f.name).__set__ for f in fields(TensorRef))
+
+
+def new_op(
+    name: str,
+    type_: str,
+    inputs: tuple[TensorRef, ...],
+    device: str,
+    attrs: Mapping[str, Any],
+    outputs: tuple[TensorSpec, ...],
+    colocate_with: str | None,
+    line: int | None,
+) -> Op:
+    """`Op(name, type_, inputs, device, attrs, outputs, colocate_with, line)`, built faster."""
+    op = _new(Op)
+    _OP_NAME(op, name)
+    _OP_TYPE(op, type_)
+    _OP_INPUTS(op, inputs)
+    _OP_DEVICE(op, device)
+    _OP_ATTRS(op, attrs)
+    _OP_OUTPUTS(op, outputs)
+    _OP_COLOCATE(op, colocate_with)
+    _OP_LINE(op, line)
+    return op
+
+
+def new_ref(op: str, index: int = 0) -> TensorRef:
+    """`TensorRef(op, index)`, built the same way as `new_op`."""
+    ref = _new(TensorRef)
+    _REF_OP(ref, op)
+    _REF_INDEX(ref, index)
+    return ref
+
+
+_OPDEFS = dict(REGISTRY)  # a plain dict: faster to read than the registry's mapping proxy
+
+
+class Direct(NamedTuple):
+    """A spec loaded in one pass: ops in file order (which is their run order), each op's
+    outputs, and per op whether its output 0 is consumed (what the default fetch leaves out)."""
+
+    ops: list[Op]
+    outputs: list[tuple[TensorSpec, ...]]
+    used: bytearray
+
+
+def direct(items: list[Any], walker: Walker, lines: Mapping[int, int] | None) -> Direct | None:
+    """Walk, resolve and infer `graph:` in one pass, or None when it needs the general path.
+
+    The common case: every item is an op whose inputs are plain names of ops above it (no
+    blocks, towers, replicate, `name:k` or forward inputs). Then file order is run order, every
+    name is global, and nothing has to be kept for later stages. Anything else, errors
+    included, gives None, and the general path starts over and reports what it finds, in its
+    own order, with its own words.
+    """
+    try:
+        return _direct(items, walker, Names(items), lines)
+    except Exception:  # any error: the general path finds it again and says it its way
+        return None
+
+
+def _direct(
+    items: list[Any], walker: Walker, names: Names, lines: Mapping[int, int] | None
+) -> Direct | None:
+    index: dict[str, int] = {}  # name -> op; at the top level every name is global
+    ops: list[Op] = []
+    outputs: list[tuple[TensorSpec, ...]] = []
+    firsts: list[TensorRef] = []  # output 0 of each op: shared by all its consumers
+    used = bytearray(len(items))
+    for i, item in enumerate(items):
+        head = _head(item, walker, names)
+        if head is None:
+            return None
+        opdef, tf_type, name, device, attrs = head
+        raw = item.get("inputs")
+        if raw is None:
+            raw = ()
+        elif type(raw) is not list:
+            return None
+        specs, refs = [], []  # one loop for both: most ops have one or two inputs
+        for text in raw:
+            j = index.get(text) if type(text) is str else None
+            if j is None:  # defined below, `name:k`, an outer name or an error
+                return None
+            used[j] = 1
+            specs.append(outputs[j][0])  # IndexError (no outputs): the general path says so
+            refs.append(firsts[j])
+        high = opdef.max_inputs
+        if not opdef.min_inputs <= len(specs) <= (len(specs) if high is None else high):
+            return None
+        colocate = None
+        if "colocate_with" in item:
+            target = item["colocate_with"]
+            j = index.get(target) if type(target) is str else None
+            if j is None:
+                return None
+            colocate = ops[j].name
+        out = opdef.infer_fn(name, tf_type, attrs, tuple(specs))
+        if name in index:  # bound twice: the general path decides whether that is an error
+            return None
+        index[name] = i
+        first = _new(TensorRef)  # new_ref(name), inline: one call less per op
+        _REF_OP(first, name)
+        _REF_INDEX(first, 0)
+        firsts.append(first)
+        outputs.append(out)
+        line = lines.get(id(item)) if lines is not None else None
+        ops.append(new_op(name, opdef.name, tuple(refs), device, attrs, out, colocate, line))
+    return Direct(ops, outputs, used)
+
+
+def _head(
+    item: Any, walker: Walker, names: Names
+) -> tuple[OpDef, str, str, str, Mapping[str, Any]] | None:
+    """An op item's definition, TF type, name, device and attrs, as the walk finds them at the
+    top level; None when the item is not a plain op. Raises on bad devices and attrs."""
+    if type(item) is not dict:
+        return None
+    kind = item.get("op")
+    opdef = _OPDEFS.get(kind) if type(kind) is str else None
+    if opdef is None or not opdef.fields.issuperset(item):
+        return None
+    tf_type = opdef.tf_type if opdef.tf_type_of is None else opdef.tf_type_of(item)
+    name = item.get("name")
+    if name is None:
+        if "name" in item:
+            return None
+        name = names.unique(tf_type)
+    elif type(name) is not str or not is_op_name(name):
+        return None
+    device = ""
+    if "device" in item:
+        device = walker.device(item["device"], UNCONSTRAINED, item, f"op '{name}'").text
+    attrs = opdef.normalize(name, item, walker.base) if opdef.attrs else EMPTY
+    return opdef, tf_type, name, device, attrs

@@ -227,9 +227,7 @@ class Walker:
         if given is None and "name" not in item:
             local = (ns.names or self.names).unique(tf_type)
             name = local if ns.names is None else self.names.unique(ns.prefix + tf_type)
-        elif type(given) is str and (
-            (given.isidentifier() and given.isascii() and given[0] != "_") or _valid_name(given)
-        ):
+        elif type(given) is str and is_op_name(given):
             local = given
             name = given if ns.names is None else self.names.unique(ns.prefix + given)
         else:
@@ -307,8 +305,11 @@ def _written(items: list[Any]) -> Iterator[str]:
             yield from _written(item["graph"])
 
 
-def _valid_name(name: str) -> bool:
-    return _NAME.match(name) is not None
+def is_op_name(name: str) -> bool:
+    """TensorFlow's op name rule; most names are ASCII identifiers, checked without the regex."""
+    return (name.isidentifier() and name.isascii() and name[0] != "_") or (
+        _NAME.match(name) is not None
+    )
 
 
 def _check_keys(item: dict[str, Any], allowed: Sequence[str], what: str) -> None:

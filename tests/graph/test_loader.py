@@ -284,3 +284,28 @@ def test_loading_restores_the_garbage_collector() -> None:
         assert gc.get_freeze_count() == frozen
     finally:
         gc.unfreeze()
+
+
+def test_one_pass_load_equals_the_general_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A flat spec takes `direct` (one pass); the general path must build the same graph."""
+    text = dedent(
+        """
+        graph:
+          - {name: a, op: constant, value: 1.0, shape: [2, 2]}
+          - {op: random_normal, shape: [2, 2], seed: 3, device: /gpu:0}
+          - {name: m, op: matmul, inputs: [a, RandomStandardNormal], transpose_b: true}
+          - {op: relu, inputs: [m], colocate_with: m}
+          - {name: s, op: split, inputs: [Relu], num_split: 2}
+          - {op: add, inputs: [a, a]}
+        """
+    )
+    import gpuplace.graph.loader as loader
+
+    results: list[object] = []
+    real = loader.direct
+    monkeypatch.setattr(loader, "direct", lambda *a: results.append(real(*a)) or results[-1])
+    fast = loads(text, "spec.yaml")
+    assert results and results[0] is not None  # the one pass took it
+    monkeypatch.setattr(loader, "direct", lambda *a: None)
+    assert repr(fast) == repr(loads(text, "spec.yaml"))
+    assert [str(r) for r in fast.fetch] == ["s", "s:1", "AddV2"]
