@@ -1,19 +1,40 @@
 """gpuplace: see the GPUs a CUDA program would see, and place work on them as TensorFlow does.
 
-The public API is imported lazily so that `import gpuplace` stays cheap (no numpy, no cupy).
+The public API is imported lazily so that `import gpuplace` stays cheap (no numpy, no cupy):
+
+    machine = gpuplace.discover("4xK520")             # or discover() for this machine (NVML)
+    seen = gpuplace.view(machine, os.environ)          # after CUDA_VISIBLE_DEVICES
+    graph = gpuplace.load("examples/guide/04_multi_tower.yaml")
+    placement = gpuplace.place(graph, len(seen.gpus))  # TensorFlow's rules, with reasons
+    prepared = gpuplace.prepare("graph.yaml", seen, gpuplace.Options(strategy="balanced"), os.environ)
+    outcome = gpuplace.execute_prepared(prepared, seen)  # values, copies, memory per device
 """
 
 from __future__ import annotations
 
+from importlib import import_module
 from typing import Any
 
 __version__ = "0.1.0"
-__all__ = ["discover", "load_machine", "view", "visible"]
+_EXPORTS = {
+    "discover": "gpuplace.devices",
+    "load_machine": "gpuplace.devices",
+    "view": "gpuplace.devices",
+    "visible": "gpuplace.devices",
+    "load": "gpuplace.graph",
+    "loads": "gpuplace.graph",
+    "place": "gpuplace.placement",
+    "Options": "gpuplace.session",
+    "prepare": "gpuplace.session",
+    "execute_prepared": "gpuplace.session",
+    "predict_memory": "gpuplace.session",
+    "verify": "gpuplace.session",
+}
+__all__ = sorted(_EXPORTS)
 
 
 def __getattr__(name: str) -> Any:
-    if name in __all__:
-        from . import devices
-
-        return getattr(devices, name)
-    raise AttributeError(f"module 'gpuplace' has no attribute {name!r}")
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'gpuplace' has no attribute {name!r}")
+    return getattr(import_module(module), name)
