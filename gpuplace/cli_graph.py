@@ -16,7 +16,7 @@ from .cli import AppContext, cli, echo_renderable, warn
 from .errors import BadInput, CheckFailed
 
 
-def _feeds(values: Sequence[str]) -> dict[str, str]:
+def parse_feeds(values: Sequence[str]) -> dict[str, str]:
     feeds = {}
     for item in values:
         name, sep, value = item.partition("=")
@@ -32,7 +32,7 @@ def _options(
     from .session import Options
 
     return Options(
-        allow_soft_placement=soft, log_device_placement=log, feeds=_feeds(feed), **memory
+        allow_soft_placement=soft, log_device_placement=log, feeds=parse_feeds(feed), **memory
     )
 
 
@@ -61,7 +61,7 @@ def memory_options(f: Any) -> Any:
     return f
 
 
-def _memory(kwargs: dict[str, Any]) -> dict[str, Any]:
+def pop_memory_flags(kwargs: dict[str, Any]) -> dict[str, Any]:
     keys = (
         "allow_growth",
         "memory_fraction",
@@ -109,7 +109,7 @@ def run(app: AppContext, /, spec: str, log: bool | None, soft: bool | None, expl
     from .report import run as report
     from .session import execute_prepared, predict_memory, prepare
 
-    memory = _memory(kw)
+    memory = pop_memory_flags(kw)
 
     view = app.view()
     for w in view.warnings:
@@ -200,7 +200,9 @@ def plan(app: AppContext, /, spec: str, soft: bool | None, as_json: bool, fmt: s
     view = app.view()
     for w in view.warnings:
         warn(w)
-    prepared = prepare(spec, view, _options(soft, None, (), _memory(kw)), app.env, feeds=False)
+    prepared = prepare(
+        spec, view, _options(soft, None, (), pop_memory_flags(kw)), app.env, feeds=False
+    )
     memory, oom = predict_memory(prepared, view)
     est = estimate_plan(prepared, view, bool(soft))
     if fmt == "dot":

@@ -10,7 +10,7 @@ from typing import Any
 import click
 
 from .cli import AppContext, cli, warn
-from .cli_graph import _feeds, _memory, memory_options
+from .cli_graph import memory_options, parse_feeds, pop_memory_flags
 from .errors import CheckFailed
 
 
@@ -61,7 +61,7 @@ def _with_graph(app: AppContext, view: Any, spec: str, feed: tuple[str, ...], kw
     from .report import mem as report
     from .session import Options, prepare
 
-    memory = _memory(kw)
+    memory = pop_memory_flags(kw)
     variants = [memory]
     if compare:
         base = {**memory, "allow_growth": None, "memory_fraction": None}
@@ -73,7 +73,7 @@ def _with_graph(app: AppContext, view: Any, spec: str, feed: tuple[str, ...], kw
     runs: list[tuple[str, Any, Any]] = []
     shown: list[Any] = []
     for variant in variants:
-        prepared = prepare(spec, view, Options(feeds=_feeds(feed), **variant), app.env)
+        prepared = prepare(spec, view, Options(feeds=parse_feeds(feed), **variant), app.env)
         for w in prepared.policy.warnings:
             warn(w)
         outcome, seen = _run_observed(app, view, prepared)
