@@ -96,7 +96,31 @@ def _run_checks(app: AppContext, v: View, as_json: bool, doc: dict[str, Any]) ->
         doc["checks"] = check_records(results)
     else:
         click.echo(checks_plain(results))
+    _save_rates(app, results, as_json)
     return [f"{r.device} failed the matmul check: {r.detail}" for r in results if not r.passed]
+
+
+def _save_rates(app: AppContext, results: list[Any], as_json: bool) -> None:
+    """Keep what `--check` measured on real GPUs for the balanced strategy (one line says where;
+    on stderr under --json, so stdout stays one document)."""
+    import datetime
+
+    from .devices.rates import rates_path, save_rates
+    from .execute.check import measured_rates
+
+    measured = measured_rates(results, datetime.date.today().isoformat())
+    if not measured:
+        return
+    path = rates_path(app.env)
+    if path is None:
+        warn("measured rates not saved: set GPUPLACE_RATES, XDG_CACHE_HOME or HOME")
+        return
+    try:
+        save_rates(path, measured)
+    except OSError as exc:
+        warn(f"measured rates not saved to {path}: {exc}")
+        return
+    click.echo(f"Saved the measured rates of {len(measured)} GPU(s) to {path}", err=as_json)
 
 
 @cli.command()
@@ -113,7 +137,10 @@ def _run_checks(app: AppContext, v: View, as_json: bool, doc: dict[str, Any]) ->
     help="Exit 1 naming each visible GPU with less total memory (16GiB, 500MB).",
 )
 @click.option(
-    "--check", is_flag=True, help="Run a small matmul on every device vs a float64 reference."
+    "--check",
+    is_flag=True,
+    help="Run a small matmul on every device vs a float64 reference, and measure its "
+    "TFLOP/s and GB/s (saved per real GPU for --strategy balanced).",
 )
 @click.option("--presets", is_flag=True, help="List the GPU presets for --machine.")
 @click.pass_obj

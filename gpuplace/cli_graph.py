@@ -115,8 +115,7 @@ def run(app: AppContext, /, spec: str, log: bool | None, soft: bool | None, expl
     for w in view.warnings:
         warn(w)
     prepared = prepare(spec, view, _options(soft, log, feed, memory), app.env)
-    for w in prepared.policy.warnings:
-        warn(w)
+    warn_prepared(prepared, rates=prepared.strategy == "balanced")
     if not force:
         oom = predict_memory(prepared, view)[1]
         if oom is not None:
@@ -139,6 +138,12 @@ def run(app: AppContext, /, spec: str, log: bool | None, soft: bool | None, expl
             f"--verify: {c.fetch} differs from the float64 CPU run by {c.max_rel_error:.2e} "
             f"(relative; tolerance for {c.dtype} is {c.tolerance:.0e})" for c in bad
         ))  # fmt: skip
+
+
+def warn_prepared(prepared: Any, rates: bool) -> None:
+    """The memory policy's warnings, and (where the cost model used them) the rates file's."""
+    for w in (*prepared.policy.warnings, *(prepared.rates.warnings if rates else ())):
+        warn(w)
 
 
 def _verify(prepared: Any, result: Any, view: Any) -> list[Any]:
@@ -203,6 +208,7 @@ def plan(app: AppContext, /, spec: str, soft: bool | None, as_json: bool, fmt: s
     prepared = prepare(
         spec, view, _options(soft, None, (), pop_memory_flags(kw)), app.env, feeds=False
     )
+    warn_prepared(prepared, rates=True)
     memory, oom = predict_memory(prepared, view)
     est = estimate_plan(prepared, view, bool(soft))
     if fmt == "dot":

@@ -10,7 +10,7 @@ from typing import Any
 import click
 
 from .cli import AppContext, cli, warn
-from .cli_graph import memory_options, parse_feeds, pop_memory_flags
+from .cli_graph import memory_options, parse_feeds, pop_memory_flags, warn_prepared
 from .errors import CheckFailed
 
 
@@ -74,8 +74,7 @@ def _with_graph(app: AppContext, view: Any, spec: str, feed: tuple[str, ...], kw
     shown: list[Any] = []
     for variant in variants:
         prepared = prepare(spec, view, Options(feeds=parse_feeds(feed), **variant), app.env)
-        for w in prepared.policy.warnings:
-            warn(w)
+        warn_prepared(prepared, rates=prepared.strategy == "balanced")
         outcome, seen = _run_observed(app, view, prepared)
         runs.append((prepared.policy.name(), prepared.logical, outcome.memory))
         shown = seen or shown

@@ -15,6 +15,7 @@ import numpy as np
 
 from .devices.model import View
 from .devices.names import full_name
+from .devices.rates import MeasuredRate, Rates, load_rates
 from .errors import BadInput, RuntimeFailure
 from .execute.ledger import OutOfMemory
 from .graph import apply_feeds, get_op, load
@@ -67,6 +68,7 @@ class Prepared:
     policy: Policy
     logical: tuple[LogicalGpu, ...]
     strategy: str = "tensorflow"
+    rates: Rates = field(default_factory=Rates)  # measured by `devices --check`, from env's file
 
 
 @dataclass(frozen=True)
@@ -103,7 +105,8 @@ def prepare(
     path: str | Path, view: View, options: Options, env: Mapping[str, str], feeds: bool = True
 ) -> Prepared:
     """Load the spec, apply feeds (for a run), resolve the memory policy into logical GPUs,
-    place every op on them and check that every tensor fits its device."""
+    place every op on them (with the rates measured on this machine, from the rates file `env`
+    names) and check that every tensor fits its device."""
     flags = options.memory_flags()
 
     def gpus(config: Config) -> int:
@@ -120,11 +123,12 @@ def prepare(
     if soft is None:
         soft = graph.config.allow_soft_placement
     strategy = options.strategy or str(graph.config.placement.get("strategy", "tensorflow"))
-    placement = place_with(strategy, graph, view, logical, soft)
+    rates = load_rates(env)
+    placement = place_with(strategy, graph, view, logical, soft, rates.by_uuid)
     check_fits(graph, placement, device_limits(view, logical))
     log = options.log_device_placement
     log = graph.config.log_device_placement if log is None else log
-    return Prepared(graph, placement, log, policy, logical, strategy)
+    return Prepared(graph, placement, log, policy, logical, strategy, rates)
 
 
 def predict_memory(prepared: Prepared, view: View) -> tuple[list[DeviceMemory], OutOfMemory | None]:
@@ -159,17 +163,19 @@ def estimate_plan(prepared: Prepared, view: View, soft: bool = False) -> PlanEst
     from .placement.cost import device_models
     from .placement.estimate import estimate, lower_bounds
 
-    models = device_models(prepared.logical, view.machine.host)
+    models = device_models(prepared.logical, view.machine.host, prepared.rates.by_uuid)
     est = estimate(prepared.graph, prepared.placement, models)
     cp, work = lower_bounds(prepared.graph, models, allow_soft_placement=soft)
     return PlanEstimate(est, cp, work)
 
 
 def place_with(
-    strategy: str, graph: Graph, view: View, logical: Sequence[LogicalGpu], soft: bool
-) -> Placement:
+    strategy: str, graph: Graph, view: View, logical: Sequence[LogicalGpu], soft: bool,
+    rates: Mapping[str, MeasuredRate] | None = None,
+) -> Placement:  # fmt: skip
     """Place by TensorFlow's rules, or spread the ops it would pile on GPU:0 (balanced,
-    round-robin); explicit devices, colocation and CPU-only ops are honoured by all three."""
+    round-robin); explicit devices, colocation and CPU-only ops are honoured by all three.
+    Balanced costs ops with `rates` (measured, by GPU UUID) where a card has them."""
     if strategy == "tensorflow":
         return place(graph, len(logical), allow_soft_placement=soft)
     if strategy == "round-robin":
@@ -180,7 +186,7 @@ def place_with(
         from .placement.balanced import place_balanced
         from .placement.cost import device_models
 
-        models = device_models(logical, view.machine.host)
+        models = device_models(logical, view.machine.host, rates)
         return place_balanced(graph, models, allow_soft_placement=soft)
     raise BadInput(
         f"placement strategy {strategy!r} is not one of {', '.join(STRATEGIES)} "

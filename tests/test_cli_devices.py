@@ -131,13 +131,16 @@ def test_check_passes_on_simulated_devices(run: Run) -> None:
     result = run("--machine", "2xK520", "devices", "--check")
     assert result.code == 0
     lines = result.out.splitlines()
-    checks = lines[lines.index("Check: 256x256 float32 matmul vs a float64 CPU reference") + 2 :]
+    title = next(i for i, line in enumerate(lines) if line.startswith("Check: 256x256 float32"))
+    assert lines[title].endswith("rates: 2048x2048 float32 matmul, a + b on 64 MiB arrays")
+    checks = lines[title + 2 :]
     assert [line.split()[0] for line in checks] == [
         "/device:CPU:0",
         "/device:GPU:0",
         "/device:GPU:1",
     ]
-    assert all(" pass " in line and line.endswith(" ms") for line in checks)
+    assert all(" pass " in line and " ms " in line for line in checks)
+    assert all(float(line.split()[-2]) > 0 and float(line.split()[-1]) > 0 for line in checks)
 
 
 def test_check_fails_a_lost_gpu(run: Run) -> None:

@@ -8,15 +8,16 @@ outputs written. A copy between two devices costs `latency + bytes / bandwidth` 
 (Baechi fits the same linear form, `a * bytes + b`, to a copy benchmark; see the reference
 notes, placement-and-distributed.md A.1).
 
-Rates come from the GPU presets (`devices/presets.py`: dense float32 TFLOP/s and memory GB/s),
-looked up by product name; a product without a preset gets the conservative `DEFAULT_GPU`
-(Kepler class), and the host CPU gets `CPU_FLOPS` and `CPU_BANDWIDTH`.
+A GPU's rates are the ones `gpuplace devices --check` measured on that card (by UUID, from the
+rates file, `devices/rates.py`), else its preset's (`devices/presets.py`: dense float32 TFLOP/s
+and memory GB/s, looked up by product name); a product without either gets the conservative
+`DEFAULT_GPU` (Kepler class), and the host CPU gets `CPU_FLOPS` and `CPU_BANDWIDTH`.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from math import prod
 from typing import TYPE_CHECKING
@@ -27,7 +28,8 @@ from ..errors import BadInput
 from ..graph.model import Op, TensorSpec
 
 if TYPE_CHECKING:
-    from ..devices.model import Host
+    from ..devices.model import Host, VisibleGpu
+    from ..devices.rates import MeasuredRate
     from ..memory.policy import LogicalGpu
 
 GPU_OVERHEAD = 5e-6
@@ -143,8 +145,37 @@ def _index(name: str) -> int:
     return int(tail) if tail.isdigit() else -1
 
 
-def device_models(logical: Sequence[LogicalGpu], host: Host | None = None) -> list[DeviceModel]:
-    """GPU:0..n-1 (rates from the card's preset) then CPU:0, with the policy's memory limits.
+def card_rates(
+    gpu: VisibleGpu, rates: Mapping[str, MeasuredRate] | None = None
+) -> tuple[float, float, str]:
+    """(FLOP/s, bytes/s, where they came from) of one whole card: measured, preset or default."""
+    measured = (rates or {}).get(gpu.uuid)
+    if measured is not None:
+        source = f"measured by devices --check on {measured.measured}"
+        return measured.tflops * 1e12, measured.bandwidth_gbs * 1e9, source
+    preset = find_preset(gpu.product)
+    if preset is not None:
+        return preset.tflops * 1e12, preset.bandwidth * 1e9, f"from the preset {preset.product}"
+    return (*DEFAULT_GPU, f"the default for {gpu.product!r} (no preset, not measured)")
+
+
+def rate_sources(
+    logical: Sequence[LogicalGpu], rates: Mapping[str, MeasuredRate] | None = None
+) -> list[tuple[str, str]]:
+    """(`GPU:0,1`, source) per source of the logical GPUs' rates, in GPU order."""
+    by_source: dict[str, list[str]] = {}
+    for g in logical:
+        by_source.setdefault(card_rates(g.gpu, rates)[2], []).append(str(g.index))
+    return [(f"GPU:{','.join(indices)}", source) for source, indices in by_source.items()]
+
+
+def device_models(
+    logical: Sequence[LogicalGpu],
+    host: Host | None = None,
+    rates: Mapping[str, MeasuredRate] | None = None,
+) -> list[DeviceModel]:
+    """GPU:0..n-1 then CPU:0, with the policy's memory limits; GPU rates are the card's measured
+    ones (`rates`, by UUID), else its preset's, else the default (`card_rates`).
 
     Logical GPUs carved out of one card (virtual devices) share its rates equally; the CPU's
     limit is the host's memory (None when unknown).
@@ -152,8 +183,7 @@ def device_models(logical: Sequence[LogicalGpu], host: Host | None = None) -> li
     per_card = Counter(g.gpu.cuda_index for g in logical)
     out = []
     for g in logical:
-        preset = find_preset(g.gpu.product)
-        flops, bandwidth = (preset.tflops * 1e12, preset.bandwidth * 1e9) if preset else DEFAULT_GPU
+        flops, bandwidth, _ = card_rates(g.gpu, rates)
         share = per_card[g.gpu.cuda_index]
         name = full_name("GPU", g.index)
         out.append(DeviceModel(name, "GPU", flops / share, bandwidth / share, g.limit))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..execute.check import SIZE, CheckResult
+from ..execute.check import RATE_SIZE, SIZE, STREAM_BYTES, CheckResult
 from .text import NA, columns
 
 
@@ -18,6 +18,8 @@ def check_records(results: list[CheckResult]) -> list[dict[str, Any]]:
             "max_rel_error": r.max_rel_error,
             "seconds": r.seconds,
             "detail": r.detail or None,
+            "tflops": r.tflops,
+            "bandwidth_gbs": r.bandwidth_gbs,
         }
         for r in results
     ]
@@ -31,9 +33,15 @@ def checks_plain(results: list[CheckResult]) -> str:
             "pass" if r.passed else "FAIL",
             NA if r.max_rel_error is None else f"{r.max_rel_error:.1e}",
             NA if r.seconds is None else f"{r.seconds * 1000:.3f} ms",
+            NA if r.tflops is None else f"{r.tflops:.2f}",
+            NA if r.bandwidth_gbs is None else f"{r.bandwidth_gbs:.1f}",
             r.detail,
         )
         for r in results
     ]
-    title = f"Check: {SIZE}x{SIZE} float32 matmul vs a float64 CPU reference"
-    return title + "\n" + columns(("DEVICE", "PRODUCT", "RESULT", "MAX REL ERR", "TIME", ""), rows)
+    title = (
+        f"Check: {SIZE}x{SIZE} float32 matmul vs a float64 CPU reference; rates: "
+        f"{RATE_SIZE}x{RATE_SIZE} float32 matmul, a + b on {STREAM_BYTES >> 20} MiB arrays"
+    )
+    header = ("DEVICE", "PRODUCT", "RESULT", "MAX REL ERR", "TIME", "TFLOP/S", "GB/S", "")
+    return title + "\n" + columns(header, rows)

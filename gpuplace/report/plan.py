@@ -38,6 +38,16 @@ def makespan_line(est: PlanEstimate) -> str:
     )
 
 
+def rates_line(prepared: Prepared) -> str:
+    """Where each GPU's rates in the cost model came from: measured, a preset, or the default."""
+    from ..placement.cost import rate_sources
+
+    sources = rate_sources(prepared.logical, prepared.rates.by_uuid)
+    if not sources:
+        return "rates: no GPU; CPU:0 at the default CPU rates"
+    return "rates: " + "; ".join(f"{gpus} {source}" for gpus, source in sources)
+
+
 def _loads(prepared: Prepared) -> tuple[list[Any], list[DeviceLoad]]:
     copies = planned_copies(prepared.graph, prepared.placement)
     return copies, device_loads(prepared.graph, prepared.placement, copies)
@@ -76,6 +86,7 @@ def plan_plain(
         columns(EXPLAIN_HEADER, explain_rows(prepared.graph, prepared.placement, copies)),
         "",
         columns(LOAD_HEADER, _load_rows(loads, memory, est)),
+        rates_line(prepared),
         makespan_line(est),
     ])  # fmt: skip
 
@@ -84,6 +95,7 @@ def plan_renderables(
     view: View, prepared: Prepared, memory: Sequence[DeviceMemory], est: PlanEstimate
 ) -> list[Any]:
     from rich.table import Table
+    from rich.text import Text
 
     copies, loads = _loads(prepared)
     ops = Table(title=title(view, prepared.strategy), title_justify="left")
@@ -96,7 +108,7 @@ def plan_renderables(
         per_device.add_column(h)
     for row in _load_rows(loads, memory, est):
         per_device.add_row(*row)
-    return [ops, per_device, makespan_line(est)]
+    return [ops, per_device, Text(rates_line(prepared)), makespan_line(est)]
 
 
 def plan_json(
