@@ -23,8 +23,8 @@ demo: $(STAMP)
 	$(BIN)/gpuplace --machine 4xK520 plan examples/big_model.yaml --strategy balanced
 
 lint: $(STAMP)
-	$(BIN)/ruff check gpuplace tests bench
-	$(BIN)/ruff format --check gpuplace tests bench
+	$(BIN)/ruff check gpuplace tests bench examples
+	$(BIN)/ruff format --check gpuplace tests bench examples
 
 typecheck: $(STAMP)
 	$(BIN)/mypy
