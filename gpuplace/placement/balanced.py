@@ -9,6 +9,9 @@ executor runs them, so memory is counted as the ledgers count it; the priority l
 graph order rather than HEFT's upward rank, each device runs its ops in that order, and copies
 use the links' idle time (`links.py`). That is the model `estimate` simulates, so the plan and
 the estimate agree. One pass: O((V + E) x GPUs), candidates pruned by a cheap lower bound.
+The greedy rule is myopic about copies an op's outputs cause later, so a second pass chooses
+with every copy counted twice (leaning to keep chains together, in the spirit of Baechi
+m-SCT's favourite child); the pass estimated faster is kept (`WEIGHTS`). Both passes check memory the same way.
 
 TensorFlow's placer runs first: ops it pins (explicit devices, CPU-only kernels, soft placement)
 keep its decision, colocation groups move together, and a generator (constant, variable) with
@@ -31,6 +34,7 @@ from .links import Link, Piece, transfer
 from .model import Decision, Placement, PlacementError
 from .occupancy import Occupancy
 
+WEIGHTS = (1.0, 2.0)  # copy weights of the passes tried (see the module docstring)
 Plan = tuple[float, int, int, int, int]  # finish, first step, bytes before j, last step, bytes
 # lower bound, device, start, inputs ready, seconds, copies, then memory as in Plan
 Draft = tuple[float, int, float, float, float, list[tuple[int, float, float]], int, int, int, int]
@@ -65,8 +69,10 @@ class _Balancer:
     device) copy, each with a device, rounded size, last reading step and ready time."""
 
     def __init__(self, flat: Flat, models: Sequence[DeviceModel], link: LinkModel,
-                 tf: Placement, groups: list[int], free: dict[int, tuple[int, ...]]) -> None:  # fmt: skip
+                 tf: Placement, groups: list[int], free: dict[int, tuple[int, ...]],
+                 weight: float = 1.0) -> None:  # fmt: skip
         n, m = len(flat.names), len(models)
+        self.weight = weight  # copies count this many times their length when choosing
         self.flat, self.models, self.link = flat, models, link
         index = {d.name: i for i, d in enumerate(models)}
         self.tf = [tf.decisions[name] for name in flat.names]
@@ -84,6 +90,7 @@ class _Balancer:
         self.avail = [0.0] * m
         self.ins, self.outs = [Link() for _ in models], [Link() for _ in models]
         self.decisions: list[Decision | None] = [None] * n
+        self.decided: list[Decision] = []
         self.reasons: dict[tuple[int, tuple[int, ...], str], Decision] = {}
         size = dict.fromkeys(groups, 0)
         for root in groups:
@@ -142,6 +149,8 @@ class _Balancer:
         if found is None:
             models = self.models
             text = f"balanced: earliest finish on {models[d].short}"
+            if self.weight != 1:
+                text += f" counting copies {self.weight:g}x"
             if excluded:
                 limits = {human(models[e].memory_limit or 0) for e in excluded}
                 names = ", ".join(models[e].short for e in excluded)
@@ -232,7 +241,7 @@ class _Balancer:
             if src != d:
                 c = self.copied.get((p, k, d))
                 if c is None:
-                    length = copy_time(flat.out_bytes[p][k], link)
+                    length = copy_time(flat.out_bytes[p][k], link) * self.weight
                     start = max(self.done[p], self.s_ready[s])
                     copies.append((src, start, length))
                     ready = max(ready, start + length)
@@ -321,6 +330,26 @@ class _Balancer:
         return c
 
 
+def _best_pass(flat: Flat, models: Sequence[DeviceModel], link: LinkModel, tf: Placement,
+               groups: list[int], free: dict[int, tuple[int, ...]]) -> tuple[_Balancer, Estimate]:  # fmt: skip
+    """The pass, among `WEIGHTS`, whose plan is estimated fastest (the first on a tie). The
+    first pass's NoFit is raised; a later pass that finds no room is skipped."""
+    best: tuple[_Balancer, Estimate] | None = None
+    for weight in WEIGHTS:
+        balancer = _Balancer(flat, models, link, tf, groups, free, weight)
+        try:
+            balancer.decided = balancer.run()
+        except NoFit:
+            if best is None:
+                raise
+            continue
+        est = simulate(flat, balancer.dev, models, link)
+        if best is None or est.makespan < best[1].makespan:
+            best = balancer, est
+    assert best is not None
+    return best
+
+
 def _fits(est: Estimate, models: Sequence[DeviceModel]) -> bool:
     return all(m.memory_limit is None or est.peak[m.name] <= m.memory_limit for m in models)
 
@@ -345,10 +374,9 @@ def place_balanced(
     tf = place(graph, len(gpus), allow_soft_placement=allow_soft_placement, op_meta=meta)
     flat = flatten(graph, meta)
     groups, free = free_groups(flat, tf, len(gpus))
-    balancer = _Balancer(flat, models, link, tf, groups, free)
-    decisions = balancer.run()
+    balancer, spread = _best_pass(flat, models, link, tf, groups, free)
+    decisions = balancer.decided
     if free:
-        spread = simulate(flat, balancer.dev, models, link)
         alone = simulate(flat, balancer.tf_dev, models, link)
         if _fits(alone, models) and alone.makespan < spread.makespan:
             decisions = _kept(flat, tf, groups, free, alone.makespan, spread.makespan)
