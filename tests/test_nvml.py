@@ -89,3 +89,9 @@ def test_processes_keep_their_memory_and_na() -> None:
         (1, 100 * MiB, "C"),
         (2, None, "C"),
     ]
+
+
+def test_mig_capable_card_with_mig_off_is_disabled_not_na() -> None:
+    capable, plain = probe(lambda: FakeNvml([FakeGpu(mig_capable=True), FakeGpu()])).gpus
+    assert (capable.mig_capable, capable.mig_enabled) == (True, False)
+    assert (plain.mig_capable, plain.mig_enabled) == (False, False)

@@ -60,6 +60,7 @@ class Gpu:
     compute_mode: str | None = None  # "Default", "E. Process", "Prohibited"
     memory_reserved: int | None = None  # by the driver (memory info v2)
     mig_enabled: bool = False
+    mig_capable: bool = False  # MIG mode can be queried (A100, H100, H200): nvidia-smi's Disabled
     mig_instances: tuple[MigInstance, ...] = ()
     processes: tuple[GpuProcess, ...] = ()
     simulated: bool = False

@@ -187,6 +187,7 @@ def _read_gpu(nvml: ModuleType, q: _Query, index: int, handle: Any) -> Gpu:
         compute_mode=_compute_mode(q(nvml.nvmlDeviceGetComputeMode, handle)),
         memory_reserved=getattr(mem, "reserved", None),
         mig_enabled=mig_enabled,
+        mig_capable=mig_mode is not None,
         mig_instances=_mig_instances(nvml, q, handle) if mig_enabled else (),
         processes=_processes(nvml, q, handle),
     )

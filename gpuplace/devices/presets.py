@@ -23,6 +23,7 @@ class Preset:
     tflops: float
     bandwidth: float  # memory bandwidth, GB/s (the card's HBM/GDDR peak)
     bus_ids: tuple[str, ...] = ()
+    mig: bool = False  # supports MIG (nvidia-smi shows MIG M. Disabled when off)
 
 
 PRESETS: dict[str, Preset] = {
@@ -34,10 +35,10 @@ PRESETS: dict[str, Preset] = {
         Preset("T4", "Tesla T4", 15360 * MiB, "7.5", 70, 8.1, 320),
         Preset("V100-16GB", "Tesla V100-SXM2-16GB", 16160 * MiB, "7.0", 300, 15.7, 900),
         Preset("V100-32GB", "Tesla V100-SXM2-32GB", 32510 * MiB, "7.0", 300, 15.7, 900),
-        Preset("A100-40GB", "NVIDIA A100-SXM4-40GB", 40960 * MiB, "8.0", 400, 19.5, 1555),
-        Preset("A100-80GB", "NVIDIA A100-SXM4-80GB", 81920 * MiB, "8.0", 400, 19.5, 2039),
-        Preset("H100-80GB", "NVIDIA H100 80GB HBM3", 81559 * MiB, "9.0", 700, 67.0, 3350),
-        Preset("H200", "NVIDIA H200", 143771 * MiB, "9.0", 700, 67.0, 4800),
+        Preset("A100-40GB", "NVIDIA A100-SXM4-40GB", 40960 * MiB, "8.0", 400, 19.5, 1555, mig=True),
+        Preset("A100-80GB", "NVIDIA A100-SXM4-80GB", 81920 * MiB, "8.0", 400, 19.5, 2039, mig=True),
+        Preset("H100-80GB", "NVIDIA H100 80GB HBM3", 81559 * MiB, "9.0", 700, 67.0, 3350, mig=True),
+        Preset("H200", "NVIDIA H200", 143771 * MiB, "9.0", 700, 67.0, 4800, mig=True),
     )
 }
 

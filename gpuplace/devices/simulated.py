@@ -234,6 +234,7 @@ def _gpu(entry: Mapping[str, Any], position: int, k: int, taken: set[str], label
         display_active=False,
         compute_mode="Default",
         mig_enabled=bool(entry.get("mig")),
+        mig_capable=bool(entry.get("mig")) or bool(preset and preset.mig),
         mig_instances=_migs(entry.get("mig") or [], position, product, label),
         processes=processes,
         simulated=True,

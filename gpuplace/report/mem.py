@@ -45,6 +45,11 @@ def with_process(cards: Sequence[Gpu], logical: Sequence[LogicalGpu], memory: Se
     return out
 
 
+def mig_mode(gpu: Gpu) -> str | None:
+    """nvidia-smi's MIG M.: Enabled, Disabled (a MIG-capable card with MIG off), or N/A (None)."""
+    return "Enabled" if gpu.mig_enabled else "Disabled" if gpu.mig_capable else None
+
+
 def smi_records(cards: Sequence[Gpu]) -> list[dict[str, Any]]:
     """`gpuplace mem --json`: nvidia-smi's fields per GPU (MIG devices and processes included),
     sizes in bytes."""
@@ -58,7 +63,8 @@ def smi_records(cards: Sequence[Gpu]) -> list[dict[str, Any]]:
             "memory_total": g.memory_total, "memory_used": g.memory_used,
             "memory_free": g.memory_free, "memory_reserved": g.memory_reserved,
             "utilization_percent": g.utilization_percent, "compute_mode": g.compute_mode,
-            "mig_enabled": g.mig_enabled, "simulated": g.simulated, "available": g.available,
+            "mig_enabled": g.mig_enabled, "mig_mode": mig_mode(g),
+            "simulated": g.simulated, "available": g.available,
             "mig_devices": [{"index": m.index, "uuid": m.uuid, "name": m.product,
                              "gpu_instance_id": m.gpu_instance_id,
                              "compute_instance_id": m.compute_instance_id,

@@ -73,7 +73,7 @@ def gpu_rows(gpu: Gpu) -> list[str]:
     ecc = (
         "On" if gpu.mig_enabled else NA if gpu.ecc_uncorrected is None else str(gpu.ecc_uncorrected)
     )
-    mig = "Enabled" if gpu.mig_enabled else NA  # the model has no "capable but disabled"
+    mig = "Enabled" if gpu.mig_enabled else "Disabled" if gpu.mig_capable else NA  # MIG M.
     power = f"{_watts(gpu.power_draw_watts):>5} / {_watts(gpu.power_limit_watts):>5}"
     # `    P0`, or `  N/A ` when unknown; the power column absorbs wider fan/temp/state values
     state = f"  {gpu.performance_state}" if gpu.performance_state else f"{NA} "

@@ -45,6 +45,7 @@ class FakeGpu:
     display: int = 0
     ecc: int = 0
     compute_mode: int = 0
+    mig_capable: bool = False  # MIG mode queryable with no instances: [0, 0]
     lost: bool = False
     fail: dict[str, type[Exception]] = field(default_factory=dict)
     migs: list[FakeMig] = field(default_factory=list)
@@ -183,9 +184,11 @@ class FakeNvml(types.ModuleType):
 
     def nvmlDeviceGetMigMode(self, h: _Handle) -> list[int]:
         gpu = self._check(h, "nvmlDeviceGetMigMode")
-        if not gpu.migs:
-            raise real.NVMLError_NotSupported()
-        return [real.NVML_DEVICE_MIG_ENABLE, real.NVML_DEVICE_MIG_ENABLE]
+        if gpu.migs:
+            return [real.NVML_DEVICE_MIG_ENABLE, real.NVML_DEVICE_MIG_ENABLE]
+        if gpu.mig_capable:
+            return [0, 0]
+        raise real.NVMLError_NotSupported()
 
     def nvmlDeviceGetMaxMigDeviceCount(self, h: _Handle) -> int:
         return 7 if self._check(h, "nvmlDeviceGetMaxMigDeviceCount").migs else 0

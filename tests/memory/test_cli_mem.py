@@ -357,3 +357,12 @@ def test_real_machine_compare_gives_each_policy_fresh_pools(run: Run, tmp_path: 
     # the view shown is NVML's while the last policy held its memory
     assert [g["memory_used"] for g in doc["gpus"]] == [4 * MiB + 256 * MiB] * 2
     assert pool_state(cupy) == [(0, 0), (0, 0)]
+
+
+def test_mig_mode_column_says_disabled_on_capable_cards(run: Run) -> None:
+    result = run("--machine", "1xH200,1xT4", "mem", env={"CUDA_DEVICE_ORDER": "PCI_BUS_ID"})
+    third_rows = [line for line in result.out.splitlines() if line.startswith("|" + " " * 41 + "|")]
+    mig_cells = [line.rsplit("|", 2)[1].strip() for line in third_rows]
+    assert mig_cells == ["MIG M.", "Disabled", "N/A"]  # the header, then one cell per GPU
+    doc = json.loads(run("--machine", "1xH200,1xT4", "mem", "--json").out)
+    assert [g["mig_mode"] for g in doc["gpus"]] == ["Disabled", None]
