@@ -22,6 +22,15 @@ _SIZE = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*([A-Za-z]+)\s*$")
 
 MiB = 1024**2
 GiB = 1024**3
+ALIGNMENT = 256  # TensorFlow's BFC allocator hands out multiples of kMinAllocationSize
+
+
+def allocation_size(nbytes: int) -> int:
+    """Bytes the BFC allocator hands out for a request of `nbytes`: a multiple of 256 (0 stays 0).
+
+    Shared by the executor's ledgers and the placement strategies' memory model, so both count
+    the same bytes."""
+    return -(-nbytes // ALIGNMENT) * ALIGNMENT
 
 
 def parse_size(text: str | int, what: str = "size") -> int:

@@ -14,14 +14,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from ..errors import BadInput, RuntimeFailure
-from ..units import human
+from ..units import ALIGNMENT, allocation_size, human
 
-ALIGNMENT = 256
-
-
-def allocation_size(nbytes: int) -> int:
-    """Bytes the BFC allocator hands out for a request of `nbytes`: a multiple of 256 (0 stays 0)."""
-    return -(-nbytes // ALIGNMENT) * ALIGNMENT
+__all__ = ["ALIGNMENT", "Ledger", "OutOfMemory", "allocation_size", "new_ledgers"]
 
 
 def _bytes(n: int) -> str:

@@ -12,6 +12,7 @@ from collections.abc import Callable
 
 from ..errors import BadInput
 from ..graph.model import Graph, OpMeta
+from .flat import default_meta
 from .model import KINDS, Decision, Placement, PlacementError
 from .tf import place_graph
 
@@ -33,8 +34,4 @@ def place(
     """
     if num_gpus < 0:
         raise BadInput(f"num_gpus must be >= 0, got {num_gpus}")
-    if op_meta is None:
-        from ..graph.ops import get_op
-
-        op_meta = get_op
-    return place_graph(graph, num_gpus, allow_soft_placement, op_meta)
+    return place_graph(graph, num_gpus, allow_soft_placement, default_meta(op_meta))

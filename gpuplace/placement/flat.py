@@ -19,17 +19,11 @@ from dataclasses import dataclass
 from ..devices.names import DeviceSpec, parse_device
 from ..errors import BadInput
 from ..graph.model import Graph, OpMeta
+from ..units import allocation_size
 from .cost import op_bytes, op_flops
 from .model import Placement
 
 PRINT = "print"
-ALIGNMENT = 256  # the BFC allocator's kMinAllocationSize, as `execute/ledger.py` charges it
-
-
-def allocation_size(nbytes: int) -> int:
-    """Bytes a tensor of `nbytes` takes on a device: a multiple of 256 (placement may not
-    import `execute/`, so this mirrors `execute.ledger.allocation_size`; a test checks it)."""
-    return -(-nbytes // ALIGNMENT) * ALIGNMENT
 
 
 def default_meta(op_meta: Callable[[str], OpMeta] | None) -> Callable[[str], OpMeta]:
