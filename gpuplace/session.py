@@ -148,15 +148,14 @@ STRATEGIES = ("tensorflow", "balanced", "round-robin")
 @dataclass(frozen=True)
 class PlanEstimate:
     """The cost model's view of a placement: per-device busy time and copies, the makespan,
-    and the two lower bounds no placement can beat (reference notes A.5)."""
+    and the lower bounds no placement can beat (reference notes A.5, and stage by stage)."""
 
     estimate: Any  # placement.estimate.Estimate
-    critical_path: float
-    work_bound: float
+    bounds: Any  # placement.baselines.Bounds: critical_path, work, stages
 
     @property
     def bound(self) -> float:
-        return max(self.critical_path, self.work_bound)
+        return float(self.bounds.best)
 
 
 def estimate_plan(prepared: Prepared, view: View, soft: bool = False) -> PlanEstimate:
@@ -165,8 +164,7 @@ def estimate_plan(prepared: Prepared, view: View, soft: bool = False) -> PlanEst
 
     models = device_models(prepared.logical, view.machine.host, prepared.rates.by_uuid)
     est = estimate(prepared.graph, prepared.placement, models)
-    cp, work = lower_bounds(prepared.graph, models, allow_soft_placement=soft)
-    return PlanEstimate(est, cp, work)
+    return PlanEstimate(est, lower_bounds(prepared.graph, models, allow_soft_placement=soft))
 
 
 def place_with(

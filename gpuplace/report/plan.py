@@ -30,11 +30,13 @@ def _ms(seconds: float) -> str:
 
 
 def makespan_line(est: PlanEstimate) -> str:
-    """Estimated makespan beside the two lower bounds, and their ratio."""
+    """Estimated makespan beside the lower bounds, and its ratio to the tightest."""
     ratio = est.estimate.makespan / est.bound if est.bound > 0 else 1.0
+    b = est.bounds
     return (
         f"Estimated makespan {_ms(est.estimate.makespan)}; lower bounds: critical path "
-        f"{_ms(est.critical_path)}, work / GPUs {_ms(est.work_bound)}; makespan / bound {ratio:.2f}"
+        f"{_ms(b.critical_path)}, work / GPUs {_ms(b.work)}, stage by stage {_ms(b.stages)}; "
+        f"makespan / bound {ratio:.2f}"
     )
 
 
@@ -121,8 +123,9 @@ def plan_json(
         "placement": placement_records(prepared.graph, prepared.placement),
         "policy": prepared.policy.name(),
         "estimate": {"makespan_seconds": est.estimate.makespan,
-                     "critical_path_seconds": est.critical_path,
-                     "work_bound_seconds": est.work_bound},
+                     "critical_path_seconds": est.bounds.critical_path,
+                     "work_bound_seconds": est.bounds.work,
+                     "stage_bound_seconds": est.bounds.stages},
         "copies": copy_records(copies),
         "devices": [
             {"device": d.device, "ops": d.ops, "output_bytes": d.output_bytes,

@@ -179,7 +179,7 @@ def test_balanced_respects_limits_and_the_lower_bounds(
         return
     e = estimate(g, p, devices, LINK)
     assert all(d.memory_limit is None or e.peak[d.name] <= d.memory_limit for d in devices)
-    assert e.makespan >= max(lower_bounds(g, devices)) * (1 - 1e-12)
+    assert e.makespan >= lower_bounds(g, devices, LINK).best * (1 - 1e-12)
 
 
 def test_soft_placement_and_a_machine_without_gpus() -> None:

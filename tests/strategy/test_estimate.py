@@ -3,6 +3,9 @@ checked against the executor's ledgers on random placed graphs."""
 
 from __future__ import annotations
 
+import itertools
+import os
+
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -12,6 +15,7 @@ from gpuplace.execute.backends import NumpyBackend
 from gpuplace.execute.executor import execute
 from gpuplace.graph import Graph, Op, TensorRef, TensorSpec, get_op, loads
 from gpuplace.placement import place
+from gpuplace.placement.cost import LinkModel
 from gpuplace.placement.estimate import estimate, lower_bounds, round_robin
 from gpuplace.placement.model import Decision, Placement
 from tests.strategy.helpers import CPU0, LINK, gpu, models, where
@@ -41,18 +45,107 @@ def test_estimate_of_three_ops_by_hand() -> None:
 
 def test_lower_bounds_by_hand() -> None:
     g = loads(THREE.replace(", device: /gpu:0", "").replace(", device: /gpu:1", ""))
-    cp, work = lower_bounds(g, models(2))
+    cp, work, stages = lower_bounds(g, models(2))
     gen, mm = 4e6 / 1e11 + 5e-6, 2e9 / 1e12 + 5e-6
     assert cp == pytest.approx(gen + mm)
     assert work == pytest.approx(
         mm / 2
     )  # a and b may follow c anywhere, the CPU included: not counted
+    assert stages == pytest.approx(mm)  # c alone: the generators may run at any time
 
 
 def test_lower_bounds_count_pinned_ops_on_their_device() -> None:
-    cp, work = lower_bounds(loads(THREE), models(2))
+    cp, work, _ = lower_bounds(loads(THREE), models(2))
     gen, mm = 4e6 / 1e11 + 5e-6, 2e9 / 1e12 + 5e-6
     assert (cp, work) == pytest.approx((gen + mm, (2 * gen + mm) / 2))
+
+
+# x feeds a; four branches read a; s sums them; t adds a back (a residual edge over the stage).
+# Each matmul is 2e9 FLOPs (2.005 ms on a test GPU); s moves 20 MB, t 12 MB (0.205, 0.125 ms).
+STAGES = """
+graph:
+  - {name: x, op: random_normal, shape: [1000, 1000]}
+  - {name: a, op: matmul, inputs: [x, x]}
+  - {name: b0, op: matmul, inputs: [a, x]}
+  - {name: b1, op: matmul, inputs: [a, x]}
+  - {name: b2, op: matmul, inputs: [a, x]}
+  - {name: b3, op: matmul, inputs: [a, x]}
+  - {name: s, op: add_n, inputs: [b0, b1, b2, b3]}
+  - {name: t, op: add, inputs: [a, s]}
+"""
+
+
+def test_stage_bound_by_hand() -> None:
+    """Cuts a, s and t split the graph. On 2 GPUs the branches between a and s share the GPUs
+    and one of them waits for a copy of a (fan-out); on 4, s must take their outputs one at a
+    time or run them itself (fan-in). Both beat the critical path and the work bound."""
+    x, mm, s, t = 4e6 / 1e11 + 5e-6, 2e9 / 1e12 + 5e-6, 20e6 / 1e11 + 5e-6, 12e6 / 1e11 + 5e-6
+    c = 1e-5 + 4e6 / 1e10  # a copy of one 4 MB tensor
+    b = lower_bounds(loads(STAGES), models(2), LINK)
+    assert b.critical_path == pytest.approx(x + 2 * mm + s + t)
+    assert b.work == pytest.approx((5 * mm + s + t) / 2)  # x may go to the CPU: not counted
+    assert b.stages == pytest.approx(mm + (4 * mm + c) / 2 + s + t)
+    assert b.best == b.stages > max(b.critical_path, b.work)
+    fan_in = mm + mm * 3 * c / (mm + c)  # one branch on s's GPU, 3 copies, split fractionally
+    b4 = lower_bounds(loads(STAGES), models(4), LINK)
+    assert b4.stages == pytest.approx(mm + fan_in + s + t)
+    assert b4.best == b4.stages > max(b4.critical_path, b4.work)
+    assert lower_bounds(loads(STAGES), models(4), LinkModel(1e30, 0)).stages == pytest.approx(
+        2 * mm + s + t
+    )  # free copies: only the branches' critical path and work / 4 remain
+
+
+def test_stage_bound_without_cuts_is_zero_and_never_the_best() -> None:
+    two = "graph:\n" + "".join(
+        f"  - {{name: {n}, op: random_normal, shape: [100, 100]}}\n"
+        f"  - {{name: {n}2, op: relu, inputs: [{n}]}}\n"
+        for n in "pq"
+    )
+    b = lower_bounds(loads(two), models(2))
+    assert b.stages == 0 and b.best == max(b.critical_path, b.work) > 0
+
+
+@st.composite
+def small_graphs(draw: st.DrawFn) -> Graph:
+    """Up to 7 ops, no requests: small enough to try every placement on 2 GPUs."""
+    ops: list[Op] = []
+    for i in range(draw(st.integers(1, 7))):
+        kind = (
+            draw(st.sampled_from(("variable", "matmul", "relu", "add", "add_n")))
+            if ops
+            else ("variable")
+        )
+        arity = {"variable": 0, "relu": 1, "add_n": 3}.get(kind, 2)
+        inputs = tuple(TensorRef(ops[draw(st.integers(0, len(ops) - 1))].name)
+                       for _ in range(arity))  # fmt: skip
+        n = 64 * draw(st.integers(1, 4)) if not ops else 0
+        size = ops[0].outputs[0].shape if ops else (n, n)
+        attrs = get_op(kind).normalize(f"o{i}", {"shape": list(size)} if not arity else {})
+        ops.append(Op(f"o{i}", kind, inputs, attrs=attrs, outputs=(TensorSpec(size),)))
+    return Graph(tuple(ops), (TensorRef(ops[-1].name),))
+
+
+@settings(
+    max_examples=int(os.environ.get("BOUND_EXAMPLES", 60)),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+@given(small_graphs())
+def test_no_placement_beats_the_lower_bounds(g: Graph) -> None:
+    """Every placement of every op on GPU:0, GPU:1 or the CPU is estimated at or above the
+    tightest bound: the stage bound leaves out nothing a placement could gain."""
+    devices = models(2)
+    bound = lower_bounds(g, devices, LINK).best
+    names = [op.name for op in g.ops]
+    choices = [(gpu(0), gpu(1), CPU0) if op.type == "variable" else (gpu(0), gpu(1))
+               for op in g.ops]  # fmt: skip
+    best = min(
+        estimate(g, Placement({n: Decision(d, "explicit", "") for n, d in zip(names, pick,
+                                                                                  strict=True)},
+                              ()), devices, LINK).makespan
+        for pick in itertools.product(*choices)
+    )  # fmt: skip
+    assert best >= bound * (1 - 1e-12)
 
 
 def test_round_robin_takes_turns_and_keeps_requests() -> None:
