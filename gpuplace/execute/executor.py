@@ -8,6 +8,9 @@ Run state (`_Run`, one per call):
     ledgers:  one Ledger per device, in the schedule's device order: bytes in use and peak.
     copies, printed: CopyRecords and print lines, in execution order.
 
+Float errors (log(0), overflow, 0/0) give inf and nan without numpy's RuntimeWarnings, as
+TensorFlow's kernels do; `div` of integers is true division (float64), so it cannot fail.
+
 A failed run drops every value (and the traceback frames that hold them), releases every ledger,
 and raises a GpuplaceError naming the op and the device.
 """
@@ -151,7 +154,9 @@ def run(schedule: Schedule, ledgers: Sequence[Ledger]) -> RunResult:
     """
     state = _Run(schedule, ledgers)
     try:
-        with gc_paused():  # values are freed by reference counting as their last reader runs
+        # values are freed by reference counting as their last reader runs; float errors give
+        # inf and nan silently, as in TensorFlow (numpy would warn, naming our source lines)
+        with gc_paused(), np.errstate(all="ignore"):
             for segment in schedule.segments:
                 state.segment(segment)
         values = state.fetch()

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .model import DTYPES
+from .parse import is_number_text
 
 MAX_DIM = 2**63 - 1  # TensorFlow dimensions are int64
 INITIALIZERS = ("zeros", "ones", "constant", "random_normal", "random_uniform")
@@ -33,6 +34,18 @@ def show(value: Any, limit: int = 60) -> str:
     """A value for a message: its repr, cut short (a spec may hold a million-element list)."""
     text = repr(value)
     return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def number_hint(value: Any) -> str:
+    """For text given where a number is expected: why it is text, and the fix ("" if neither)."""
+    if type(value) is not str:
+        return ""
+    text = value.strip()
+    if text.lower().lstrip("+-") in ("inf", "infinity", "nan"):
+        return "; for infinity or not-a-number write .inf, -.inf or .nan (Infinity or NaN in JSON)"
+    if is_number_text(text):
+        return "; it is quoted, so it is text: drop the quotes"
+    return ""
 
 
 def is_number(value: object) -> bool:
@@ -175,3 +188,4 @@ INITIALIZER = Attr(
 SCALAR = Attr(accepting(is_scalar, "a number, e.g. 1.0"), _SCALAR)
 VALUE = Attr(_value, {"$ref": "#/$defs/value"})
 VALUE_SCHEMA = _NESTED
+NUMERIC = (NUMBER, SCALAR, VALUE, INT, POSITIVE, SEED)  # kinds whose value is one number

@@ -5,7 +5,7 @@ parameters, a `.npy` file's header for load. Each raises AttrError or completes 
 
 from __future__ import annotations
 
-from math import prod
+from math import isfinite, prod
 from typing import Any
 
 from .attrs import AttrError, flatten, nested_shape
@@ -24,6 +24,22 @@ _PARAM_DEFAULTS = {"mean": 0.0, "stddev": 1.0, "minval": 0.0, "maxval": 1.0}
 
 
 def _check_numbers(values: list[Any], dtype: str) -> None:
+    """Booleans only for dtype bool and numbers only for the others (TensorFlow refuses
+    `tf.constant(True, tf.float32)`); integers within an int dtype's range."""
+    kinds = set(map(type, values))
+    if dtype == "bool":
+        if kinds - {bool}:
+            x = next(x for x in values if type(x) is not bool)
+            raise AttrError(
+                f"value {x!r} does not fit dtype bool; give true or false, or a numeric dtype"
+            )
+        return
+    if bool in kinds:
+        flag = next(x for x in values if type(x) is bool)
+        raise AttrError(
+            f"value {str(flag).lower()} is a boolean, which does not fit dtype {dtype}; "
+            "give numbers, or dtype: bool"
+        )
     bound = _INT_RANGE.get(dtype)
     if bound is None:
         return
@@ -62,6 +78,9 @@ def check_random(attrs: dict[str, Any]) -> None:
             f"dtype {attrs['dtype']} is not accepted for random values; use float16, float32 "
             "or float64 (cast afterwards for integers)"
         )
+    for param in ("minval", "maxval", "mean", "stddev"):
+        if param in attrs and not isfinite(attrs[param]):
+            raise AttrError(f"{param} must be a finite number, got {attrs[param]}")
     if "minval" in attrs and not attrs["minval"] < attrs["maxval"]:
         raise AttrError(f"minval ({attrs['minval']}) must be less than maxval ({attrs['maxval']})")
     if attrs.get("stddev", 0) < 0:

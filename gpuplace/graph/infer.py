@@ -211,6 +211,12 @@ def reduce(kind: str) -> InferFn:
                 "Cannot reduce_max over an empty dimension", name, tf_type, inputs,
                 "reduce over dimensions of size >= 1",
             )  # fmt: skip
+        if kind == "mean" and inputs[0].dtype in INTS and any(shape[a] == 0 for a in axes):
+            raise shape_error(
+                "Integer division by zero: the mean of an empty dimension", name, tf_type, inputs,
+                "reduce over dimensions of size >= 1, or cast to a float dtype first (the mean of "
+                "nothing is then nan)",
+            )  # fmt: skip
         keep = attrs["keepdims"]
         out = tuple(1 if i in axes else d for i, d in enumerate(shape) if keep or i not in axes)
         return (TensorSpec(out, inputs[0].dtype),)

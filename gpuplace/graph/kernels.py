@@ -153,6 +153,10 @@ def reduction(name: str) -> ComputeFn:
     def compute(xp: ModuleType, inputs: Sequence[Array], attrs: Mapping[str, Any]) -> list[Array]:
         x = inputs[0]
         axis = attrs.get("axis")
+        if name == "mean" and x.size == 0:  # numpy would warn "Mean of empty slice"
+            shape = xp.sum(x, axis=axis, keepdims=attrs["keepdims"]).shape
+            # the mean of nothing is nan, as in TensorFlow (the loader refuses it for ints)
+            return [xp.full(shape, xp.nan if x.dtype.kind == "f" else 0, dtype=x.dtype)]
         out = getattr(xp, name)(x, axis=axis, keepdims=attrs["keepdims"])
         return [xp.asarray(out).astype(x.dtype, copy=False)]
 

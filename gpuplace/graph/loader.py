@@ -18,7 +18,7 @@ from typing import Any, NamedTuple
 from ..errors import BadInput
 from ..gc_pause import gc_paused
 from .attrs import show
-from .model import Config, Graph, Op, TensorRef, TensorSpec
+from .model import STRATEGIES, Config, Graph, Op, TensorRef, TensorSpec
 from .ops import suggest
 from .parse import Document, parse, parse_json_lines
 from .resolve import Inputs, Lookup, direct, new_op, new_ref, order, resolve
@@ -26,6 +26,8 @@ from .walk import Entry, Scope, SpecError, Walker
 
 TOP_KEYS = ("config", "graph", "fetch")
 CONFIG_KEYS = ("log_device_placement", "allow_soft_placement", "gpu_options", "placement")
+PLACEMENT_KEYS = ("strategy",)
+EXAMPLE = "e.g. graph: [{name: a, op: constant, value: 1.0}]"
 
 
 def load(path: str | Path, **options: Any) -> Graph:
@@ -57,6 +59,11 @@ def loads(
     extra = Extra(gpus, replicate)
     with gc_paused():
         doc = parse(text, source)
+        if doc.data is None:
+            what = "is empty" if not text.strip() else "holds no data (only comments or null)"
+            raise BadInput(
+                f"{source}: the file {what}; a spec needs a 'graph:' list of ops, {EXAMPLE}"
+            )
         try:
             return _build(doc, source, base, extra)
         except SpecError as err:
@@ -124,7 +131,9 @@ def _build(doc: Document, source: str, base: str, extra: Extra) -> Graph:
     for key in data:
         if key not in TOP_KEYS:
             raise SpecError(f"unknown top-level key {show(key)}{suggest(key, TOP_KEYS)}", data)
-    items = data.get("graph")
+    if "graph" not in data:
+        raise SpecError(f"the spec has no 'graph:'; a spec needs a list of ops, {EXAMPLE}", data)
+    items = data["graph"]
     if type(items) is not list or not items:
         raise SpecError(
             f"'graph' must be a non-empty list of ops, e.g. [{{name: a, op: constant, value: 1.0}}],"
@@ -169,23 +178,64 @@ def _config(raw: Any, where: object) -> Config:
         raise SpecError(
             f"config.gpu_options.allow_growth: expected true or false, got "
             f"{show(gpu['allow_growth'])}",
-            raw,
+            gpu,
         )
     fraction = gpu.get("per_process_gpu_memory_fraction", 1)
-    if type(fraction) not in (int, float) or not fraction > 0:
+    if type(fraction) not in (int, float) or not 0 < fraction <= 1:
         raise SpecError(
-            "config.gpu_options.per_process_gpu_memory_fraction: expected a number > 0 "
-            f"(e.g. 0.4 for 40% of each GPU), got {show(fraction)}",
-            raw,
+            "config.gpu_options.per_process_gpu_memory_fraction: expected a number in (0, 1] "
+            f"(e.g. 0.4 for 40% of each GPU's memory), got {show(fraction)}",
+            gpu,
         )
-    if type(gpu.get("experimental", {})) is not dict:
-        raise SpecError("config.gpu_options.experimental: expected a mapping", raw)
+    experimental = gpu.get("experimental", {})
+    if type(experimental) is not dict:
+        raise SpecError(
+            f"config.gpu_options.experimental: expected a mapping, got {show(experimental)}", gpu
+        )
+    if "virtual_devices" in experimental:
+        _virtual_devices(experimental["virtual_devices"], experimental)
+    placement = _mapping(raw, "placement")
+    for key in placement:
+        if key not in PLACEMENT_KEYS:
+            raise SpecError(
+                f"config.placement: unknown key {show(key)}{suggest(key, PLACEMENT_KEYS)}",
+                placement,
+            )
+    strategy = placement.get("strategy", STRATEGIES[0])
+    if strategy not in STRATEGIES:
+        close = suggest(strategy, STRATEGIES)
+        raise SpecError(
+            f"config.placement: placement strategy {show(strategy)} is not one of "
+            f"{', '.join(STRATEGIES)}{close if 'did you mean' in close else ''}",
+            placement,
+        )
     return Config(
         log_device_placement=raw.get("log_device_placement", False),
         allow_soft_placement=raw.get("allow_soft_placement", False),
         gpu_options=gpu,
-        placement=_mapping(raw, "placement"),
+        placement=placement,
     )
+
+
+def _virtual_devices(value: Any, where: dict[str, Any]) -> None:
+    """`experimental.virtual_devices`: one `{memory_limit_mb: [MB, ...]}` per visible GPU."""
+    field = "config.gpu_options.experimental.virtual_devices"
+    if type(value) is not list:
+        raise SpecError(
+            f"{field}: expected a list, one entry per visible GPU, e.g. "
+            f"[{{memory_limit_mb: [2048, 2048]}}], got {show(value)}",
+            where,
+        )
+    for i, entry in enumerate(value):
+        limits = entry.get("memory_limit_mb", []) if type(entry) is dict else None
+        if type(limits) is not list or not all(
+            type(x) in (int, float) and 0 < x < float("inf") for x in limits
+        ):
+            raise SpecError(
+                f"{field}[{i}]: expected {{memory_limit_mb: [MB, ...]}} with numbers > 0, "
+                f"e.g. {{memory_limit_mb: [2048, 2048]}}, got {show(entry)}",
+                entry if type(entry) is dict else where,
+            )
 
 
 def _mapping(raw: dict[str, Any], key: str) -> dict[str, Any]:

@@ -61,6 +61,10 @@ class Op:
     line: int | None = None  # line in the spec file, for messages
 
 
+# `config.placement.strategy` (and `--strategy`): how ops without a device are placed
+STRATEGIES = ("tensorflow", "balanced", "round-robin")
+
+
 @dataclass(frozen=True, slots=True)
 class Config:
     """The spec's `config:` block (mirrors tf.ConfigProto); command-line flags override it."""

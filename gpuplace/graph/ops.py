@@ -26,6 +26,7 @@ from .attrs import (
     INT,
     NEW_SHAPE,
     NUMBER,
+    NUMERIC,
     PATH,
     PERM,
     POSITIVE,
@@ -37,6 +38,7 @@ from .attrs import (
     VALUE,
     Attr,
     AttrError,
+    number_hint,
     show,
 )
 from .checks import check_constant, check_load, check_random, check_split, check_variable
@@ -112,9 +114,10 @@ class OpDef:
                     if kind is PATH:
                         out[attr] = os.path.join(base, os.path.expanduser(value))
                 except AttrError as err:
+                    hint = number_hint(value) if any(kind is n for n in NUMERIC) else ""
                     raise BadInput(
                         f"op '{op_name}' ({self.name}): {attr}: {show(value)} is not accepted; "
-                        f"expected {err}"
+                        f"expected {err}{hint}"
                     ) from None
             elif default is REQUIRED:
                 raise BadInput(

@@ -3,7 +3,9 @@
 JSON is YAML, but `json.loads` is ~60x faster than PyYAML's C loader, so text that starts with
 `{` or `[` is tried as JSON first. YAML is composed by libyaml (C) and turned into Python data
 by a small builder instead of PyYAML's constructor: faster, and the composed nodes carry marks,
-so every mapping's line comes for free. JSON keeps no lines; `parse_json_lines` re-reads it
+so every mapping's line comes for free. Plain scalars are read as YAML 1.2 reads numbers (`1e3`
+is a float, `010` is ten, `0o10` eight; YAML 1.1 has `1e3` a string and `010` eight), the rest as
+YAML 1.1 (`yes` is true). JSON keeps no lines; `parse_json_lines` re-reads it
 (pure Python, slower) when an error needs one. Callers pause the cyclic GC (`gc_paused`), which
 otherwise makes loading a large spec superlinear.
 """
@@ -11,6 +13,7 @@ otherwise makes loading a large spec superlinear.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from json import decoder as json_decoder
 from json import scanner as json_scanner
@@ -22,12 +25,75 @@ from yaml.nodes import MappingNode, Node, ScalarNode
 
 from ..errors import BadInput
 
-_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_BASE_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _STR = "tag:yaml.org,2002:str"
+_INT = "tag:yaml.org,2002:int"
+_FLOAT = "tag:yaml.org,2002:float"
 _SEQ = "tag:yaml.org,2002:seq"
 _MAP = "tag:yaml.org,2002:map"
 _MERGE = "tag:yaml.org,2002:merge"
 _BUSY = object()
+
+
+# YAML 1.2 numbers on top of PyYAML's YAML 1.1 patterns: an exponent needs no dot and no sign
+# (`1e3`, `2.5E-3`), `.5` may be signed; `0o17` is octal and `017` decimal. Only the patterns
+# change (same first characters, same number of regexes tried), so resolving costs the same.
+_FLOAT_RE = re.compile(
+    r"""^(?:[-+]?[0-9][0-9_]*(?:\.[0-9_]*)?[eE][-+]?[0-9]+
+    |[-+]?[0-9][0-9_]*\.[0-9_]*
+    |[-+]?\.[0-9][0-9_]*(?:[eE][-+]?[0-9]+)?
+    |[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+\.[0-9_]*
+    |[-+]?\.(?:inf|Inf|INF)
+    |\.(?:nan|NaN|NAN))$""",
+    re.X,
+)
+_INT_RE = re.compile(
+    r"""^(?:[-+]?0b[0-1_]+
+    |[-+]?0o[0-7_]+
+    |[-+]?0x[0-9a-fA-F_]+
+    |[-+]?[0-9][0-9_]*
+    |[-+]?[1-9][0-9_]*(?::[0-5]?[0-9])+)$""",
+    re.X,
+)
+
+
+def is_number_text(text: str) -> bool:
+    """Whether `text`, written unquoted in YAML, would be read as a number (`1e3`, `0x10`)."""
+    return ":" not in text and bool(_FLOAT_RE.match(text) or _INT_RE.match(text))
+
+
+class _Loader(_BASE_LOADER):  # type: ignore[misc]
+    """The C (else Python) SafeLoader with YAML 1.2 number patterns; yaml.SafeLoader unchanged."""
+
+
+_Loader.yaml_implicit_resolvers = {
+    first: [
+        (tag, _FLOAT_RE if tag == _FLOAT else _INT_RE if tag == _INT else regexp)
+        for tag, regexp in resolvers
+    ]
+    for first, resolvers in _BASE_LOADER.yaml_implicit_resolvers.items()
+}
+
+
+class _Constructor(SafeConstructor):
+    """SafeConstructor with YAML 1.2 integers: `0o17` octal, leading zeros decimal (`010` is 10)."""
+
+    def construct_yaml_int(self, node: Any) -> int:
+        text = str(node.value).replace("_", "")
+        if not text:
+            raise ValueError("no digits")
+        digits = text[1:] if text[0] in "+-" else text
+        if digits.isdigit():
+            return int(text)
+        if digits[:2] == "0o":
+            return (-1 if text[0] == "-" else 1) * int(digits[2:], 8)
+        return int(super().construct_yaml_int(node))  # 0x.., 0b.., 1:30 (sexagesimal)
+
+
+_Constructor.yaml_constructors = {
+    **SafeConstructor.yaml_constructors,
+    _INT: _Constructor.construct_yaml_int,
+}
 
 
 @dataclass(frozen=True)
@@ -56,7 +122,7 @@ def parse(text: str, source: str) -> Document:
 
 def parse_yaml(text: str, source: str) -> Document:
     try:
-        node = yaml.compose(text, Loader=_LOADER)
+        node = yaml.compose(text, Loader=_Loader)
         builder = _Builder()
         return Document(None if node is None else builder.build(node), builder.lines)
     except yaml.MarkedYAMLError as err:
@@ -79,7 +145,7 @@ class _Builder:
     def __init__(self) -> None:
         self.lines: dict[int, int] = {}
         self.memo: dict[int, Any] = {}
-        self.scalars = SafeConstructor()
+        self.scalars = _Constructor()
 
     def build(self, node: Node) -> Any:
         if node.__class__ is ScalarNode:

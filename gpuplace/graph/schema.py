@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from .attrs import VALUE_SCHEMA
+from .model import STRATEGIES
 from .ops import REQUIRED, OpDef, list_ops
 
 SCHEMA_PATH = Path(__file__).resolve().parent.parent / "schemas" / "graph.schema.json"
@@ -46,11 +47,35 @@ def _config_schema() -> dict[str, Any]:
                 "type": "object",
                 "properties": {
                     "allow_growth": {"type": "boolean"},
-                    "per_process_gpu_memory_fraction": {"type": "number", "exclusiveMinimum": 0},
-                    "experimental": {"type": "object"},
+                    "per_process_gpu_memory_fraction": {
+                        "type": "number",
+                        "exclusiveMinimum": 0,
+                        "maximum": 1,
+                    },
+                    "experimental": {
+                        "type": "object",
+                        "properties": {
+                            "virtual_devices": {
+                                "type": "array",
+                                "items": {
+                                    "type": "object",
+                                    "properties": {
+                                        "memory_limit_mb": {
+                                            "type": "array",
+                                            "items": {"type": "number", "exclusiveMinimum": 0},
+                                        }
+                                    },
+                                },
+                            }
+                        },
+                    },
                 },
             },
-            "placement": {"type": "object"},
+            "placement": {
+                "type": "object",
+                "additionalProperties": False,
+                "properties": {"strategy": {"enum": list(STRATEGIES)}},
+            },
         },
     }
 

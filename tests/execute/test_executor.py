@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import warnings
 import weakref
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -17,7 +18,7 @@ from gpuplace.execute.backends import Backend, NumpyBackend
 from gpuplace.execute.executor import Schedule, execute, plan, run
 from gpuplace.execute.ledger import OutOfMemory, new_ledgers
 from gpuplace.graph.model import Graph
-from tests.execute.helpers import CPU, gpu, graph, kernel_table, op
+from tests.execute.helpers import CPU, Apply, gpu, graph, kernel_table, op
 
 GPU0, GPU1 = gpu(0), gpu(1)
 BACKENDS: dict[str, Backend] = {
@@ -295,6 +296,24 @@ def test_a_kernel_returning_the_wrong_number_of_values_is_named() -> None:
     )
     with pytest.raises(RuntimeFailure, match="kernel of op 's' returned 2 values for 3 outputs"):
         run_graph(g)
+
+
+def test_float_errors_give_inf_and_nan_without_numpy_warnings() -> None:
+    # TensorFlow's kernels return inf and nan silently; numpy would warn with our source lines
+    kernels = {**kernel_table(), "log": Apply("log"), "divide": Apply("divide")}
+    g = graph(
+        op("a", "constant", value=[[0.0, -1.0], [1.0, 0.0]]),
+        op("l", "log", "a"),
+        op("d", "divide", "a", "a"),
+        fetch=("l", "d"),
+    )
+    before = np.geterr()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        result = execute(g, placed(g, d=GPU0), BACKENDS, kernels.__getitem__)
+    assert str(result.values["l"].tolist()) == "[[-inf, nan], [0.0, -inf]]"
+    assert str(result.values["d"].tolist()) == "[[nan, 1.0], [1.0, nan]]"
+    assert np.geterr() == before  # only the run ignores them
 
 
 @pytest.mark.parametrize(

@@ -37,6 +37,18 @@ def test_examples_are_valid(path: Path) -> None:
         {"graph": [{"devcie": "/cpu:0", "graph": []}]},
         {"graph": [{"name": "a:1", "op": "ones", "shape": [1]}]},
         {"config": {"allow_growth": True}, "graph": [{"op": "ones", "shape": [1]}]},
+        {"config": {"placement": {"strategy": "greedy"}}, "graph": [{"op": "ones", "shape": [1]}]},
+        {"config": {"placement": {"stratgy": "balanced"}}, "graph": [{"op": "ones", "shape": [1]}]},
+        {
+            "config": {"gpu_options": {"per_process_gpu_memory_fraction": 2}},
+            "graph": [{"op": "ones", "shape": [1]}],
+        },
+        {
+            "config": {
+                "gpu_options": {"experimental": {"virtual_devices": [{"memory_limit_mb": [0]}]}}
+            },
+            "graph": [{"op": "ones", "shape": [1]}],
+        },
     ],
 )
 def test_invalid_specs(spec: object) -> None:
