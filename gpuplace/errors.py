@@ -31,3 +31,11 @@ class CheckFailed(RuntimeFailure):
 
 class MissingDependency(RuntimeFailure):
     """An optional library (cupy, nvidia-ml-py) is needed for this and is not installed."""
+
+
+class OutputError(RuntimeFailure):
+    """Standard output could not be written (disk full, closed, the reader went away): exit 1."""
+
+    def __init__(self, reason: str, errno: int | None = None) -> None:
+        super().__init__(f"cannot write output: {reason}")
+        self.errno = errno

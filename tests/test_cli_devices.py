@@ -6,13 +6,15 @@ import json
 import subprocess
 import sys
 from importlib import resources
+from pathlib import Path
 
 import jsonschema
 import pynvml
 import pytest
 
-from tests.conftest import Run
-from tests.fakes.fake_pynvml import FakeNvml, four_gpus
+from gpuplace.cli import AppContext, main
+from tests.conftest import Result, Run
+from tests.fakes.fake_pynvml import FakeGpu, FakeMig, FakeNvml, MiB, four_gpus
 
 SCHEMA = json.loads(resources.files("gpuplace").joinpath("schemas/devices.schema.json").read_text())
 
@@ -103,7 +105,7 @@ def test_require_gpus(run: Run) -> None:
     none = run("devices", "--require-gpus", "1")
     assert ok.code == 0
     assert short.code == 1 and short.err == "error: 2 GPUs required, 1 visible\n"
-    assert none.code == 1 and none.err == "error: 1 GPUs required, 0 visible\n"
+    assert none.code == 1 and none.err == "error: 1 GPU required, 0 visible\n"
 
 
 def test_min_memory_names_each_small_gpu(run: Run) -> None:
@@ -180,3 +182,195 @@ def test_python_dash_m_and_traceback_only_with_debug() -> None:
         [*cmd[:3], "--debug", *cmd[3:]], capture_output=True, text=True, check=False
     )
     assert "Traceback" in debug.stderr
+    assert debug.returncode == 2  # --debug adds the traceback, never changes the exit code
+    assert debug.stderr.endswith(
+        "error: --machine: '0xK520' asks for 0 GPUs; the count must be at least 1 (for a machine "
+        "with no GPU, use CUDA_VISIBLE_DEVICES= )\n"
+    )
+
+
+@pytest.mark.parametrize(
+    ("flags", "named"),
+    [
+        (["--require-gpus", "9"], "--require-gpus"),
+        (["--check"], "--check"),
+        (["--min-memory", "1GiB", "--check"], "--min-memory or --check"),
+        (["--require-gpus", "1", "--min-memory", "1GiB", "--check"], "--require-gpus, --min-memory or --check"),
+    ],
+)  # fmt: skip
+def test_presets_cannot_be_combined_with_a_check(run: Run, flags: list[str], named: str) -> None:
+    result = run("devices", "--presets", *flags)
+    assert (result.code, result.out) == (2, "")
+    assert result.err == (
+        f"error: --presets lists the presets; it cannot be combined with {named}: run "
+        "`gpuplace devices --presets` and the check separately\n"
+    )
+    assert run("devices", "--presets", "--json").code == 0
+
+
+GOLDEN_0_7_1 = (
+    "CUDA_VISIBLE_DEVICES='0,7,1' shows 1 of the 4 GPUs of this machine (unset it to see all). "
+    "Entry '7' is not a GPU index of this machine (indices: 0-3): CUDA stops at the first invalid "
+    "entry, so '1' after it is ignored.\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("cvd", "note"),
+    [
+        ("0,7,1", GOLDEN_0_7_1),
+        (
+            "1,1",
+            "CUDA_VISIBLE_DEVICES='1,1' shows none of the 4 GPUs of this machine (unset it to see "
+            "all). Entry '1' is listed twice (nvml 1): CUDA makes no GPU visible when a device is "
+            "listed twice.\n",
+        ),
+        (
+            "abc",
+            "CUDA_VISIBLE_DEVICES='abc' shows none of the 4 GPUs of this machine (unset it to see "
+            "all). Entry 'abc' is not a GPU index, a GPU- UUID or a MIG- UUID: CUDA stops at the "
+            "first invalid entry.\n",
+        ),
+    ],
+)
+def test_cuda_visible_devices_note_names_the_entry_and_rule(run: Run, cvd: str, note: str) -> None:
+    result = run("--machine", "4xK520", "devices", env={"CUDA_VISIBLE_DEVICES": cvd})
+    assert (result.code, result.err) == (0, "")
+    assert result.out.endswith("\n" + note)
+    doc = json.loads(
+        run("--machine", "4xK520", "devices", "--json", env={"CUDA_VISIBLE_DEVICES": cvd}).out
+    )
+    assert doc["machine"]["no_gpu_reason"] == note.rstrip("\n")
+
+
+README_MACHINE = """\
+name: lab-node
+driver_version: "550.54.15"
+cuda_version: "12.4"
+host: {cpu_model: Xeon, cores: 32, memory: 256GiB}
+gpus:
+  - name: V100-32GB
+    count: 2
+    temperature: 40
+    processes:
+      - {pid: 4242, name: python, memory: 1GiB}
+  - {name: My Card, memory: 8GiB, compute_capability: "8.6", pci_bus_id: "00000000:C1:00.0"}
+  - name: A100-80GB
+    mig:
+      - {profile: 3g.40gb, memory: 40GiB}
+      - {profile: 3g.40gb, memory: 40GiB, gi: 2}
+"""
+MIG_NOTE = (
+    "CUDA shows 1 of the 4 GPUs of this machine. MIG is enabled on nvml 3 (NVIDIA A100-SXM4-80GB) "
+    "and CUDA enumerates a single MIG device, so it uses MIG device 0 of nvml 3 and hides nvml 0, "
+    "1, 2 and MIG device 1 of nvml 3. To use the GPUs without MIG, set CUDA_VISIBLE_DEVICES=0,1,2. "
+    "To use another MIG device, set CUDA_VISIBLE_DEVICES to its UUID, e.g. "
+    "MIG-43b408de-4629-5a02-9870-03bbed2e7c10 for MIG device 1 of nvml 3."
+)
+GOLDEN_MIG = f"""\
+Simulated machine lab-node (every device below is simulated)
+DEVICE         CUDA  NVML  PRODUCT                                        UUID                                      BUS-ID            MEMORY TOTAL  USED  FREE      CC   UTIL  TEMP  POWER
+/device:CPU:0  -     -     Xeon, 32 cores [simulated]                     -                                         -                 256.0 GiB     -     -         -    -     -     -
+/device:GPU:0  0     3     NVIDIA A100-SXM4-80GB MIG 3g.40gb [simulated]  MIG-f6d4b49b-32ec-558d-aced-6300ebd411ed  00000000:D1:00.0  40960MiB      0MiB  40960MiB  8.0  0%    N/A   N/A / 400W
+{MIG_NOTE}
+"""
+
+
+def test_mig_says_which_gpus_it_hides_and_how_to_see_them(run: Run, tmp_path: Path) -> None:
+    path = tmp_path / "m1.yaml"
+    path.write_text(README_MACHINE)
+    result = run("--machine", str(path), "devices")
+    assert (result.code, result.err) == (0, "")
+    assert result.out == GOLDEN_MIG
+    doc = json.loads(run("--machine", str(path), "devices", "--json").out)
+    jsonschema.validate(doc, SCHEMA)
+    assert doc["machine"]["no_gpu_reason"] == MIG_NOTE
+    advised = run("--machine", str(path), "devices", env={"CUDA_VISIBLE_DEVICES": "0,1,2"})
+    *rows, note = advised.out.splitlines()[3:]
+    assert [row.split()[3] for row in rows] == ["Tesla", "Tesla", "My"]
+    # no "(unset it to see all)": unset, MIG hides them again
+    assert note == "CUDA_VISIBLE_DEVICES='0,1,2' shows 3 of the 4 GPUs of this machine."
+
+
+def test_mig_note_on_a_real_machine(run: Run) -> None:
+    mig = FakeMig("MIG-aaaa1111-0000-4000-8000-000000000000", "A100 MIG 7g.80gb", 1, 0, 80 * 1024 * MiB, 0)  # fmt: skip
+    gpus = [FakeGpu(name="Tesla T4", uuid="GPU-t4"), FakeGpu(migs=[mig])]
+    result = run("devices", nvml=FakeNvml(gpus))
+    assert result.out.splitlines()[-1] == (
+        "CUDA shows 1 of the 2 GPUs of this machine. MIG is enabled on nvml 1 (NVIDIA "
+        "A100-SXM4-80GB) and CUDA enumerates a single MIG device, so it uses MIG device 0 of nvml 1 "
+        "and hides nvml 0. To use the GPUs without MIG, set CUDA_VISIBLE_DEVICES=0."
+    )
+
+
+def test_invalid_cuda_device_order_is_a_warning(run: Run) -> None:
+    result = run("--machine", "2xT4", "devices", env={"CUDA_DEVICE_ORDER": "bogus"})
+    assert result.code == 0
+    assert result.err == (
+        "warning: CUDA_DEVICE_ORDER='bogus' is not a value CUDA documents (FASTEST_FIRST, the "
+        "default, or PCI_BUS_ID); gpuplace assumes CUDA's default order, FASTEST_FIRST; export "
+        "CUDA_DEVICE_ORDER=PCI_BUS_ID (or unset it)\n"
+    )
+
+
+def tty(capsys: pytest.CaptureFixture[str], *args: str, env: dict[str, str]) -> Result:
+    """Run the CLI as if stdout were a terminal (rich tables)."""
+    fake = FakeNvml(init_error=pynvml.NVMLError_LibraryNotFound)
+    app = AppContext(env=env, nvml_loader=lambda: fake, is_terminal=True)
+    code = main(list(args), app)
+    out, err = capsys.readouterr()
+    return Result(code, out, err)
+
+
+GOLDEN_TABLE = """\
+Simulated machine 1xK520 (every device below is simulated)
+┏━━━━━━━━━━━━━━━┳━━━━━━┳━━━━━━┳━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━┳━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━┳━━━━━━━━━━━━━━━━━━┳━━━━━━━━━━━━━━┳━━━━━━┳━━━━━━━━━┳━━━━━┳━━━━━━┳━━━━━━┳━━━━━━━━━━━━┓
+┃ DEVICE        ┃ CUDA ┃ NVML ┃ PRODUCT                            ┃ UUID                                     ┃ BUS-ID           ┃ MEMORY TOTAL ┃ USED ┃ FREE    ┃ CC  ┃ UTIL ┃ TEMP ┃ POWER      ┃
+┡━━━━━━━━━━━━━━━╇━━━━━━╇━━━━━━╇━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━╇━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━╇━━━━━━━━━━━━━━━━━━╇━━━━━━━━━━━━━━╇━━━━━━╇━━━━━━━━━╇━━━━━╇━━━━━━╇━━━━━━╇━━━━━━━━━━━━┩
+│ /device:CPU:0 │ -    │ -    │ Simulated CPU, 8 cores [simulated] │ -                                        │ -                │ 64.0 GiB     │ -    │ -       │ -   │ -    │ -    │ -          │
+│ /device:GPU:0 │ 0    │ 0    │ GRID K520 [simulated]              │ GPU-d8bb39cc-5a42-5533-8ab6-170e7cdedf3d │ 00000000:03:00.0 │ 4096MiB      │ 0MiB │ 4096MiB │ 3.0 │ 0%   │ N/A  │ N/A / 125W │
+└───────────────┴──────┴──────┴────────────────────────────────────┴──────────────────────────────────────────┴──────────────────┴──────────────┴──────┴─────────┴─────┴──────┴──────┴────────────┘
+"""
+
+
+def test_terminal_table_keeps_every_value_and_the_simulated_label(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    result = tty(capsys, "--machine", "1xK520", "devices", env={"COLUMNS": "200", "NO_COLOR": "1"})
+    assert (result.code, result.err) == (0, "")
+    assert "\n".join(line.rstrip() for line in result.out.splitlines()) + "\n" == GOLDEN_TABLE
+
+
+@pytest.mark.parametrize("width", ["171", "120", "40"])
+def test_narrow_terminal_gets_the_plain_layout(
+    capsys: pytest.CaptureFixture[str], run: Run, width: str
+) -> None:
+    """Too narrow for the table without cutting a UUID or a size: the plain rows, whole."""
+    env = {"COLUMNS": width, "CUDA_VISIBLE_DEVICES": "1,0,7"}
+    result = tty(capsys, "--machine", "2xK520", "devices", env=env)
+    assert result.code == 0
+    assert "…" not in result.out and "\x1b" not in result.out
+    assert result.out == run("--machine", "2xK520", "devices", env=env).out
+
+
+def test_wide_terminal_table_wraps_only_the_product(capsys: pytest.CaptureFixture[str]) -> None:
+    result = tty(capsys, "--machine", "1xK520", "devices", env={"COLUMNS": "172", "NO_COLOR": "1"})
+    lines = result.out.splitlines()
+    assert lines[1].startswith("┏") and "…" not in result.out
+    assert "GPU-d8bb39cc-5a42-5533-8ab6-170e7cdedf3d" in result.out
+    assert "│ Simulated   │" in result.out and "│ [simulated] │" in result.out
+
+
+def test_terminal_prints_the_notice_after_the_table(capsys: pytest.CaptureFixture[str]) -> None:
+    env = {"COLUMNS": "200", "CUDA_VISIBLE_DEVICES": "0,7,1"}
+    result = tty(capsys, "--machine", "4xK520", "devices", env=env)
+    assert result.out.endswith("┘\n" + GOLDEN_0_7_1)
+
+
+def test_no_color_means_no_styling_at_all(capsys: pytest.CaptureFixture[str]) -> None:
+    styled = tty(capsys, "--machine", "1xK520", "devices", env={"COLUMNS": "200"})
+    assert "\x1b[1m" in styled.out  # bold headers on a terminal
+    plain = tty(capsys, "--machine", "1xK520", "devices", env={"COLUMNS": "200", "NO_COLOR": "1"})
+    assert "\x1b" not in plain.out
+    empty = tty(capsys, "--machine", "1xK520", "devices", env={"COLUMNS": "200", "NO_COLOR": ""})
+    assert "\x1b[1m" in empty.out  # no-color.org: an empty NO_COLOR does not count

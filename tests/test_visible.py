@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from gpuplace.devices import Gpu, MigInstance, visible
-from gpuplace.devices.visible import order_warning
+from gpuplace.devices.visible import order_warning, resolve
 
 U = [
     "GPU-18ef14e9-0000-4000-8000-000000000000",
@@ -97,3 +97,137 @@ def test_order_warning_only_for_mixed_models_without_pci_order() -> None:
     assert "FASTEST_FIRST" in (order_warning(mixed, "FASTEST_FIRST") or "")
     assert order_warning(mixed, "PCI_BUS_ID") is None
     assert order_warning(same, None) is None
+    assert order_warning(mixed, "") == order_warning(mixed, None)  # set but empty: as unset
+
+
+def test_order_warning_names_a_value_cuda_does_not_document() -> None:
+    same = visible(machine(), "0,1")
+    mixed = visible(machine(), "0,2")
+    assert order_warning(same, "bogus") == (
+        "CUDA_DEVICE_ORDER='bogus' is not a value CUDA documents (FASTEST_FIRST, the default, or "
+        "PCI_BUS_ID); gpuplace assumes CUDA's default order, FASTEST_FIRST; export "
+        "CUDA_DEVICE_ORDER=PCI_BUS_ID (or unset it)"
+    )
+    assert order_warning(mixed, "pci_bus_id") == (
+        "CUDA_DEVICE_ORDER='pci_bus_id' is not a value CUDA documents (FASTEST_FIRST, the default, "
+        "or PCI_BUS_ID); gpuplace assumes CUDA's default order, FASTEST_FIRST, and the visible GPUs "
+        "differ in model, so CUDA may number them fastest first, not in the PCI order shown here; "
+        "export CUDA_DEVICE_ORDER=PCI_BUS_ID (or unset it)"
+    )
+
+
+REASONS = [
+    ("all listed", "2,0", []),
+    ("empty hides all without a reason", "", []),
+    (
+        "invalid index ends the list",
+        "0,7,1",
+        [
+            "Entry '7' is not a GPU index of this machine (indices: 0-3): CUDA stops at the first "
+            "invalid entry, so '1' after it is ignored."
+        ],
+    ),
+    (
+        "invalid entry with nothing after it",
+        "abc",
+        [
+            "Entry 'abc' is not a GPU index, a GPU- UUID or a MIG- UUID: CUDA stops at the first "
+            "invalid entry."
+        ],
+    ),
+    (
+        "empty entry",
+        "0,,1,2",
+        [
+            "An empty entry names no GPU: CUDA stops at the first invalid entry, so '1', '2' after "
+            "it are ignored."
+        ],
+    ),
+    (
+        "duplicate",
+        "1,1",
+        [
+            "Entry '1' is listed twice (nvml 1): CUDA makes no GPU visible when a device is listed "
+            "twice."
+        ],
+    ),
+    (
+        "same gpu by two uuid prefixes",
+        f"{U[0]},GPU-18ef",
+        [
+            f"Entry 'GPU-18ef' names the same GPU as '{U[0]}' (nvml 0): CUDA makes no GPU visible "
+            "when a device is listed twice."
+        ],
+    ),
+    (
+        "ambiguous prefix",
+        "GPU-849d",
+        [
+            "Entry 'GPU-849d' matches 2 GPU UUIDs; an abbreviated UUID must match one: CUDA stops "
+            "at the first invalid entry."
+        ],
+    ),
+    (
+        "indices then a uuid",
+        f"1,{U[0]},2",
+        [
+            f"Entry '{U[0]}' is a UUID after a GPU index, and CUDA never mixes them: CUDA stops at "
+            "the first invalid entry, so '2' after it is ignored."
+        ],
+    ),
+    (
+        "invalid entry after all gpus",
+        "0,1,2,3,9",
+        ["Entry '9' is not a GPU index of this machine (indices: 0-3): CUDA stops at the first "
+         "invalid entry."],
+    ),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("rule", "cvd", "reasons"), REASONS, ids=[c[0] for c in REASONS])
+def test_reasons_name_the_entry_and_the_rule(rule: str, cvd: str, reasons: list[str]) -> None:
+    assert list(resolve(machine(), cvd).reasons) == reasons
+
+
+def test_mig_hides_the_other_gpus_and_says_how_to_see_them() -> None:
+    seen = resolve(machine(mig_on=2), None)
+    assert [(v.gpu.nvml_index, v.mig and v.mig.index) for v in seen.gpus] == [(2, 0)]
+    assert seen.reasons == (
+        "MIG is enabled on nvml 2 (A100) and CUDA enumerates a single MIG device, so it uses MIG "
+        "device 0 of nvml 2 and hides nvml 0, 1, 3 and MIG device 1 of nvml 2. To use the GPUs "
+        "without MIG, set CUDA_VISIBLE_DEVICES=0,1,3. To use another MIG device, set "
+        f"CUDA_VISIBLE_DEVICES to its UUID, e.g. {MIG[1].uuid} for MIG device 1 of nvml 2.",
+    )
+    named = resolve(machine(mig_on=2), "3,2")
+    assert [v.gpu.nvml_index for v in named.gpus] == [2]
+    assert "hides nvml 3 and MIG device 1 of nvml 2" in named.reasons[0]
+    assert "set CUDA_VISIBLE_DEVICES=3." in named.reasons[0]
+
+
+def test_the_advised_cuda_visible_devices_shows_the_hidden_gpus() -> None:
+    assert [v.gpu.nvml_index for v in visible(machine(mig_on=2), "0,1,3")] == [0, 1, 3]
+    only = visible(machine(mig_on=2), MIG[1].uuid)
+    assert [(v.gpu.nvml_index, v.mig and v.mig.index) for v in only] == [(2, 1)]
+
+
+def test_only_the_first_named_mig_device_counts() -> None:
+    seen = resolve(machine(mig_on=2), "MIG-aaaa1111,MIG-bbbb2222")
+    assert seen.reasons == (
+        "With a MIG device in CUDA_VISIBLE_DEVICES, CUDA enumerates that one MIG device only "
+        "(the first named, 'MIG-aaaa1111'), so 'MIG-bbbb2222' is ignored.",
+    )
+    assert resolve(machine(mig_on=2), "MIG-bbbb2222").reasons == ()
+
+
+def test_mig_gpu_without_instances_says_why_it_is_skipped() -> None:
+    gpus = machine()
+    gpus[1] = Gpu(1, "A100", U[1], "x", mig_enabled=True)
+    assert resolve(gpus, None).reasons == (
+        "nvml 1 (A100) has MIG enabled but no MIG device, so CUDA cannot use it: create MIG "
+        "devices (nvidia-smi mig) or disable MIG.",
+    )
+
+
+def test_a_single_mig_gpu_with_one_instance_needs_no_reason() -> None:
+    gpu = Gpu(0, "A100", U[0], "x", mig_enabled=True, mig_instances=(MIG[0],))
+    assert resolve([gpu], None).reasons == ()

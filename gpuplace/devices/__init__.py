@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from .model import Gpu, GpuProcess, Host, Machine, MigInstance, View, VisibleGpu
 from .nvml import NvmlLoader, load_pynvml, probe
 from .simulated import load_machine
-from .visible import order_warning, visible
+from .visible import Visibility, order_warning, resolve, visible
 
 __all__ = [
     "Gpu",
@@ -16,27 +16,41 @@ __all__ = [
     "Machine",
     "MigInstance",
     "View",
+    "Visibility",
     "VisibleGpu",
     "discover",
     "load_machine",
+    "resolve",
     "view",
     "visible",
 ]
 
 
-def discover(machine_spec: str | None = None, nvml_loader: NvmlLoader = load_pynvml) -> Machine:
-    """The machine to work on: the simulated one named by `machine_spec`, else the real one."""
-    if machine_spec:
-        return load_machine(machine_spec)
+def discover(
+    machine_spec: str | None = None,
+    nvml_loader: NvmlLoader = load_pynvml,
+    source: str = "--machine",
+) -> Machine:
+    """The machine to work on: the simulated one named by `machine_spec` (an empty spec is an
+    error, never the real machine), else the real one. `source` (the flag or environment
+    variable the spec came from) is what errors name."""
+    if machine_spec is not None:
+        return load_machine(machine_spec, source)
     return probe(nvml_loader)
 
 
 def view(machine: Machine, env: Mapping[str, str]) -> View:
     """What a process started with environment `env` sees of `machine`."""
     cvd = env.get("CUDA_VISIBLE_DEVICES")
-    gpus = tuple(visible(machine.gpus, cvd))
+    seen = resolve(machine.gpus, cvd)
     warnings = list(machine.warnings)
-    warning = order_warning(gpus, env.get("CUDA_DEVICE_ORDER"))
+    warning = order_warning(seen.gpus, env.get("CUDA_DEVICE_ORDER"))
     if warning:
         warnings.append(warning)
-    return View(machine=machine, gpus=gpus, cuda_visible_devices=cvd, warnings=tuple(warnings))
+    return View(
+        machine=machine,
+        gpus=seen.gpus,
+        cuda_visible_devices=cvd,
+        warnings=tuple(warnings),
+        hidden=seen.reasons,
+    )

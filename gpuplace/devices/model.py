@@ -138,9 +138,12 @@ class VisibleGpu:
 
 @dataclass(frozen=True)
 class View:
-    """What one process sees on a machine: the visible GPUs in CUDA order, plus warnings."""
+    """What one process sees on a machine: the visible GPUs in CUDA order, plus warnings, and
+    `hidden`: one sentence per cause for GPUs of the machine (or CUDA_VISIBLE_DEVICES entries)
+    the process does not see (an invalid entry, a duplicate, MIG's single-device enumeration)."""
 
     machine: Machine
     gpus: tuple[VisibleGpu, ...]
     cuda_visible_devices: str | None
     warnings: tuple[str, ...] = field(default=())
+    hidden: tuple[str, ...] = field(default=())

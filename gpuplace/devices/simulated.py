@@ -2,21 +2,26 @@
 
 A simulated machine is used only when asked for (never as a fallback), and every GPU it holds
 carries `simulated=True` so that every output can say so. Fields a spec leaves out get
-deterministic defaults: UUIDs and PCI bus ids are stable per position in the machine.
+deterministic defaults: UUIDs are stable per position in the machine, and PCI bus ids increase
+down the list, as NVML numbers GPUs in PCI bus order (`pci.py`). Values no GPU could report are
+errors naming the file, the GPU, the field and what is allowed (`sim_fields.py`).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import re
 import uuid as uuidlib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from ..errors import BadInput
-from ..units import GiB, parse_size
-from .model import Gpu, GpuProcess, Host, Machine, MigInstance
+from ..units import GiB, human, parse_size
+from . import sim_fields as fields
+from .model import Gpu, Host, Machine
+from .pci import MAX_GPUS, BusRequest, assign_bus_ids
 from .presets import PRESETS, Preset, find_preset
 
 _ITEM = re.compile(r"^\s*(?:(-?\d+)\s*[xX]\s*)?([A-Za-z0-9][A-Za-z0-9_.\- ]*?)\s*$")
@@ -49,51 +54,51 @@ def sim_uuid(position: int, product: str) -> str:
     return "GPU-" + str(uuidlib.uuid5(uuidlib.NAMESPACE_URL, f"gpuplace-sim/{position}/{product}"))
 
 
-def _bus_id(position: int, preset_bus: str | None, taken: set[str]) -> str:
-    candidates = [preset_bus] if preset_bus else []
-    candidates += [f"{0x10 + 0x10 * (position + k):02X}"[-2:] for k in range(256)]
-    for bus in candidates:
-        full = f"00000000:{bus}:00.0"
-        if full not in taken:
-            return full
-    raise BadInput("too many simulated GPUs: no free PCI bus id")  # pragma: no cover
-
-
 def _suggest(word: str, options: list[str]) -> str:
     close = difflib.get_close_matches(word, options, n=1, cutoff=0.5)
     return f" (did you mean {close[0]!r}?)" if close else ""
 
 
-def load_machine(spec: str) -> Machine:
-    """Build the simulated machine named by `spec` (a preset list or a machine file path)."""
+def load_machine(spec: str, source: str = "--machine") -> Machine:
+    """Build the simulated machine named by `spec` (a preset list or a machine file path);
+    `source` is the flag or environment variable it came from, which errors name."""
     text = spec.strip()
     if not text:
-        raise BadInput(f"--machine: empty spec; expected {SPEC_FORMS}")
+        leave = f"leave {source} out" if source.startswith("-") else f"unset {source}"
+        raise BadInput(
+            f"{source}: empty spec; expected {SPEC_FORMS}. To use this machine's own GPUs, {leave}"
+        )
     path = Path(text)
     if text.endswith((".yaml", ".yml", ".json")) or path.is_file():
-        return _from_file(path, spec)
+        return _from_file(path, spec, source)
     gpus: list[dict[str, Any]] = []
     for item in text.split(","):
         match = _ITEM.match(item)
         if match is None:
-            raise BadInput(f"--machine: cannot read {item.strip()!r}; expected {SPEC_FORMS}")
+            raise BadInput(f"{source}: cannot read {item.strip()!r}; expected {SPEC_FORMS}")
         count = int(match.group(1) or 1)
         if count < 1:
             raise BadInput(
-                f"--machine: {item.strip()!r} asks for {count} GPUs; the count must be at least 1"
+                f"{source}: {item.strip()!r} asks for {count} GPUs; the count must be at least 1"
                 " (for a machine with no GPU, use CUDA_VISIBLE_DEVICES= )"
             )
         gpus.append({"name": match.group(2), "count": count})
-    return build_machine(gpus, host=None, description=text, where="--machine")
+    total = sum(g["count"] for g in gpus)
+    if total > MAX_GPUS:
+        raise BadInput(
+            f"{source}: {text!r} makes {total} GPUs; a simulated machine has at most {MAX_GPUS} "
+            "(one per PCI bus, 01-FF): ask for fewer"
+        )
+    return build_machine(gpus, host=None, description=text, where=source)
 
 
-def _from_file(path: Path, spec: str) -> Machine:
+def _from_file(path: Path, spec: str, source: str) -> Machine:
     import yaml
 
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
-        raise BadInput(f"--machine: cannot read machine file {spec!r}: {exc.strerror}") from exc
+        raise BadInput(f"{source}: cannot read machine file {spec!r}: {exc.strerror}") from exc
     try:
         data = yaml.safe_load(text)
     except yaml.MarkedYAMLError as exc:
@@ -102,14 +107,11 @@ def _from_file(path: Path, spec: str) -> Machine:
         raise BadInput(f"{where}: YAML syntax error: {exc.problem}") from exc
     if not isinstance(data, dict) or not isinstance(data.get("gpus", []), list):
         raise BadInput(f"{path}: a machine file is a mapping with a 'gpus:' list")
-    for key in data:
-        if key not in TOP_FIELDS:
-            raise BadInput(
-                f"{path}: unknown field {key!r}{_suggest(str(key), list(TOP_FIELDS))}; "
-                f"accepted: {', '.join(TOP_FIELDS)}"
-            )
+    _known_fields(str(path), data, TOP_FIELDS)
     host = _host(data.get("host"), str(path))
-    machine = build_machine(data.get("gpus") or [], host, str(data.get("name") or spec), str(path))
+    machine = build_machine(
+        data.get("gpus") or [], host, str(data.get("name") or spec), str(path), from_file=True
+    )
     return Machine(
         source="simulated",
         host=machine.host,
@@ -118,6 +120,16 @@ def _from_file(path: Path, spec: str) -> Machine:
         driver_version=str(data["driver_version"]) if "driver_version" in data else None,
         cuda_version=str(data["cuda_version"]) if "cuda_version" in data else None,
     )
+
+
+def _known_fields(label: str, data: dict[Any, Any], accepted: Sequence[str]) -> None:
+    """BadInput naming the first field of `data` not in `accepted`, with a suggestion."""
+    for key in data:
+        if key not in accepted:
+            raise BadInput(
+                f"{label}: unknown field {key!r}{_suggest(str(key), list(accepted))}; "
+                f"accepted: {', '.join(accepted)}"
+            )
 
 
 def _host(raw: object, where: str) -> Host:
@@ -138,33 +150,59 @@ def _host(raw: object, where: str) -> Host:
     return Host(cpu_model=model, cores=cores, memory_total=memory, simulated=True)
 
 
-def build_machine(entries: list[Any], host: Host | None, description: str, where: str) -> Machine:
+def _entry_count(entry: object, label: str) -> int:
+    if not isinstance(entry, dict):
+        raise BadInput(f"{label}: expected a mapping with at least 'name', got {entry!r}")
+    _known_fields(label, entry, GPU_FIELDS)
+    count = entry.get("count", 1)
+    if not isinstance(count, int) or isinstance(count, bool) or count < 1:
+        raise BadInput(f"{label}: count must be a whole number >= 1, got {count!r}")
+    if count > 1 and "uuid" in entry:
+        raise BadInput(
+            f"{label}.uuid: a UUID names one GPU, and this entry has count: {count}; "
+            "write each GPU as its own entry with its own uuid"
+        )
+    return count
+
+
+def build_machine(
+    entries: list[Any], host: Host | None, description: str, where: str, from_file: bool = False
+) -> Machine:
     """Turn GPU entries (dicts with `name` and optional fields) into a simulated Machine."""
+    labels = [f"{where}: gpus[{n}]" if from_file else where for n in range(len(entries))]
+    counts = [_entry_count(entry, label) for entry, label in zip(entries, labels, strict=True)]
+    if sum(counts) > MAX_GPUS:
+        raise BadInput(
+            f"{where}: the machine file has {sum(counts)} GPUs; a simulated machine has at most "
+            f"{MAX_GPUS} (one per PCI bus, 01-FF): list fewer"
+        )
     gpus: list[Gpu] = []
-    taken: set[str] = set()
-    for n, entry in enumerate(entries):
-        label = f"{where}: gpus[{n}]" if where != "--machine" else where
-        if not isinstance(entry, dict):
-            raise BadInput(f"{label}: expected a mapping with at least 'name', got {entry!r}")
-        for key in entry:
-            if key not in GPU_FIELDS:
-                raise BadInput(
-                    f"{label}: unknown field {key!r}{_suggest(str(key), list(GPU_FIELDS))}; "
-                    f"accepted: {', '.join(GPU_FIELDS)}"
-                )
-        count = entry.get("count", 1)
-        if not isinstance(count, int) or isinstance(count, bool) or count < 1:
-            raise BadInput(f"{label}: count must be a whole number >= 1, got {count!r}")
+    requests: list[BusRequest] = []
+    for entry, label, count in zip(entries, labels, counts, strict=True):
         for k in range(count):
-            gpu = _gpu(entry, len(gpus), k, taken, label)
-            taken.add(gpu.pci_bus_id)
+            gpu, request = _gpu(entry, len(gpus), k, label, from_file)
             gpus.append(gpu)
+            requests.append(request)
+    buses = assign_bus_ids(requests)
+    gpus = [dataclasses.replace(g, pci_bus_id=bus) for g, bus in zip(gpus, buses, strict=True)]
+    _unique_uuids(gpus, requests)
     return Machine(
         source="simulated", host=host or SIM_HOST, gpus=tuple(gpus), description=description
     )
 
 
-def _preset_or_fail(name: str, label: str, has_memory: bool) -> Preset | None:
+def _unique_uuids(gpus: list[Gpu], requests: list[BusRequest]) -> None:
+    seen: dict[str, int] = {}
+    for i, gpu in enumerate(gpus):
+        j = seen.setdefault(gpu.uuid.lower(), i)
+        if j != i:
+            raise BadInput(
+                f"{requests[i].label}.uuid: {gpu.uuid!r} is also the UUID of {requests[j].name}; "
+                "every GPU has its own UUID"
+            )
+
+
+def _preset_or_fail(name: str, label: str, has_memory: bool, from_file: bool) -> Preset | None:
     preset = find_preset(name)
     if preset is None and not has_memory:
         keys = [p.key for p in PRESETS.values()]
@@ -174,110 +212,74 @@ def _preset_or_fail(name: str, label: str, has_memory: bool) -> Preset | None:
             f"{label}: unknown GPU preset {name!r}{hint}; presets: {', '.join(keys)}"
             + (
                 "; in a machine file, give 'memory' to describe another GPU"
-                if label != "--machine"
+                if from_file
                 else "; run `gpuplace devices --presets` to list them"
             )
         )
     return preset
 
 
-def _opt_int(entry: Mapping[str, Any], key: str, label: str) -> int | None:
-    value = entry.get(key)
-    if value is None:
-        return None
-    if not isinstance(value, (int, float)) or isinstance(value, bool) or value < 0:
-        raise BadInput(f"{label}.{key}: expected a number >= 0, got {value!r}")
-    return int(value)
-
-
-def _gpu(entry: Mapping[str, Any], position: int, k: int, taken: set[str], label: str) -> Gpu:
-    name = str(entry.get("name", "")).strip()
-    if not name:
-        raise BadInput(
-            f"{label}: every GPU needs a 'name' (a preset such as A100-80GB, or a product)"
-        )
-    preset = _preset_or_fail(name, label, "memory" in entry)
+def _memory(entry: Mapping[str, Any], preset: Preset | None, label: str) -> int:
+    """Total bytes: `memory`, else the preset's."""
     if "memory" in entry:
         memory = parse_size(entry["memory"], f"{label}.memory")
     else:
         memory = preset.memory if preset else 0
     if memory <= 0:
         raise BadInput(f"{label}.memory: a GPU needs memory > 0, got {entry.get('memory')!r}")
+    return memory
+
+
+def _gpu(
+    entry: Mapping[str, Any], position: int, k: int, label: str, from_file: bool
+) -> tuple[Gpu, BusRequest]:
+    name = str(entry.get("name", "")).strip()
+    if not name:
+        raise BadInput(
+            f"{label}: every GPU needs a 'name' (a preset such as A100-80GB, or a product)"
+        )
+    preset = _preset_or_fail(name, label, "memory" in entry, from_file)
+    memory = _memory(entry, preset, label)
     product = preset.product if preset else name
-    processes = _processes(entry.get("processes") or [], label)
-    used_default = sum(p.memory or 0 for p in processes)
-    used = parse_size(entry.get("memory_used", used_default), f"{label}.memory_used")
+    processes = fields.processes(entry.get("processes") or [], label)
+    in_use = sum(p.memory or 0 for p in processes)
+    used = parse_size(entry.get("memory_used", in_use), f"{label}.memory_used")
     if used > memory:
         raise BadInput(f"{label}.memory_used: {used} bytes used is more than the {memory} total")
-    preset_bus = preset.bus_ids[k] if preset and k < len(preset.bus_ids) else None
-    bus = str(entry["pci_bus_id"]) if "pci_bus_id" in entry and k == 0 else None
-    power = entry.get("power")
-    power_limit = entry.get("power_limit", preset.power_limit_watts if preset else None)
-    return Gpu(
+    if used < in_use:
+        raise BadInput(
+            f"{label}.memory_used: {human(used)} is less than its processes use ({human(in_use)}); "
+            "raise memory_used, or leave it out to use their sum"
+        )
+    draw, limit = fields.power(entry, preset, label)
+    cc = fields.compute_capability(entry, preset, label)
+    migs = fields.migs(entry.get("mig"), (name, preset, cc, memory), position, label)
+    request = BusRequest(
+        label=label,
+        text=str(entry["pci_bus_id"]) if "pci_bus_id" in entry and k == 0 else None,
+        seed=preset.bus_ids[k] if preset and k < len(preset.bus_ids) else None,
+    )
+    gpu = Gpu(
         nvml_index=position,
         product=product,
-        uuid=str(entry["uuid"]) if "uuid" in entry and k == 0 else sim_uuid(position, product),
-        pci_bus_id=bus or _bus_id(position, preset_bus, taken),
+        uuid=fields.gpu_uuid(entry, label) or sim_uuid(position, product),
+        pci_bus_id="",  # assigned once the whole machine is known (bus order)
         memory_total=memory,
         memory_used=used,
         memory_free=memory - used,
-        compute_capability=str(
-            entry.get("compute_capability") or (preset and preset.compute_capability) or ""
-        )
-        or None,
-        utilization_percent=_opt_int(entry, "utilization", label) or 0,
-        temperature_celsius=_opt_int(entry, "temperature", label),
-        power_draw_watts=float(power) if power is not None else None,
-        power_limit_watts=float(power_limit) if power_limit is not None else None,
+        compute_capability=cc,
+        utilization_percent=fields.whole(entry, "utilization", label, top=100) or 0,
+        temperature_celsius=fields.whole(entry, "temperature", label),
+        power_draw_watts=draw,
+        power_limit_watts=limit,
         performance_state="P0",
         persistence_mode=False,
         display_active=False,
         compute_mode="Default",
-        mig_enabled=bool(entry.get("mig")),
-        mig_capable=bool(entry.get("mig")) or bool(preset and preset.mig),
-        mig_instances=_migs(entry.get("mig") or [], position, product, label),
+        mig_enabled=bool(migs),
+        mig_capable=bool(migs) or bool(preset and preset.mig),
+        mig_instances=migs,
         processes=processes,
         simulated=True,
     )
-
-
-def _processes(raw: object, label: str) -> tuple[GpuProcess, ...]:
-    if not isinstance(raw, list):
-        raise BadInput(f"{label}.processes: expected a list of {{pid, name, memory}}")
-    out = []
-    for i, p in enumerate(raw):
-        if not isinstance(p, dict) or "pid" not in p:
-            raise BadInput(f"{label}.processes[{i}]: expected {{pid, name, memory}}, got {p!r}")
-        memory = (
-            parse_size(p["memory"], f"{label}.processes[{i}].memory") if "memory" in p else None
-        )
-        out.append(
-            GpuProcess(int(p["pid"]), str(p.get("name", "?")), memory, str(p.get("type", "C")))
-        )
-    return tuple(out)
-
-
-def _migs(raw: object, position: int, product: str, label: str) -> tuple[MigInstance, ...]:
-    if not isinstance(raw, list):
-        raise BadInput(f"{label}.mig: expected a list of {{profile, memory}} instances")
-    out = []
-    for j, m in enumerate(raw):
-        if not isinstance(m, dict) or "memory" not in m:
-            raise BadInput(f"{label}.mig[{j}]: expected {{profile, memory, gi, ci}}, got {m!r}")
-        memory = parse_size(m["memory"], f"{label}.mig[{j}].memory")
-        profile = str(m.get("profile", f"{memory // GiB}gb"))
-        mig_uuid = "MIG-" + str(
-            uuidlib.uuid5(uuidlib.NAMESPACE_URL, f"gpuplace-sim/{position}/mig/{j}")
-        )
-        out.append(
-            MigInstance(
-                index=j,
-                uuid=mig_uuid,
-                product=f"{product} MIG {profile}",
-                gpu_instance_id=int(m.get("gi", j + 1)),
-                compute_instance_id=int(m.get("ci", 0)),
-                memory_total=memory,
-                memory_used=parse_size(m.get("memory_used", 0), f"{label}.mig[{j}].memory_used"),
-            )
-        )
-    return tuple(out)
+    return gpu, request

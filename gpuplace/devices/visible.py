@@ -5,26 +5,50 @@ unset means every GPU; an empty string means none; entries are trimmed and an en
 a digit (or a sign and a digit) counts only its leading integer; enumeration stops at the first
 entry that names no GPU (`0,2,-1,1` is GPUs 0 and 2); integer indices are NVML (PCI) indices;
 `GPU-` UUIDs may be abbreviated to any unique prefix; `MIG-<uuid>` and `MIG-GPU-<uuid>/<gi>/<ci>`
-name MIG devices and only one MIG device is ever enumerated; a device named twice empties the
-list; the first entry fixes indices or UUIDs, and an entry of the other kind ends the list.
+name MIG devices; a device named twice empties the list; the first entry fixes indices or UUIDs,
+and an entry of the other kind ends the list.
+
+MIG ("only single MIG instance enumeration is supported"): when an entry names a MIG device, CUDA
+enumerates that one MIG device (the first named) and nothing else; otherwise, at the first GPU with
+MIG enabled and MIG devices, CUDA enumerates that GPU's first MIG device and hides every other GPU
+and MIG device. A MIG-enabled GPU without MIG devices is skipped.
+
+`resolve` also says, one sentence per cause, why GPUs or entries are not visible, so that no GPU
+disappears without a word.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from .model import Gpu, MigInstance, VisibleGpu
 
 _LEADING_INT = re.compile(r"^[+-]?\d+")
 _MIG_TRIPLE = re.compile(r"^MIG-(GPU-[0-9A-Fa-f-]+)/(\d+)/(\d+)$")
+_KIND = {"index": "a GPU index", "uuid": "a UUID"}
+ORDERS = ("FASTEST_FIRST", "PCI_BUS_ID")  # CUDA_DEVICE_ORDER's documented values
 
 Target = tuple[Gpu, MigInstance | None]
+Named = tuple[str, Target]  # an entry of CUDA_VISIBLE_DEVICES and what it names
+
+
+@dataclass(frozen=True)
+class Visibility:
+    """The GPUs a CUDA program sees, and why others (or entries naming them) are not seen."""
+
+    gpus: tuple[VisibleGpu, ...]
+    reasons: tuple[str, ...] = ()
+
+
+def _uuid_matches(gpus: Sequence[Gpu], prefix: str) -> list[Gpu]:
+    return [g for g in gpus if g.uuid.lower().startswith(prefix.lower())]
 
 
 def _by_uuid_prefix(gpus: Sequence[Gpu], prefix: str) -> Gpu | None:
     """The one GPU whose UUID starts with `prefix` (CUDA accepts unique abbreviations)."""
-    matches = [g for g in gpus if g.uuid.lower().startswith(prefix.lower())]
+    matches = _uuid_matches(gpus, prefix)
     return matches[0] if len(matches) == 1 else None
 
 
@@ -46,7 +70,7 @@ def _resolve_mig(gpus: Sequence[Gpu], entry: str) -> Target | None:
 
 
 def _resolve(gpus: Sequence[Gpu], entry: str) -> tuple[str, Target | None]:
-    """Return (kind, target) for one trimmed entry; kind is 'index' or 'uuid'."""
+    """Return (kind, target) for one trimmed entry; kind is 'index', 'uuid' or 'invalid'."""
     number = _LEADING_INT.match(entry)
     if number:
         index = int(number.group(0))
@@ -60,54 +84,179 @@ def _resolve(gpus: Sequence[Gpu], entry: str) -> tuple[str, Target | None]:
     return "invalid", None
 
 
-def _single_mig(targets: list[Target]) -> list[Target]:
+def _name(target: Target) -> str:
+    gpu, mig = target
+    return (
+        f"nvml {gpu.nvml_index}"
+        if mig is None
+        else f"MIG device {mig.index} of nvml {gpu.nvml_index}"
+    )
+
+
+def _quoted(entries: Sequence[str]) -> str:
+    return ", ".join(repr(e) for e in entries)
+
+
+def _why_invalid(gpus: Sequence[Gpu], entry: str) -> str:
+    if not entry:
+        return "An empty entry names no GPU"
+    if _LEADING_INT.match(entry):
+        indices = f"0-{len(gpus) - 1}" if len(gpus) > 1 else "0" if gpus else "none: it has no GPU"
+        return f"Entry {entry!r} is not a GPU index of this machine (indices: {indices})"
+    if entry.startswith("GPU-"):
+        matches = len(_uuid_matches(gpus, entry))
+        if matches > 1:
+            return (
+                f"Entry {entry!r} matches {matches} GPU UUIDs; an abbreviated UUID must match one"
+            )
+        return f"Entry {entry!r} matches no GPU UUID of this machine"
+    if entry.startswith("MIG-"):
+        return f"Entry {entry!r} names no MIG device of this machine (or more than one)"
+    return f"Entry {entry!r} is not a GPU index, a GPU- UUID or a MIG- UUID"
+
+
+def _stopped(reason: str, rest: Sequence[str]) -> str:
+    after = ""
+    if rest:
+        verb = "is" if len(rest) == 1 else "are"
+        after = f", so {_quoted(rest)} after it {verb} ignored"
+    return f"{reason}: CUDA stops at the first invalid entry{after}."
+
+
+def _parse(gpus: Sequence[Gpu], cuda_visible_devices: str) -> tuple[list[Named], str | None]:
+    """The entries CUDA enumerates with what they name, and why it stopped early (or None)."""
+    entries = [raw.strip() for raw in cuda_visible_devices.split(",")]
+    named: list[Named] = []
+    seen: dict[tuple[str, str], str] = {}
+    mode: str | None = None
+    for i, entry in enumerate(entries):
+        kind, target = _resolve(gpus, entry)
+        if target is None:
+            return named, _stopped(_why_invalid(gpus, entry), entries[i + 1 :])
+        if mode is not None and kind != mode:
+            reason = (
+                f"Entry {entry!r} is {_KIND[kind]} after {_KIND[mode]}, and CUDA never mixes them"
+            )
+            return named, _stopped(reason, entries[i + 1 :])
+        mode = mode or kind
+        key = (target[0].uuid, target[1].uuid if target[1] else "")
+        if key in seen:
+            again = (
+                "is listed twice" if seen[key] == entry else f"names the same GPU as {seen[key]!r}"
+            )
+            return [], (
+                f"Entry {entry!r} {again} ({_name(target)}): CUDA makes no GPU visible when a "
+                "device is listed twice."
+            )
+        seen[key] = entry
+        named.append((entry, target))
+    return named, None
+
+
+def _phrase(items: Sequence[str]) -> str:
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
+def _mig_reason(kept: Target, named: Sequence[Named]) -> str | None:
+    """Why CUDA shows only `kept` (a MIG device) of the GPUs `named`, and how to see the rest."""
+    gpu, mig = kept
+    assert mig is not None
+    others = [t[0] for _, t in named if t[0] is not gpu]
+    own = [m.index for m in gpu.mig_instances if m is not mig]
+    migs = [(g, m) for g in (gpu, *others) for m in g.mig_instances if m is not mig]
+    if not others and not migs:
+        return None
+    hidden = [f"nvml {', '.join(str(g.nvml_index) for g in others)}"] if others else []
+    if own:
+        plural = "s" if len(own) > 1 else ""
+        hidden.append(f"MIG device{plural} {', '.join(map(str, own))} of nvml {gpu.nvml_index}")
+    text = (
+        f"MIG is enabled on nvml {gpu.nvml_index} ({gpu.product}) and CUDA enumerates a single MIG "
+        f"device, so it uses {_name(kept)} and hides {_phrase(hidden)}."
+    )
+    plain = [str(g.nvml_index) for g in others if not g.mig_enabled]
+    if plain:
+        text += f" To use the GPUs without MIG, set CUDA_VISIBLE_DEVICES={','.join(plain)}."
+    if migs:
+        g, m = migs[0]
+        text += (
+            " To use another MIG device, set CUDA_VISIBLE_DEVICES to its UUID, e.g. "
+            f"{m.uuid} for {_name((g, m))}."
+        )
+    return text
+
+
+def _single_mig(named: list[Named]) -> tuple[list[Target], list[str]]:
     """CUDA enumerates one MIG device at most: the first named, else the first of a MIG GPU."""
-    named = [t for t in targets if t[1] is not None]
-    if named:
-        return named[:1]
-    for gpu, _ in targets:
+    mig_entries = [(e, t) for e, t in named if t[1] is not None]
+    if mig_entries:
+        first, target = mig_entries[0]
+        rest = [e for e, _ in named if e != first]
+        if not rest:
+            return [target], []
+        verb = "is" if len(rest) == 1 else "are"
+        return [target], [
+            f"With a MIG device in CUDA_VISIBLE_DEVICES, CUDA enumerates that one MIG device only "
+            f"(the first named, {first!r}), so {_quoted(rest)} {verb} ignored."
+        ]
+    reasons: list[str] = []
+    for _, (gpu, _mig) in named:
+        if gpu.mig_enabled and gpu.mig_instances:
+            kept: Target = (gpu, gpu.mig_instances[0])
+            reason = _mig_reason(kept, named)
+            return [kept], [reason] if reason else []
         if gpu.mig_enabled:
-            if gpu.mig_instances:
-                return [(gpu, gpu.mig_instances[0])]
-            continue
-    return [t for t in targets if not t[0].mig_enabled]
+            reasons.append(
+                f"nvml {gpu.nvml_index} ({gpu.product}) has MIG enabled but no MIG device, so CUDA "
+                "cannot use it: create MIG devices (nvidia-smi mig) or disable MIG."
+            )
+    return [t for _, t in named if not t[0].mig_enabled], reasons
 
 
-def visible(gpus: Sequence[Gpu], cuda_visible_devices: str | None) -> list[VisibleGpu]:
-    """The GPUs a CUDA program sees, in CUDA order, given the value of CUDA_VISIBLE_DEVICES.
+def resolve(gpus: Sequence[Gpu], cuda_visible_devices: str | None) -> Visibility:
+    """The GPUs a CUDA program sees, in CUDA order, given the value of CUDA_VISIBLE_DEVICES,
+    and one sentence per cause for what it does not see.
 
     `gpus` are the physical GPUs in NVML order; `None` means the variable is unset.
     """
+    stop: str | None = None
     if cuda_visible_devices is None:
-        targets: list[Target] = [(g, None) for g in gpus]
+        named: list[Named] = [(str(g.nvml_index), (g, None)) for g in gpus]
+    elif cuda_visible_devices == "":
+        named = []
     else:
-        targets = []
-        seen: set[tuple[str, str]] = set()
-        mode: str | None = None
-        for raw in cuda_visible_devices.split(","):
-            kind, target = _resolve(gpus, raw.strip())
-            if target is None or (mode is not None and kind != mode):
-                break
-            mode = mode or kind
-            key = (target[0].uuid, target[1].uuid if target[1] else "")
-            if key in seen:
-                return []
-            seen.add(key)
-            targets.append(target)
-    return [
-        VisibleGpu(cuda_index=i, gpu=gpu, mig=mig)
-        for i, (gpu, mig) in enumerate(_single_mig(targets))
-    ]
+        named, stop = _parse(gpus, cuda_visible_devices)
+    targets, reasons = _single_mig(named)
+    shown = tuple(VisibleGpu(cuda_index=i, gpu=g, mig=m) for i, (g, m) in enumerate(targets))
+    return Visibility(gpus=shown, reasons=(*([stop] if stop else []), *reasons))
+
+
+def visible(gpus: Sequence[Gpu], cuda_visible_devices: str | None) -> list[VisibleGpu]:
+    """The GPUs a CUDA program sees, in CUDA order (see `resolve` for why others are not)."""
+    return list(resolve(gpus, cuda_visible_devices).gpus)
 
 
 def order_warning(visible_gpus: Sequence[VisibleGpu], cuda_device_order: str | None) -> str | None:
-    """Warn when CUDA's default FASTEST_FIRST order may differ from the PCI order we report."""
-    if cuda_device_order == "PCI_BUS_ID":
-        return None
-    if len({v.gpu.product for v in visible_gpus}) < 2:
+    """Warn when CUDA's default FASTEST_FIRST order may differ from the PCI order we report, and
+    when CUDA_DEVICE_ORDER holds a value CUDA does not document (gpuplace then assumes CUDA's
+    default, FASTEST_FIRST: the CUDA guide lists only FASTEST_FIRST and PCI_BUS_ID)."""
+    order = cuda_device_order or None  # set but empty: as unset
+    mixed = len({v.gpu.product for v in visible_gpus}) > 1
+    if order is not None and order not in ORDERS:
+        text = (
+            f"CUDA_DEVICE_ORDER={order!r} is not a value CUDA documents (FASTEST_FIRST, the "
+            "default, or PCI_BUS_ID); gpuplace assumes CUDA's default order, FASTEST_FIRST"
+        )
+        if mixed:
+            text += (
+                ", and the visible GPUs differ in model, so CUDA may number them fastest first, "
+                "not in the PCI order shown here"
+            )
+        return text + "; export CUDA_DEVICE_ORDER=PCI_BUS_ID (or unset it)"
+    if order == "PCI_BUS_ID" or not mixed:
         return None
     return (
         "the visible GPUs differ in model and CUDA_DEVICE_ORDER is "
-        f"{cuda_device_order or 'unset (FASTEST_FIRST)'}: CUDA may number them fastest first, "
+        f"{order or 'unset (FASTEST_FIRST)'}: CUDA may number them fastest first, "
         "not in the PCI order shown here; export CUDA_DEVICE_ORDER=PCI_BUS_ID to make them agree"
     )

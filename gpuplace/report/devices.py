@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..devices.model import View, VisibleGpu
+from ..devices.visible import visible
 from ..units import human, mib
 from .text import NA, columns, na
 
@@ -97,18 +98,25 @@ def devices_json(view: View) -> dict[str, Any]:
 
 
 def notice(view: View) -> str | None:
-    """One line saying why no GPU (or fewer than the machine has) is listed, else None."""
+    """Why no GPU (or fewer than the machine has) is listed, else None: the CUDA_VISIBLE_DEVICES
+    or MIG rule that hides each one, and how to see it."""
     m = view.machine
     if m.no_gpu_reason:
         return f"No GPU listed: {m.no_gpu_reason}."
-    cvd = view.cuda_visible_devices
-    if cvd is not None and len(view.gpus) < len(m.gpus):
+    fewer = len(view.gpus) < len(m.gpus)
+    if not fewer and not view.hidden:
+        return None
+    parts = list(view.hidden)
+    if fewer:
         shown = "none" if not view.gpus else f"{len(view.gpus)}"
-        return (
-            f"CUDA_VISIBLE_DEVICES={cvd!r} shows {shown} of the {len(m.gpus)} GPUs of this machine"
-            " (unset it to see all)."
-        )
-    return None
+        count = f"the {len(m.gpus)} GPU{'s' if len(m.gpus) > 1 else ''} of this machine"
+        cvd = view.cuda_visible_devices
+        if cvd is None:
+            parts.insert(0, f"CUDA shows {shown} of {count}.")
+        else:
+            unset = " (unset it to see all)" if len(visible(m.gpus, None)) == len(m.gpus) else ""
+            parts.insert(0, f"CUDA_VISIBLE_DEVICES={cvd!r} shows {shown} of {count}{unset}.")
+    return " ".join(parts)
 
 
 def title(view: View) -> str:
@@ -175,12 +183,16 @@ def devices_plain(view: View) -> str:
 
 
 def devices_table(view: View) -> Any:
-    """A rich Table for terminals (same cells as the plain text)."""
-    from rich.table import Table
+    """A rich Table for terminals (same cells as the plain text; the notice is printed after it).
 
-    table = Table(title=title(view), title_justify="left")
+    Only PRODUCT wraps (at spaces); every other value stays on one line, whole: where the
+    terminal is too narrow for that, the CLI prints the plain layout instead."""
+    from rich.table import Table
+    from rich.text import Text
+
+    table = Table(title=Text(title(view)), title_justify="left")
     for h in HEADER:
-        table.add_column(h, no_wrap=h in ("DEVICE", "BUS-ID"))
+        table.add_column(h, no_wrap=h != "PRODUCT", overflow="fold")
     for row in device_rows(view):
-        table.add_row(*row)
+        table.add_row(*(Text(cell) for cell in row))
     return table
