@@ -12,18 +12,47 @@ from typing import Any
 
 import click
 
-from .cli import AppContext, cli, echo_renderable, warn
-from .errors import BadInput, CheckFailed
+from .cli import AppContext, cli, echo_renderable, echo_renderables, global_options, warn
+from .errors import BadInput, CheckFailed, RuntimeFailure
 
 
 def parse_feeds(values: Sequence[str]) -> dict[str, str]:
-    feeds = {}
+    """`--feed NAME=VALUE` items by name; a placeholder fed twice is refused, not overwritten."""
+    feeds: dict[str, str] = {}
     for item in values:
         name, sep, value = item.partition("=")
         if not sep or not name.strip():
             raise BadInput(f"--feed {item!r}: expected NAME=FILE.npy or NAME=JSON (e.g. x=[[1,2]])")
-        feeds[name.strip()] = value
+        name = name.strip()
+        if name in feeds:
+            raise BadInput(
+                f"--feed {name} is given twice ({name}={feeds[name]} and {name}={value}); "
+                f"feed each placeholder once"
+            )
+        feeds[name] = value
     return feeds
+
+
+def check_save_path(path: str) -> None:
+    """`--save` writes exactly the path given: numpy would add `.npz` to any other name (and
+    write `adir.npz` beside a directory), so those are refused before anything runs."""
+    import os
+
+    fix = "give a file name ending in .npz"
+    if os.path.isdir(path):
+        raise BadInput(
+            f"--save {path}: is a directory; {fix} (e.g. --save {os.path.join(path, 'values.npz')})"
+        )
+    if not path.endswith(".npz"):
+        raise BadInput(
+            f"--save {path}: numpy would write {path}.npz instead; {fix} (e.g. --save values.npz)"
+        )
+    parent = os.path.dirname(path)
+    if parent and not os.path.isdir(parent):
+        raise BadInput(
+            f"--save {path}: the directory {parent} does not exist; create it first, or save "
+            "somewhere that exists"
+        )
 
 
 def _options(
@@ -83,11 +112,21 @@ JSON = click.option("--json", "as_json", is_flag=True, help="One JSON document."
 @cli.command()
 @click.argument("spec", metavar="GRAPH.yaml")
 @click.option("--log-placement/--no-log-placement", "log", default=None,
-              help="Print TensorFlow's device mapping and placement log (overrides config).")  # fmt: skip
+              help="Print TensorFlow's device mapping and placement log (overrides config; "
+                   "--json always carries both).")  # fmt: skip
 @SOFT
-@click.option("--explain", is_flag=True, help="Print why each op went where it did.")
+@click.option(
+    "--explain",
+    is_flag=True,
+    help="Print why each op went where it did "
+    "(--json always carries it: each op's device and reason, and the copies).",
+)
 @JSON
-@click.option("--save", metavar="FILE.npz", help="Write the fetched values to an .npz file.")
+@click.option(
+    "--save",
+    metavar="FILE.npz",
+    help="Write the fetched values to FILE.npz (the name must end in .npz).",
+)
 @click.option(
     "--verify", is_flag=True, help="Compare every fetch with a float64 CPU run; exit 1 on mismatch."
 )
@@ -101,6 +140,7 @@ JSON = click.option("--json", "as_json", is_flag=True, help="One JSON document."
     "--force", is_flag=True, help="Run even when the plan predicts running out of memory."
 )
 @memory_options
+@global_options
 @click.pass_obj
 def run(app: AppContext, /, spec: str, log: bool | None, soft: bool | None, explain: bool,
         as_json: bool, save: str | None, verify: bool, feed: tuple[str, ...], force: bool,
@@ -110,7 +150,8 @@ def run(app: AppContext, /, spec: str, log: bool | None, soft: bool | None, expl
     from .session import execute_prepared, predict_memory, prepare
 
     memory = pop_memory_flags(kw)
-
+    if save:
+        check_save_path(save)
     view = app.view()
     for w in view.warnings:
         warn(w)
@@ -140,10 +181,14 @@ def run(app: AppContext, /, spec: str, log: bool | None, soft: bool | None, expl
         ))  # fmt: skip
 
 
-def warn_prepared(prepared: Any, rates: bool) -> None:
-    """The memory policy's warnings, and (where the cost model used them) the rates file's."""
+def warn_prepared(prepared: Any, rates: bool, seen: set[str] | None = None) -> None:
+    """The memory policy's warnings, and (where the cost model used them) the rates file's;
+    each once where `seen` collects those already given (mem --compare prepares many times)."""
+    seen = set() if seen is None else seen
     for w in (*prepared.policy.warnings, *(prepared.rates.warnings if rates else ())):
-        warn(w)
+        if w not in seen:
+            seen.add(w)
+            warn(w)
 
 
 def _verify(prepared: Any, result: Any, view: Any) -> list[Any]:
@@ -165,7 +210,11 @@ def _print_run(app: AppContext, view: Any, prepared: Any, result: Any, explain: 
                checked: list[Any]) -> None:  # fmt: skip
     from .report import run as report
 
-    if prepared.log_device_placement:
+    mapping = prepared.log_device_placement
+    if view.machine.simulated and not (mapping and prepared.logical):
+        # the device mapping marks each simulated GPU; without it, one line says so
+        click.echo(report.title(view, prepared.strategy, "Run"))
+    if mapping:
         click.echo(report.device_mapping(prepared.logical))
         click.echo(report.placement_log(prepared.graph, prepared.placement))
     for line in result.printed:
@@ -182,10 +231,12 @@ def _print_run(app: AppContext, view: Any, prepared: Any, result: Any, explain: 
 def _explain(app: AppContext, prepared: Any, copies: Any) -> None:
     from .report import run as report
 
+    plain = report.explain_plain(prepared.graph, prepared.placement, copies)
     if app.terminal():
-        echo_renderable(app, report.explain_table(prepared.graph, prepared.placement, copies))
+        table = report.explain_table(prepared.graph, prepared.placement, copies)
+        echo_renderable(app, table, fallback=plain)
     else:
-        click.echo(report.explain_plain(prepared.graph, prepared.placement, copies))
+        click.echo(plain)
 
 
 @cli.command()
@@ -195,13 +246,20 @@ def _explain(app: AppContext, prepared: Any, copies: Any) -> None:
 @click.option("--format", "fmt", type=click.Choice(["text", "json", "dot"]), default=None,
               help="Output format; dot is a Graphviz graph (render: gpuplace plan G.yaml --format dot | dot -Tsvg > plan.svg).")  # fmt: skip
 @memory_options
+@global_options
 @click.pass_obj
 def plan(app: AppContext, /, spec: str, soft: bool | None, as_json: bool, fmt: str | None,
          **kw: Any) -> None:  # fmt: skip
     """Everything but execute: placement with reasons, shapes, bytes per device, copies."""
+    from .memory.devices import check_reservations
     from .report import plan as report
     from .session import estimate_plan, predict_memory, prepare
 
+    if as_json and fmt not in (None, "json"):
+        raise BadInput(
+            f"--json conflicts with --format {fmt}: --json is short for --format json; give one "
+            "of them"
+        )
     view = app.view()
     for w in view.warnings:
         warn(w)
@@ -219,9 +277,23 @@ def plan(app: AppContext, /, spec: str, soft: bool | None, as_json: bool, fmt: s
     elif as_json or fmt == "json":
         click.echo(json.dumps(report.plan_json(view, prepared, memory, est), indent=2))
     elif app.terminal():
-        for renderable in report.plan_renderables(view, prepared, memory, est):
-            echo_renderable(app, renderable)
+        echo_renderables(
+            app,
+            report.plan_renderables(view, prepared, memory, est),
+            fallback=report.plan_plain(view, prepared, memory, est),
+        )
     else:
         click.echo(report.plan_plain(view, prepared, memory, est))
     if oom is not None:
-        raise oom
+        raise RuntimeFailure(str(oom).replace(RUN_ANYWAY, run_anyway(spec)))
+    check_reservations(prepared.logical)  # what run checks before it starts
+
+
+RUN_ANYWAY = "pass --force to run anyway"  # OutOfMemory's words, meant for `run`
+
+
+def run_anyway(spec: str) -> str:
+    """For `plan`'s predicted OOM: the command that runs the graph anyway."""
+    import shlex
+
+    return f"`gpuplace run {shlex.quote(spec)} --force` (with the same options) runs it anyway"

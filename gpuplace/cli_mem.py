@@ -9,9 +9,9 @@ from typing import Any
 
 import click
 
-from .cli import AppContext, cli, warn
+from .cli import AppContext, cli, global_options, gpus_required, warn
 from .cli_graph import memory_options, parse_feeds, pop_memory_flags, warn_prepared
-from .errors import CheckFailed
+from .errors import BadInput, CheckFailed
 
 
 @cli.command()
@@ -23,23 +23,43 @@ from .errors import CheckFailed
               help="Exit 1 unless at least N GPUs are visible.")  # fmt: skip
 @click.option("--feed", multiple=True, metavar="NAME=VALUE", help="Feed a placeholder.")
 @memory_options
+@global_options
 @click.pass_obj
 def mem(app: AppContext, /, spec: str | None, as_json: bool, compare: bool,
         require_gpus: int | None, feed: tuple[str, ...], **kw: Any) -> None:  # fmt: skip
     """nvidia-smi's memory view; with a graph, run it under a memory policy and show the result."""
     from .report import mem as report
     from .report.devices import notice, title
+    from .report.run import machine_record
 
+    if spec is None:
+        _needs_graph(compare, feed, kw)
+    if compare and kw["allow_growth"] is not None:
+        flag = "--allow-growth" if kw["allow_growth"] else "--no-allow-growth"
+        raise BadInput(
+            f"{flag} conflicts with --compare: --compare runs the default policy and allow_growth "
+            f"side by side (and the given --memory-fraction); drop {flag}"
+        )
     view = app.view()
     for w in view.warnings:
         warn(w)
-    doc: dict[str, Any] = {"machine": {"source": view.machine.source, "description": view.machine.description,
+    doc: dict[str, Any] = {"machine": {**machine_record(view),
                                        "driver_version": view.machine.driver_version,
                                        "cuda_version": view.machine.cuda_version,
                                        "no_gpu_reason": notice(view)}}  # fmt: skip
     cards = report.visible_cards(view)
+    runs: list[tuple[str, Any, Any]] = []
     if spec is not None:
-        cards = _with_graph(app, view, spec, feed, kw, compare, as_json, doc) or cards
+        runs, seen = _with_graph(app, view, spec, feed, kw, compare)
+        cards = seen or cards
+        doc["policies"] = [
+            {"policy": name, "devices": report.memory_records(logical, memory)}
+            for name, logical, memory in runs
+        ]
+    if view.machine.simulated and not as_json:
+        click.echo(title(view))  # first, above the policy table and nvidia-smi's view alike
+    if runs and not as_json:
+        click.echo(report.memory_plain(runs) + "\n")
     if as_json:
         doc["gpus"] = report.smi_records(cards)
         click.echo(json.dumps(doc, indent=2))
@@ -48,44 +68,77 @@ def mem(app: AppContext, /, spec: str | None, as_json: bool, compare: bool,
     else:
         from .report.smi import smi_text
 
-        if view.machine.simulated:
-            click.echo(title(view))
         click.echo(smi_text(view.machine, cards, datetime.now()))
     if require_gpus is not None and len(view.gpus) < require_gpus:
-        raise CheckFailed(f"{require_gpus} GPUs required, {len(view.gpus)} visible")
+        raise CheckFailed(gpus_required(require_gpus, len(view.gpus)))
+
+
+def _needs_graph(compare: bool, feed: tuple[str, ...], kw: dict[str, Any]) -> None:
+    """Without a graph mem only shows nvidia-smi's view: refuse the flags that shape a run."""
+    given = [flag for flag, on in (
+        ("--allow-growth", kw["allow_growth"] is True),
+        ("--no-allow-growth", kw["allow_growth"] is False),
+        ("--memory-fraction", kw["memory_fraction"] is not None),
+        ("--memory-limit", kw["memory_limit"] is not None),
+        ("--virtual-gpus", kw["virtual_gpus"] is not None),
+        ("--replicate", kw["replicate"] is not None),
+        ("--strategy", kw["strategy"] is not None),
+        ("--compare", compare),
+        ("--feed", bool(feed)),
+    ) if on]  # fmt: skip
+    if given:
+        names = given[0] if len(given) == 1 else f"{', '.join(given[:-1])} and {given[-1]}"
+        verb, them = ("needs", "it") if len(given) == 1 else ("need", "them")
+        raise BadInput(
+            f"{names} {verb} a GRAPH: without one, mem only shows nvidia-smi's view and runs "
+            f"nothing; name a graph (gpuplace mem GRAPH.yaml {given[0]} ...) or drop {them}"
+        )
+
+
+def _variants(memory: dict[str, Any], compare: bool) -> list[tuple[str, dict[str, Any]]]:
+    """The policies to run, each with the label `--compare` asked for it under."""
+    if not compare:
+        return [("", memory)]
+    base = {**memory, "allow_growth": None, "memory_fraction": None}
+    variants = [("default", {**base, "allow_growth": False}),
+                ("allow_growth", {**base, "allow_growth": True})]  # fmt: skip
+    fraction = memory["memory_fraction"]
+    if fraction is not None:
+        variants.append((f"fraction {fraction:g}", {**base, "allow_growth": False,
+                                                   "memory_fraction": fraction}))  # fmt: skip
+    return variants
 
 
 def _with_graph(app: AppContext, view: Any, spec: str, feed: tuple[str, ...], kw: dict[str, Any],
-                compare: bool, as_json: bool, doc: dict[str, Any]) -> list[Any]:  # fmt: skip
-    """Run `spec` under the policy (or each compared policy); return the cards to show."""
-    from .report import mem as report
+                compare: bool) -> tuple[list[tuple[str, Any, Any]], list[Any]]:  # fmt: skip
+    """Run `spec` under the policy (or each compared policy): (policy name, logical GPUs,
+    memory) per run, and nvidia-smi's cards while the last run held its memory."""
     from .session import Options, prepare
 
     memory = pop_memory_flags(kw)
-    variants = [memory]
-    if compare:
-        base = {**memory, "allow_growth": None, "memory_fraction": None}
-        variants = [{**base, "allow_growth": False}, {**base, "allow_growth": True}]
-        if memory["memory_fraction"] is not None:
-            variants.append(
-                {**base, "allow_growth": False, "memory_fraction": memory["memory_fraction"]}
-            )
     runs: list[tuple[str, Any, Any]] = []
     shown: list[Any] = []
-    for variant in variants:
+    warned: set[str] = set()
+    labels: dict[str, str] = {}  # policy name -> the compared label that ran it
+    for label, variant in _variants(memory, compare):
         prepared = prepare(spec, view, Options(feeds=parse_feeds(feed), **variant), app.env)
-        warn_prepared(prepared, rates=prepared.strategy == "balanced")
+        if compare and prepared.policy.virtual:
+            raise BadInput(
+                f"--compare conflicts with {prepared.policy.virtual_source}: --compare runs "
+                "allow_growth, which TensorFlow does not allow on a GPU with virtual devices; "
+                "drop one of them"
+            )
+        warn_prepared(prepared, rates=prepared.strategy == "balanced", seen=warned)
+        name = prepared.policy.name()
+        if name in labels:  # e.g. TF_FORCE_GPU_ALLOW_GROWTH makes default and allow_growth one
+            warn(f"--compare: the {label} run would repeat the {labels[name]} run (both are "
+                 f"{name} here); shown once")  # fmt: skip
+            continue
+        labels[name] = label
         outcome, seen = _run_observed(app, view, prepared)
-        runs.append((prepared.policy.name(), prepared.logical, outcome.memory))
+        runs.append((name, prepared.logical, outcome.memory))
         shown = seen or shown
-    doc["policies"] = [
-        {"policy": name, "devices": report.memory_records(logical, memory)}
-        for name, logical, memory in runs
-    ]
-    if not as_json:
-        click.echo(report.memory_plain(runs))
-        click.echo()
-    return shown
+    return runs, shown
 
 
 def _run_observed(app: AppContext, view: Any, prepared: Any) -> tuple[Any, list[Any]]:

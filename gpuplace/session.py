@@ -19,7 +19,7 @@ from .devices.rates import MeasuredRate, Rates, load_rates
 from .errors import BadInput, RuntimeFailure
 from .execute.ledger import OutOfMemory
 from .graph import apply_feeds, get_op, load
-from .graph.model import Config, Graph
+from .graph.model import STRATEGIES, Config, Graph
 from .memory.devices import (
     DeviceMemory,
     check_reservations,
@@ -108,14 +108,17 @@ def prepare(
     place every op on them (with the rates measured on this machine, from the rates file `env`
     names) and check that every tensor fits its device."""
     flags = options.memory_flags()
+    count = replicate_count(options.replicate)
 
     def gpus(config: Config) -> int:
-        return len(logical_gpus(view.gpus, resolve(config.gpu_options, flags, env)))
+        n = len(logical_gpus(view.gpus, resolve(config.gpu_options, flags, env)))
+        if count is not None:
+            check_replicas(count, n)
+        return n
 
-    replicate = options.replicate
-    count: int | str | None = int(replicate) if replicate and replicate.isdigit() else replicate
     graph = load(path, gpus=gpus, replicate=count)
     if feeds:
+        check_feed_names(graph, options.feeds)
         graph = apply_feeds(graph, options.feeds)
     policy = resolve(graph.config.gpu_options, flags, env)
     logical = tuple(logical_gpus(view.gpus, policy))
@@ -131,6 +134,56 @@ def prepare(
     return Prepared(graph, placement, log, policy, logical, strategy, rates)
 
 
+def replicate_count(text: str | None) -> int | str | None:
+    """`--replicate N|all` as the loader takes it; BadInput naming the flag for anything else."""
+    if text is None:
+        return None
+    value = text.strip()
+    if value == "all":
+        return value
+    if not value.isdigit():
+        raise BadInput(
+            f"--replicate {text!r}: expected a number of GPUs (2 or more) or 'all' "
+            "(e.g. --replicate 2)"
+        )
+    if int(value) < 2:
+        raise BadInput(
+            f"--replicate {text}: data parallelism needs at least 2 GPUs (as Keras' "
+            "multi_gpu_model: gpus >= 2); give --replicate 2 or more, or --replicate all"
+        )
+    return int(value)
+
+
+def check_replicas(count: int | str, gpus: int) -> None:
+    """`--replicate` against the logical GPUs this process has (exit 1: this machine cannot)."""
+    if gpus >= (2 if count == "all" else int(count)):
+        return
+    seen = f"this process sees {gpus} GPU{'' if gpus == 1 else 's'}" + (
+        f" (GPU:0..GPU:{gpus - 1})" if gpus > 1 else ""
+    )
+    if gpus >= 2:
+        fix = f"give --replicate {gpus} or fewer, or --replicate all"
+    elif gpus == 1:
+        fix = "split its card into logical GPUs with --virtual-gpus (e.g. GPU:0=1GiB,1GiB)"
+    else:
+        fix = "run it on a machine with 2 or more GPUs"
+    need = ", and data parallelism needs 2 or more" if count == "all" else ""
+    raise RuntimeFailure(f"--replicate {count}: {seen}{need}; {fix}")
+
+
+def check_feed_names(graph: Graph, feeds: Mapping[str, str]) -> None:
+    """A feed for a graph without placeholders: say so, rather than list no placeholders."""
+    if not feeds or any(op.type == "placeholder" for op in graph.ops):
+        return
+    names = graph.by_name()
+    for name in feeds:
+        if name not in names:
+            raise BadInput(
+                f"--feed {name}: no op named {name!r} in {graph.source}, and the graph has no "
+                "placeholders: there is nothing to feed; drop --feed"
+            )
+
+
 def predict_memory(prepared: Prepared, view: View) -> tuple[list[DeviceMemory], OutOfMemory | None]:
     """Predicted memory per device, and the OOM a run would hit (with advice), or None."""
     from .memory.predict import predict
@@ -140,9 +193,6 @@ def predict_memory(prepared: Prepared, view: View) -> tuple[list[DeviceMemory], 
     if oom is not None:
         oom = oom.with_hint(oom_hint(oom, prepared.policy, prepared.logical, view), predicted=True)
     return prediction.memory, oom
-
-
-STRATEGIES = ("tensorflow", "balanced", "round-robin")
 
 
 @dataclass(frozen=True)
@@ -267,8 +317,12 @@ def verify(prepared: Prepared, result: Any, view: View) -> list[Verified]:
     for name, value in result.values.items():
         ref = np.asarray(reference.values[name], dtype=np.float64)
         got = np.asarray(value, dtype=np.float64)
-        scale = float(np.max(np.abs(ref))) if ref.size else 0.0
-        err = float(np.max(np.abs(got - ref))) / (scale or 1.0) if ref.size else 0.0
+        with np.errstate(invalid="ignore", over="ignore"):  # inf - inf: equal values, no warning
+            same = (got == ref) | (np.isnan(got) & np.isnan(ref))
+            finite = np.abs(ref[np.isfinite(ref)])
+            scale = float(np.max(finite)) if finite.size else 0.0
+            diff = np.where(same, 0.0, np.abs(got - ref))
+            err = float(np.max(diff)) / (scale or 1.0) if ref.size else 0.0
         tol = TOLERANCE.get(str(value.dtype), 0.0)
         out.append(
             Verified(name, str(value.dtype), err, tol, bool(np.isfinite(err) and err <= tol))

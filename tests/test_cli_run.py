@@ -87,7 +87,8 @@ def test_explain_and_copies(run: Run) -> None:
         "--explain",
         "--no-log-placement",
     )
-    rows = result.out.splitlines()
+    title, *rows = result.out.splitlines()
+    assert title == "Run on the simulated machine 1xK40c (strategy tensorflow)"
     assert rows[0].split() == [
         "OP",
         "TYPE",
@@ -195,3 +196,17 @@ def test_errors_are_one_line_with_exit_code(
     assert (
         words in result.err and result.err.startswith("error: ") and "Traceback" not in result.err
     )
+
+
+def test_verify_counts_equal_infinities_and_nans_as_equal(run: Run, tmp_path: Path) -> None:
+    """log(0) and log(-1) give -inf and nan on both runs: a match, and no numpy warning."""
+    spec = write(
+        tmp_path,
+        "graph:\n"
+        "  - {name: z, op: constant, value: [0.0, 1.0, -1.0]}\n"
+        "  - {name: l, op: log, inputs: [z]}\n",
+    )
+    result = run("--machine", "1xK40c", "run", spec, "--verify")
+    assert (result.code, result.err) == (0, "")
+    assert "[-inf   0.  nan]" in result.out
+    assert "verify l: max relative error 0.0e+00" in result.out and ": ok" in result.out

@@ -141,13 +141,17 @@ def test_replicate_asks_for_gpus_the_machine_lacks(run: Run, tmp_path: Path) -> 
     spec = tmp_path / "mlp.yaml"
     spec.write_text(MLP)
     result = run("--machine", "2xT4", "plan", str(spec), "--replicate", "3")
-    assert result.code == 1
-    assert (
-        "However this machine only has: ['/cpu:0', '/gpu:0', '/gpu:1']. Try reducing `gpus`."
-        in result.err
+    assert (result.code, result.out) == (1, "")
+    assert result.err == (
+        "error: --replicate 3: this process sees 2 GPUs (GPU:0..GPU:1); give --replicate 2 or "
+        "fewer, or --replicate all\n"
     )
     one = run("--machine", "1xT4", "plan", str(spec), "--replicate", "all")
-    assert one.code == 2 and "with `gpus >= 2`. Received: `gpus=1`" in one.err
+    assert (one.code, one.out) == (1, "")  # this machine cannot, as --replicate 3 above
+    assert one.err == (
+        "error: --replicate all: this process sees 1 GPU, and data parallelism needs 2 or more; "
+        "split its card into logical GPUs with --virtual-gpus (e.g. GPU:0=1GiB,1GiB)\n"
+    )
 
 
 def test_replicate_all_counts_logical_gpus(run: Run, tmp_path: Path) -> None:

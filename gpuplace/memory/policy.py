@@ -20,7 +20,7 @@ from typing import Any
 
 from ..devices.model import VisibleGpu
 from ..errors import BadInput
-from ..units import GiB, MiB, parse_size
+from ..units import GiB, MiB, human, parse_size
 
 ENV_GROWTH = "TF_FORCE_GPU_ALLOW_GROWTH"
 
@@ -47,6 +47,7 @@ class Policy:
     memory_limit: int | None = None
     virtual: Mapping[int, tuple[int, ...]] = field(default_factory=dict)  # cuda index -> limits
     warnings: tuple[str, ...] = ()
+    virtual_source: str = "--virtual-gpus"  # where `virtual` came from, for messages
 
     def name(self) -> str:
         """A short label for tables: `default`, `allow_growth`, `fraction 0.4`, ..."""
@@ -96,6 +97,7 @@ _VIRTUAL = re.compile(r"^\s*(?:/?(?:device:)?GPU:)?(\d+)\s*=\s*(.+)$", re.IGNORE
 def parse_virtual(text: str) -> dict[int, tuple[int, ...]]:
     """`GPU:0=2GiB,2GiB;GPU:1=1GiB` -> {0: (2 GiB, 2 GiB), 1: (1 GiB,)}."""
     out: dict[int, tuple[int, ...]] = {}
+    given: dict[int, str] = {}
     for part in text.split(";"):
         match = _VIRTUAL.match(part)
         if match is None:
@@ -108,7 +110,15 @@ def parse_virtual(text: str) -> dict[int, tuple[int, ...]]:
             raise BadInput(
                 f"--virtual-gpus: every logical GPU needs memory > 0, got {part.strip()!r}"
             )
-        out[int(match.group(1))] = sizes
+        index = int(match.group(1))
+        if index in given:
+            raise BadInput(
+                f"--virtual-gpus: GPU:{index} is given twice ({given[index]!r} and "
+                f"{part.strip()!r}); give each GPU once, with all its logical GPUs' sizes after "
+                f"one '=' (e.g. GPU:{index}=1GiB,2GiB,2GiB)"
+            )
+        given[index] = part.strip()
+        out[index] = sizes
     return out
 
 
@@ -153,6 +163,35 @@ def _growth_from_env(env: Mapping[str, str], current: bool) -> tuple[bool, str |
     )
 
 
+def _fraction_and_limit(
+    gpu_options: Mapping[str, Any], flags: Mapping[str, Any]
+) -> tuple[float | None, int | None, str | None]:
+    """The fraction and the per-GPU limit in force, and a warning when the limit flag overrides
+    the spec's fraction. Both as flags is refused: a logical device's memory_limit wins over
+    per_process_gpu_memory_fraction in TensorFlow, so the fraction would be dropped."""
+    text = flags.get("memory_limit")
+    limit = parse_size(text, "--memory-limit") if text else None
+    if flags.get("memory_fraction") is not None:
+        if limit is not None:
+            raise BadInput(
+                f"--memory-fraction {flags['memory_fraction']} conflicts with --memory-limit "
+                f"{text}: a per-GPU memory limit overrides the fraction (in TensorFlow a logical "
+                "device's memory_limit wins over per_process_gpu_memory_fraction); give one of them"
+            )
+        return _fraction(flags["memory_fraction"], "--memory-fraction"), None, None
+    configured = gpu_options.get("per_process_gpu_memory_fraction")
+    if configured is None:
+        return None, limit, None
+    fraction = _fraction(configured, "config.gpu_options")
+    if limit is None:
+        return fraction, None, None
+    warning = (
+        f"--memory-limit {text} overrides config.gpu_options.per_process_gpu_memory_fraction "
+        f"{fraction:g}: each GPU's limit is {text}"
+    )
+    return None, limit, warning
+
+
 def resolve(
     gpu_options: Mapping[str, Any], flags: Mapping[str, Any], env: Mapping[str, str]
 ) -> Policy:
@@ -161,33 +200,29 @@ def resolve(
     if flags.get("allow_growth") is not None:
         configured = bool(flags["allow_growth"])
     growth, warning = _growth_from_env(env, configured)
-    fraction = None
-    if flags.get("memory_fraction") is not None:
-        fraction = _fraction(flags["memory_fraction"], "--memory-fraction")
-    elif gpu_options.get("per_process_gpu_memory_fraction") is not None:
-        fraction = _fraction(gpu_options["per_process_gpu_memory_fraction"], "config.gpu_options")
-    limit = (
-        parse_size(flags["memory_limit"], "--memory-limit") if flags.get("memory_limit") else None
-    )
+    fraction, limit, overridden = _fraction_and_limit(gpu_options, flags)
     experimental = gpu_options.get("experimental") or {}
+    source = "config.gpu_options.experimental.virtual_devices"
     virtual = (
         _virtual_from_config(experimental["virtual_devices"])
         if "virtual_devices" in experimental
         else {}
     )
     if flags.get("virtual_gpus"):
-        virtual = parse_virtual(str(flags["virtual_gpus"]))
+        virtual, source = parse_virtual(str(flags["virtual_gpus"])), "--virtual-gpus"
     if virtual and configured:  # TF's Python rule; the env var acts in the allocator, allowed
+        grown = "--allow-growth" if flags.get("allow_growth") else "config.gpu_options.allow_growth"
         raise BadInput(
             "Memory growth cannot be configured on a PhysicalDevice with virtual devices configured "
-            "(TensorFlow's rule): drop --allow-growth or --virtual-gpus"
+            f"(TensorFlow's rule): drop {grown} or {source}"
         )
     if virtual and fraction is not None:
         raise BadInput(
             "It's invalid to set both virtual devices and per_process_gpu_memory_fraction at the "
             "same time (TensorFlow's config.proto): give each logical GPU its memory instead"
         )
-    return Policy(growth, fraction, limit, virtual, (warning,) if warning else ())
+    warnings = tuple(w for w in (warning, overridden) if w)
+    return Policy(growth, fraction, limit, virtual, warnings, source)
 
 
 def _default_limit(gpu: VisibleGpu, policy: Policy) -> int:
@@ -202,19 +237,58 @@ def _default_limit(gpu: VisibleGpu, policy: Policy) -> int:
     return free - margin if margin < free else free
 
 
+def _size(n: int) -> str:
+    """A size as users type it: `2GiB` when whole, else whole MiB (`1365MiB`)."""
+    return f"{n // GiB}GiB" if n % GiB == 0 else f"{n // MiB}MiB"
+
+
+def _check_virtual(gpu: VisibleGpu, sizes: Sequence[int], source: str) -> None:
+    """Refuse logical GPUs that together ask more of a card than it has free (what TensorFlow
+    reserves them from), before anything is placed: plan and run agree."""
+    free = gpu.memory_free if gpu.memory_free is not None else gpu.memory_total
+    want = sum(sizes)
+    if free is None or want <= free:
+        return
+    each = free // len(sizes) // MiB * MiB
+    if source == "--virtual-gpus":
+        example = f"--virtual-gpus GPU:{gpu.cuda_index}=" + ",".join([_size(each)] * len(sizes))
+    else:
+        example = f"memory_limit_mb: [{', '.join([str(each // MiB)] * len(sizes))}]"
+    used = f" (other processes use {human(gpu.memory_used)})" if gpu.memory_used else ""
+    what = f"the {len(sizes)} logical GPUs" if len(sizes) > 1 else "the logical GPU"
+    raise BadInput(
+        f"{source} asks {human(want)} in all for {what} of GPU:{gpu.cuda_index} "
+        f"({gpu.product}), which has {human(free)} free{used}; give sizes that "
+        f"add up to at most {human(free)} (e.g. {example})"
+    )
+
+
 def logical_gpus(gpus: Sequence[VisibleGpu], policy: Policy) -> list[LogicalGpu]:
     """TensorFlow's GPU:0..n-1 under `policy`: virtual devices in order per visible GPU."""
+    source = policy.virtual_source
     unknown = sorted(set(policy.virtual) - {g.cuda_index for g in gpus})
     if unknown:
         raise BadInput(
-            f"--virtual-gpus names GPU:{unknown[0]}, but this process sees "
+            f"{source} names GPU:{unknown[0]}, but this process sees "
             f"{len(gpus)} GPU{'s' if len(gpus) != 1 else ''}"
-            + (f" (GPU:0..GPU:{len(gpus) - 1})" if gpus else "")
+            + (f" (GPU:0..GPU:{len(gpus) - 1})" if len(gpus) > 1 else " (GPU:0)" if gpus else "")
+        )
+    if (
+        policy.memory_limit is not None
+        and gpus
+        and all(g.cuda_index in policy.virtual for g in gpus)
+    ):
+        raise BadInput(
+            f"--memory-limit {human(policy.memory_limit)} conflicts with {source}: every visible "
+            "GPU is split into logical GPUs with their own sizes, so the limit would apply to "
+            "none; drop --memory-limit"
         )
     out: list[LogicalGpu] = []
     for gpu in gpus:
-        limits = policy.virtual.get(gpu.cuda_index) or (_default_limit(gpu, policy),)
-        for limit in limits:
+        sizes = policy.virtual.get(gpu.cuda_index)
+        if sizes:
+            _check_virtual(gpu, sizes, source)
+        for limit in sizes or (_default_limit(gpu, policy),):
             reserve = 0 if policy.allow_growth else limit
             out.append(LogicalGpu(len(out), gpu, limit, reserve, policy.allow_growth))
     return out

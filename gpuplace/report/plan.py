@@ -17,6 +17,7 @@ from .run import (
     placement_records,
     short_device,
 )
+from .run import title as run_title
 from .text import columns
 
 LOAD_HEADER = (
@@ -55,6 +56,11 @@ def _loads(prepared: Prepared) -> tuple[list[Any], list[DeviceLoad]]:
     return copies, device_loads(prepared.graph, prepared.placement, copies)
 
 
+def fits(m: DeviceMemory | None) -> bool | None:
+    """Whether the predicted peak stays within the device's limit (None: no limit, the CPU)."""
+    return None if m is None or m.limit is None else m.peak <= m.limit
+
+
 def _load_rows(
     loads: list[DeviceLoad], memory: Sequence[DeviceMemory], est: PlanEstimate
 ) -> list[tuple[str, ...]]:
@@ -64,19 +70,18 @@ def _load_rows(
         m = by_name.get(d.device)
         peak = "-" if m is None else human(m.peak)
         limit = "-" if m is None or m.limit is None else human(m.limit)
-        fits = "-" if m is None or m.limit is None else ("yes" if m.peak <= m.limit else "NO")
+        fit = fits(m)
+        fits_cell = "-" if fit is None else ("yes" if fit else "NO")
         out = est.estimate.copies_out.get(d.device, (0, 0))
         busy = _ms(est.estimate.busy.get(d.device, 0.0))
         rows.append((short_device(d.device), str(d.ops), human(d.output_bytes), str(d.copies_in),
                      human(d.copy_bytes_in), f"{out[0]} ({human(out[1])})", busy, peak, limit,
-                     fits))  # fmt: skip
+                     fits_cell))  # fmt: skip
     return rows
 
 
 def title(view: View, strategy: str = "tensorflow") -> str:
-    m = view.machine
-    where = f"the simulated machine {m.description}" if m.simulated else "this machine"
-    return f"Plan on {where} (strategy {strategy})"
+    return run_title(view, strategy, "Plan")
 
 
 def plan_plain(
@@ -132,6 +137,7 @@ def plan_json(
              "copies_in": d.copies_in, "copy_bytes_in": d.copy_bytes_in,
              "peak_predicted": by_name[d.device].peak if d.device in by_name else None,
              "limit": by_name[d.device].limit if d.device in by_name else None,
+             "fits": fits(by_name.get(d.device)),
              "busy_seconds": est.estimate.busy.get(d.device, 0.0),
              "copies_out": est.estimate.copies_out.get(d.device, (0, 0))[0],
              "copy_bytes_out": est.estimate.copies_out.get(d.device, (0, 0))[1]}

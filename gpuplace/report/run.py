@@ -28,6 +28,13 @@ def tf_bus_id(bus_id: str) -> str:
     )
 
 
+def title(view: View, strategy: str = "tensorflow", verb: str = "Plan") -> str:
+    """`Plan on the simulated machine 4xK520 (strategy tensorflow)`, or `Run on this machine ...`."""
+    m = view.machine
+    where = f"the simulated machine {m.description}" if m.simulated else "this machine"
+    return f"{verb} on {where} (strategy {strategy})"
+
+
 def device_mapping(logical: Sequence[LogicalGpu]) -> str:
     """TensorFlow's `Device mapping:` block (direct_session.cc), one line per (logical) GPU;
     `device:` is the CUDA ordinal of the card, which logical GPUs share."""
@@ -124,6 +131,17 @@ def copy_records(copies: Sequence[Any]) -> list[dict[str, Any]]:
     ]  # fmt: skip
 
 
+def device_mapping_records(logical: Sequence[LogicalGpu]) -> list[dict[str, Any]]:
+    """The `Device mapping:` block as data: each (logical) GPU:i and the card it runs on."""
+    return [
+        {"device": f"/job:localhost/replica:0/task:0/device:GPU:{lg.index}",
+         "cuda_index": lg.gpu.cuda_index, "product": lg.gpu.product,
+         "pci_bus_id": lg.gpu.gpu.pci_bus_id, "compute_capability": lg.gpu.gpu.compute_capability,
+         "simulated": lg.gpu.gpu.simulated}
+        for lg in logical
+    ]  # fmt: skip
+
+
 def machine_record(view: View) -> dict[str, Any]:
     m = view.machine
     return {"source": m.source, "description": m.description, "simulated": m.simulated,
@@ -138,10 +156,12 @@ def memory_records(memory: Sequence[Any]) -> list[dict[str, Any]]:
 
 
 def run_json(view: View, prepared: Any, outcome: Any) -> dict[str, Any]:
-    """`gpuplace run --json`: placement, results (shape, dtype, value), copies, memory."""
+    """`gpuplace run --json`: the device mapping, placement with reasons (what --log-placement and
+    --explain print), results (shape, dtype, value), copies, memory."""
     graph, placement, result = prepared.graph, prepared.placement, outcome.result
     return {
         "machine": machine_record(view),
+        "device_mapping": device_mapping_records(prepared.logical),
         "placement": placement_records(graph, placement),
         "results": {
             name: {"shape": list(v.shape), "dtype": str(v.dtype), "value": v.tolist()}

@@ -86,12 +86,16 @@ def test_graph_under_default_policy_shows_this_process(run: Run, tmp_path: Path)
     result = run("--machine", machine_file(tmp_path), "mem", graph, env=PCI_ORDER)
     assert (result.code, result.err) == (0, "")
     lines = result.out.splitlines()
-    assert lines[:3] == [
+    assert lines[:4] == [
+        "Simulated machine lab (every device below is simulated)",  # above everything it shows
         "DEVICE  CARD                           POLICY   RESERVED  PEAK IN USE  LIMIT",
         "GPU:0   Tesla V100-SXM2-32GB (CUDA 0)  default  30985MiB  12MiB        30985MiB",
         "GPU:1   Tesla T4 (CUDA 1)              default  14310MiB  0B           14310MiB",
     ]  # the default policy reserves every visible GPU, used or not (T4: 15360 - 1050 MiB)
-    assert "|   31460MiB /  32510MiB |" in lines[14]  # 475 MiB of pid 4242 + 30985 MiB
+    assert "|   31460MiB /  32510MiB |" in lines[14]
+    assert (
+        result.out.lower().count("simulated") == 2
+    )  # the title, once  # 475 MiB of pid 4242 + 30985 MiB
     pid = os.getpid()
     assert lines[-4:-1] == [
         OTHER,
@@ -106,7 +110,8 @@ def test_json_has_integer_bytes(run: Run, tmp_path: Path) -> None:
     assert result.code == 0
     doc = json.loads(result.out)
     assert doc["machine"] == {
-        "source": "simulated", "description": "lab", "driver_version": "570.195.03",
+        "source": "simulated", "description": "lab", "simulated": True,
+        "visible_gpus": ["/device:GPU:0", "/device:GPU:1"], "driver_version": "570.195.03",
         "cuda_version": "12.8", "no_gpu_reason": None,
     }  # fmt: skip
     [policy] = doc["policies"]
@@ -150,7 +155,8 @@ def test_compare_runs_the_policies_side_by_side(run: Run, tmp_path: Path) -> Non
         "--machine", machine_file(tmp_path), "mem", graph, "--compare", "--memory-fraction", "0.5"
     )
     assert result.code == 0
-    table = result.out.split("\n\n")[0].splitlines()
+    title, *table = result.out.split("\n\n")[0].splitlines()
+    assert title == "Simulated machine lab (every device below is simulated)"
     assert table == [
         "DEVICE  CARD                           POLICY        RESERVED  PEAK IN USE  LIMIT",
         "GPU:0   Tesla V100-SXM2-32GB (CUDA 0)  default       30985MiB  12MiB        30985MiB",
@@ -181,13 +187,14 @@ def test_no_driver_with_require_gpus_exits_1(run: Run) -> None:
     result = run("mem", "--require-gpus", "1")
     assert result.code == 1
     assert result.out.startswith("No GPU listed:")
-    assert result.err == "error: 1 GPUs required, 0 visible\n"
+    assert result.err == "error: 1 GPU required, 0 visible\n"
 
 
 def test_cuda_visible_devices_empty_says_why(run: Run) -> None:
     result = run("--machine", "2xK520", "mem", env={"CUDA_VISIBLE_DEVICES": ""})
     assert result.code == 0
     assert result.out == (
+        "Simulated machine 2xK520 (every device below is simulated)\n"
         "CUDA_VISIBLE_DEVICES='' shows none of the 2 GPUs of this machine (unset it to see all).\n"
     )
 

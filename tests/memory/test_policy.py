@@ -289,3 +289,55 @@ def test_growth_is_capped_at_the_limit() -> None:
     ledger.allocate(2 * MiB, "a")
     ledger.allocate(3 * MiB, "b")
     assert ledger.reserved == 5 * MiB
+
+
+def test_limit_flag_overrides_the_configs_fraction_and_says_so() -> None:
+    policy = resolve({"per_process_gpu_memory_fraction": 0.5}, {"memory_limit": "64MiB"}, {})
+    assert (policy.fraction, policy.memory_limit) == (None, 64 * MiB)
+    assert policy.warnings == (
+        "--memory-limit 64MiB overrides config.gpu_options.per_process_gpu_memory_fraction 0.5: "
+        "each GPU's limit is 64MiB",
+    )
+    assert policy.name() == "limit 64 MiB"
+
+
+def test_limit_with_every_gpu_split_is_refused() -> None:
+    policy = resolve({}, {"memory_limit": "64MiB", "virtual_gpus": "GPU:0=1GiB,1GiB"}, {})
+    with pytest.raises(BadInput) as err:
+        logical_gpus([visible(0, 32510, 32035)], policy)
+    assert str(err.value) == (
+        "--memory-limit 64.0 MiB conflicts with --virtual-gpus: every visible GPU is split into "
+        "logical GPUs with their own sizes, so the limit would apply to none; drop --memory-limit"
+    )
+    # a GPU left whole takes the limit: nothing dropped
+    gpus = logical_gpus([visible(0, 32510, 32035), visible(1, 32510, 32035)], policy)
+    assert [g.limit for g in gpus] == [GiB, GiB, 64 * MiB]
+
+
+def test_virtual_devices_messages_name_where_they_came_from() -> None:
+    two = {
+        "experimental": {"virtual_devices": [{"memory_limit_mb": [1]}, {"memory_limit_mb": [1]}]}
+    }
+    with pytest.raises(BadInput) as err:
+        resolve({**two, "allow_growth": True}, {}, {})
+    assert str(err.value).endswith(
+        "(TensorFlow's rule): drop config.gpu_options.allow_growth or "
+        "config.gpu_options.experimental.virtual_devices"
+    )
+    with pytest.raises(BadInput) as err:
+        logical_gpus([visible(0, 1024, 1000)], resolve(two, {}, {}))
+    assert str(err.value) == (
+        "config.gpu_options.experimental.virtual_devices names GPU:1, but this process sees 1 GPU "
+        "(GPU:0)"
+    )
+
+
+def test_virtual_gpus_over_a_cards_free_memory_name_other_processes() -> None:
+    policy = resolve({}, {"virtual_gpus": "GPU:0=600MiB,600MiB"}, {})
+    with pytest.raises(BadInput) as err:
+        logical_gpus([visible(0, 1024, 1000)], policy)
+    assert str(err.value) == (
+        "--virtual-gpus asks 1.2 GiB in all for the 2 logical GPUs of GPU:0 (Tesla V100-PCIE-32GB), "
+        "which has 1000.0 MiB free (other processes use 24.0 MiB); give sizes that add up to at "
+        "most 1000.0 MiB (e.g. --virtual-gpus GPU:0=500MiB,500MiB)"
+    )
