@@ -12,7 +12,6 @@ import functools
 import json
 import os
 import sys
-import traceback
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TextIO, TypeVar, cast
@@ -376,6 +375,8 @@ def _report(app: AppContext, exc: GpuplaceError) -> int:
     if isinstance(exc, OutputError) and exc.errno == errno.EPIPE:
         return 1  # the reader went away (`| head`): nothing to say, as cat and grep
     if app.debug:
+        import traceback  # only here: it costs `devices` a few ms to import
+
         _say("".join(traceback.format_exception(exc)).rstrip("\n"))
     _say(f"error: {exc}")
     return exc.exit_code
