@@ -98,6 +98,22 @@ class CupyContract:
         limited.set_memory_limit(None)
         assert limited.get(limited.put(big)).nbytes == 2 * MiB
 
+    def test_pool_limit_counts_cached_blocks_and_keeps_them(
+        self, cupy: ModuleType, limited: CupyBackend
+    ) -> None:
+        """cupy checks the limit against every byte the pool holds, cached blocks included, and
+        raises without dropping them (only a failing cudaMalloc drops the cache)."""
+        pool = cupy.get_default_memory_pool()
+        with limited.device():
+            start = pool.total_bytes()
+            a = limited.put(np.zeros(MiB, np.uint8))
+            del a  # back in the pool's cache: held, not in use
+            limited.set_memory_limit(start + MiB + MiB // 2)
+            with pytest.raises(cupy.cuda.memory.OutOfMemoryError):
+                limited.put(np.zeros(MiB, np.uint16))  # 2 MiB: no cached block fits it
+            assert pool.total_bytes() == start + MiB  # the cached block is still held
+            assert limited.get(limited.put(np.ones(MiB, np.uint8))).sum() == MiB  # reuses it
+
     def test_executor_runs_each_op_on_its_gpu_and_matches_numpy(self, cupy: ModuleType) -> None:
         first, second = (0, 1) if device_count(cupy) > 1 else (0, 0)
         kernels: dict[str, Any] = kernel_table()

@@ -114,12 +114,13 @@ class _DevicePool:
         return _Block(self, size)
 
     def _reserve(self, size: int) -> None:
-        """Acquire a new block, as cupy's _try_malloc: past a cap, drop the cache and retry."""
-        cap = min(self.limit or self.capacity, self.capacity)
-        if self.reserved + size > cap:
-            self.free_all_blocks()
+        """Acquire a new block, as cupy's `SingleDeviceMemoryPool._try_malloc`: past the pool's
+        limit it raises at once, cached blocks kept; only a failing cudaMalloc (the device is
+        full) drops the cache and retries."""
         if self.limit and self.reserved + size > self.limit:
             raise OutOfMemoryError(size, self.reserved, self.limit)
+        if self.reserved + size > self.capacity:
+            self.free_all_blocks()
         if self.reserved + size > self.capacity:
             raise OutOfMemoryError(size, self.reserved)
         self.reserved += size

@@ -6,9 +6,16 @@ import os
 import shutil
 import subprocess
 import sys
-from typing import Any
+import time
+from typing import TYPE_CHECKING, Any
 
 import pytest
+
+if TYPE_CHECKING:
+    from gpuplace.devices.model import Gpu
+
+MiB = 1024**2
+TIMEOUT = 120  # seconds for one gpuplace process: a hung CUDA or NVML call fails one test only
 
 
 def _gpu_reason() -> str | None:
@@ -45,7 +52,39 @@ def gpuplace(*args: str, env: dict[str, str] | None = None) -> subprocess.Comple
         text=True,
         env=full,
         check=False,
+        timeout=TIMEOUT,
     )
+
+
+def card(nvml_index: int = 0) -> Gpu:
+    """GPU `nvml_index` as NVML reports it now (read in this process: no CUDA context here)."""
+    from gpuplace.devices.nvml import probe
+
+    return probe().gpus[nvml_index]
+
+
+def settled(nvml_index: int = 0) -> Gpu:
+    """The card once two NVML readings 0.25 s apart agree within 16 MiB (an ended process's
+    memory is being given back), or after 5 s."""
+    now = card(nvml_index)
+    for _ in range(20):
+        time.sleep(0.25)
+        later = card(nvml_index)
+        if abs((later.memory_used or 0) - (now.memory_used or 0)) <= 16 * MiB:
+            return later
+        now = later
+    return now
+
+
+def released(nvml_index: int, used_before: int) -> int:
+    """NVML's used memory once the driver has taken back an ended process's memory."""
+    used = card(nvml_index).memory_used or 0
+    for _ in range(40):  # the driver frees an ended process's memory shortly after it exits
+        if used <= used_before + 64 * MiB:
+            break
+        time.sleep(0.25)
+        used = card(nvml_index).memory_used or 0
+    return used
 
 
 def cupy_view(cvd: str | None) -> list[dict[str, Any]]:
@@ -66,8 +105,9 @@ def cupy_view(cvd: str | None) -> list[dict[str, Any]]:
     if cvd is not None:
         env["CUDA_VISIBLE_DEVICES"] = cvd
     done = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True
-    )
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True,
+        timeout=TIMEOUT,
+    )  # fmt: skip
     import json
 
     result: list[dict[str, Any]] = json.loads(done.stdout)

@@ -14,14 +14,24 @@ class Collect:
         self.rows: list[tuple[str, str, float, str]] = []
 
     def pytest_runtest_logreport(self, report: Any) -> None:
-        if report.when == "call" or (report.when == "setup" and report.outcome != "passed"):
+        if (
+            report.when == "call"
+            or (report.when == "setup" and report.outcome != "passed")
+            or (report.when == "teardown" and report.failed)
+        ):
             reason = ""
             if report.skipped and isinstance(report.longrepr, tuple):
                 reason = str(report.longrepr[2])
             elif report.failed:
                 reason = str(report.longrepr).strip().splitlines()[-1][:100]
             self.rows.append(
-                (report.nodeid.split("::", 1)[-1], report.outcome, report.duration, reason)
+                (
+                    report.nodeid.split("::", 1)[-1]
+                    + (" (teardown)" if report.when == "teardown" else ""),
+                    report.outcome,
+                    report.duration,
+                    reason,
+                )
             )
 
 
@@ -29,7 +39,18 @@ def main() -> int:
     collect = Collect()
     start = time.perf_counter()
     code = pytest.main(
-        ["-q", "-p", "no:cacheprovider", "-o", "addopts=", "-m", "gpu", "tests/gpu"],
+        [
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "-o",
+            "addopts=",
+            "-o",
+            "faulthandler_timeout=150",
+            "-m",
+            "gpu",
+            "tests/gpu",
+        ],  # a hung test dumps its stack after 150 s
         plugins=[collect],
     )
     width = max((len(r[0]) for r in collect.rows), default=4)

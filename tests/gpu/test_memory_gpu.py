@@ -2,7 +2,8 @@
 an OOM under --memory-limit, and the memory given back when the process ends.
 
 Each run is a fresh `python -m gpuplace` process on CUDA GPU 0 only (one preallocation per
-test); NVML is read here, in a process that never creates a CUDA context.
+test); NVML is read here. This pytest process may hold a CUDA context of its own (the cupy
+backend tests run first in it): constant, so the differences measured here do not see it.
 """
 
 from __future__ import annotations
@@ -11,15 +12,14 @@ import json
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from gpuplace.devices.model import Gpu
-from gpuplace.devices.nvml import probe
 from gpuplace.memory.policy import min_system_memory
+from tests.gpu.conftest import TIMEOUT, released, settled
 
 pytestmark = pytest.mark.gpu
 
@@ -52,7 +52,12 @@ def gpuplace(*args: str) -> tuple[int, subprocess.CompletedProcess[str]]:
         [sys.executable, "-m", "gpuplace", *args],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
     )  # fmt: skip
-    out, err = proc.communicate()
+    try:
+        out, err = proc.communicate(timeout=TIMEOUT)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
+        pytest.fail(f"gpuplace {' '.join(args)} did not finish in {TIMEOUT} s")
     return proc.pid, subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
 
 
@@ -61,22 +66,6 @@ def mem_json(*args: str) -> tuple[int, dict[str, Any]]:
     assert done.returncode == 0, done.stderr
     doc: dict[str, Any] = json.loads(done.stdout)
     return pid, doc
-
-
-def card(nvml_index: int = 0) -> Gpu:
-    """GPU `nvml_index` as NVML reports it now."""
-    return probe().gpus[nvml_index]
-
-
-def released(nvml_index: int, used_before: int) -> int:
-    """NVML's used memory once the driver has taken back an ended process's memory."""
-    used = card(nvml_index).memory_used or 0
-    for _ in range(40):  # the driver frees an ended process's memory shortly after it exits
-        if used <= used_before + 64 * MiB:
-            break
-        time.sleep(0.25)
-        used = card(nvml_index).memory_used or 0
-    return used
 
 
 def tf_limit(gpu: Gpu) -> int:
@@ -88,7 +77,7 @@ def tf_limit(gpu: Gpu) -> int:
 
 
 def test_default_policy_reserves_what_tensorflow_would(tmp_path: Path) -> None:
-    before = card()
+    before = settled()
     pid, doc = mem_json(graph(tmp_path, 1024))
     [policy] = doc["policies"]
     [dev] = policy["devices"]
@@ -103,7 +92,7 @@ def test_default_policy_reserves_what_tensorflow_would(tmp_path: Path) -> None:
     grew = held["memory_used"] - (before.memory_used or 0)
     assert dev["reserved"] <= grew <= dev["reserved"] + CONTEXT
     mine = [p for p in held["processes"] if p["pid"] == pid]
-    if mine:  # absent where NVML reports host PIDs (a container's PID namespace)
+    if mine and mine[0]["memory"] is not None:  # absent in a container's PID namespace
         assert dev["reserved"] <= mine[0]["memory"] <= dev["reserved"] + CONTEXT
     assert (
         released(before.nvml_index, before.memory_used or 0) <= (before.memory_used or 0) + 64 * MiB
@@ -111,7 +100,7 @@ def test_default_policy_reserves_what_tensorflow_would(tmp_path: Path) -> None:
 
 
 def test_allow_growth_reserves_only_what_it_uses(tmp_path: Path) -> None:
-    before = card()
+    before = settled()
     _, doc = mem_json(graph(tmp_path, 1024), "--allow-growth")
     [dev] = doc["policies"][0]["devices"]
     assert doc["policies"][0]["policy"] == "allow_growth"
@@ -125,16 +114,17 @@ def test_allow_growth_reserves_only_what_it_uses(tmp_path: Path) -> None:
 
 
 def test_memory_limit_out_of_memory(tmp_path: Path) -> None:
-    before = card()
+    before = settled()
     spec = graph(tmp_path, 4096)  # 64 MiB per tensor: b does not fit beside a under 64 MiB
     _, done = gpuplace("mem", spec, "--memory-limit", "64MiB")
     assert (done.returncode, done.stdout) == (1, "")
-    assert done.stderr.startswith(
+    errors = [line for line in done.stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and "Traceback" not in done.stderr, done.stderr  # one message
+    assert errors[0].startswith(
         f"error: OOM when allocating 64.0 MiB (67108864 B) for op 'b' on {GPU0}: "
         "64.0 MiB (67108864 B) in use, 64.0 MiB (67108864 B) reserved, limit 64.0 MiB (67108864 B). "
         "The run stopped and freed everything it had allocated; nothing is left allocated. Fix: "
     )
-    assert done.stderr.count("\n") == 1  # one message, no traceback
     _, refused = gpuplace("run", spec, "--memory-limit", "64MiB")
     assert refused.returncode == 1
     assert "Predicted before running (plan): nothing was run or allocated" in refused.stderr
@@ -146,8 +136,8 @@ def test_memory_limit_out_of_memory(tmp_path: Path) -> None:
 def test_nvidia_smi_layout_on_this_card() -> None:
     """Our view of the card against nvidia-smi's own: the same frame, the same identity row."""
     _, ours = gpuplace("mem")
-    theirs = subprocess.run(["nvidia-smi", "-i", str(card().nvml_index)], capture_output=True,
-                            text=True, check=True).stdout  # fmt: skip
+    theirs = subprocess.run(["nvidia-smi", "-i", str(settled().nvml_index)], capture_output=True,
+                            text=True, check=True, timeout=TIMEOUT).stdout  # fmt: skip
     assert ours.returncode == 0, ours.stderr
     mine, smi = ours.stdout.splitlines(), theirs.splitlines()
     start = smi.index(next(line for line in smi if line.startswith("| GPU  Name")))

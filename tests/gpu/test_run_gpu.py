@@ -3,14 +3,28 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.gpu.conftest import gpuplace
+from tests.gpu.conftest import REASON, gpuplace, released, settled
 
 ROOT = Path(__file__).resolve().parents[2]
 GUIDE = ROOT / "examples" / "guide"
+MiB = 1024**2
+
+
+@pytest.fixture(autouse=True)
+def card_given_back() -> Iterator[None]:
+    """Each run ends with its memory back on the card, so the next one (which checks free
+    memory before it reserves) does not see the last one's reservation still held."""
+    if REASON:  # no GPU: the tests are skipped, nothing to watch
+        yield
+        return
+    before = settled().memory_used or 0
+    yield
+    assert released(0, before) <= before + 64 * MiB
 
 
 @pytest.mark.parametrize(
@@ -34,7 +48,7 @@ def test_guide_default_policy_reserves_and_runs() -> None:
     done = gpuplace("run", str(GUIDE / "01_log_placement.yaml"), "--json")
     assert done.returncode == 0, done.stderr
     gpu = next(m for m in json.loads(done.stdout)["memory"] if "GPU:0" in m["device"])
-    assert gpu["reserved"] > 2**30 and gpu["limit"] == gpu["reserved"]
+    assert gpu["reserved"] > 2**30 and 0 <= gpu["limit"] - gpu["reserved"] < 512  # cupy's unit
 
 
 def test_multi_tower_on_logical_gpus_of_one_card() -> None:
