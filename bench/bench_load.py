@@ -99,12 +99,18 @@ def main() -> None:
         at_n, at_tenth = measure(*big, runs=2), measure(*small, runs=5)
     grow = {key: at_n[key] / at_tenth[key] for key in at_n}
     print(f"{n} ops; growth from {n // 10} ops in brackets (goal <= 12x)")
-    print(f"YAML: ours {at_n['ours_yaml']:.3f} s [{grow['ours_yaml']:.1f}x], "
-          f"yaml.load CSafeLoader {at_n['base_yaml']:.3f} s [{grow['base_yaml']:.1f}x], "
-          f"ratio {at_n['ours_yaml'] / at_n['base_yaml']:.2f} (goal <= 0.5)")  # fmt: skip
-    print(f"JSON: ours {at_n['ours_json']:.3f} s [{grow['ours_json']:.1f}x], "
-          f"json.load {at_n['base_json']:.3f} s [{grow['base_json']:.1f}x], "
-          f"ratio {at_n['ours_json'] / at_n['base_json']:.2f} (goal <= 3)")  # fmt: skip
+    for kind, parser, goal in (("yaml", "yaml.load CSafeLoader", 0.5), ("json", "json.load", 3.0)):
+        ratio = at_n[f"ours_{kind}"] / at_n[f"base_{kind}"]
+        print(f"{kind.upper()}: ours {at_n[f'ours_{kind}']:.3f} s [{grow[f'ours_{kind}']:.1f}x], "
+              f"{parser} {at_n[f'base_{kind}']:.3f} s [{grow[f'base_{kind}']:.1f}x], "
+              f"ratio {ratio:.2f} ({verdict(ratio, goal, n)})")  # fmt: skip
+
+
+def verdict(ratio: float, goal: float, n: int) -> str:
+    """`goal <= 3.0: NOT met`; below 100,000 ops only the goal (it is stated for 100,000)."""
+    if n < 100_000:
+        return f"goal <= {goal} at 100,000 ops; fixed costs weigh more at {n:,}"
+    return f"goal <= {goal}: {'met' if ratio <= goal else 'NOT met'}"
 
 
 if __name__ == "__main__":

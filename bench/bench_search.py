@@ -6,8 +6,9 @@ balanced's placement, hill climbing moves one op at a time (with the generators 
 reads) to every other GPU and keeps a move when the estimated makespan drops and every device
 still fits, sweeping until a sweep finds nothing or `--sweeps` is reached. It evaluates the
 whole estimate per move (thousands of times balanced's own cost), so it runs on the smaller
-generated graphs only. Printed: balanced / LB, search / LB, and balanced / search (1.00: no
-single move improves balanced's placement).
+generated graphs only. Columns: balanced / lower bound (`bal/LB`), the search's best / lower
+bound (`search/LB`), balanced / the search's best (`bal/search`; 1.00: no single move improves
+balanced's placement), single-op moves evaluated, and seconds spent searching.
 
 Run: .venv/bin/python bench/bench_search.py [--sweeps 2]
 """
