@@ -30,7 +30,7 @@ typecheck: $(STAMP)
 	$(BIN)/mypy
 
 test: lint typecheck
-	$(BIN)/python -m pytest --cov --cov-report=term:skip-covered --cov-report=html:htmlcov
+	$(BIN)/python -m pytest -rs --cov --cov-report=term:skip-covered --cov-report=html:htmlcov
 
 bench: $(STAMP)
 	for b in bench/bench_*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
