@@ -3,7 +3,8 @@
 Contract shared by the loader, the placer and the executor:
 - `Graph.ops` is in a valid execution order (inputs before consumers); the loader rejects cycles.
 - `Op.type` is the registry name (`constant`, `matmul`, ...); `OpMeta.tf_type` is TensorFlow's
-  type (`Const`, `MatMul`), used for default names (`Const_1`) and logs.
+  type (`Const`, `MatMul`), used in messages; unnamed ops get TF1's Python default names
+  (`OpDef.default_name`: `Const_1`, `add`, `zeros`).
 - `Op.device` is the requested device after merging nested scopes, in TensorFlow's canonical
   form (`/job:localhost/device:GPU:1`, `/device:CPU:0`, `/device:GPU:*`), or "" when unconstrained.
 - `Op.outputs` are inferred at load time, so shape errors surface before anything runs.
@@ -81,19 +82,26 @@ class Graph:
     fetch: tuple[TensorRef, ...]
     config: Config = field(default_factory=Config)
     source: str = "<spec>"
+    targets: tuple[str, ...] = ()  # ops without outputs named in `fetch:` (save): run, no value
 
     def by_name(self) -> dict[str, Op]:
         return {op.name: op for op in self.ops}
 
 
 class OpMeta(Protocol):
-    """What the placer needs to know about an op type (the registry's OpDef satisfies it)."""
+    """What the placer needs to know about an op type (the registry's OpDef satisfies it).
+
+    The placer also uses, where an OpMeta has them, per-op answers (`placement/tf.py`):
+    `tf_type_for(attrs)` (tf.zeros is a Const or a Fill), `generator_for(attrs)` (TF's
+    `IsGeneratorNode` for the op TF builds) with `tf_generator` (that answer when fixed per
+    type), and `kernels_for(dtype)` with `dtype_kernels` (MatMul has no int32 GPU kernel).
+    """
 
     @property
     def tf_type(self) -> str: ...
     @property
     def kernels(self) -> frozenset[str]: ...  # device types with a kernel: {"CPU", "GPU"}
     @property
-    def generator(self) -> bool: ...  # no inputs, cheap: follows its consumers (Const, ...)
+    def generator(self) -> bool: ...  # no inputs here, value built on the host (Const, ...)
     @property
     def resident(self) -> bool: ...  # stays on its device for the whole run (variable)

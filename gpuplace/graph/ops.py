@@ -3,6 +3,17 @@ shape inference and compute. `get_op("matmul").tf_type == "MatMul"`.
 
 Kernels follow TensorFlow: every op here has CPU and GPU kernels except the file and print ops
 (load, save, print), which are CPU-only like TF's I/O ops, so soft placement has work to do.
+Where TF 1.x registers kernels for some dtypes only, `dtype_kernels` says which (MatMul: no GPU
+kernel for int32 and no kernel at all for int64, `tensorflow/core/kernels/matmul_op.cc`).
+
+Each op stands for what TF1's Python API builds for it, so it has TF1's default name and the
+TF type of the op carrying that name (`default_name`, `tf_type_for`): `zeros` is a Const named
+`zeros` below 1000 elements and a Fill above (`array_ops._constant_if_small`); `add` is `x + y`,
+named `add`. Whether TF's placer treats an op as a generator (`IsGeneratorNode` in `placer.cc`:
+no inputs, one output, not a ref) follows from that op: a Const or Placeholder is one, but Fill
+and the random ops take a shape tensor as input in TF, so they are placed like any other op
+(`generator_for`). `generator` itself means that the op has no inputs here and builds its
+value on the host.
 """
 
 from __future__ import annotations
@@ -12,6 +23,7 @@ import os
 import zlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from math import prod
 from types import MappingProxyType, ModuleType
 from typing import Any
 
@@ -46,15 +58,38 @@ from .model import OpMeta, TensorSpec
 
 BOTH = frozenset({"CPU", "GPU"})
 CPU_ONLY = frozenset({"CPU"})
+# TF types of the ops gpuplace's generators become that take no inputs in TF's GraphDef (Fill,
+# RandomUniform and RandomStandardNormal read a shape tensor). VariableV2 takes none either but
+# its output is a ref, so TF's placer does not defer it; LoadNpy stands for a Const of the file.
+NO_INPUT_TF_TYPES = frozenset({"Const", "Placeholder", "LoadNpy"})
+SMALL_CONSTANT = 1000  # array_ops._constant_if_small: tf.zeros/tf.ones below this are a Const
+_FLOAT_DTYPES = frozenset({"float16", "float32", "float64"})
 STRUCTURAL = frozenset({"name", "op", "inputs", "device", "colocate_with"})
 REQUIRED = object()  # marks an attr without a default
 EMPTY: Mapping[str, Any] = MappingProxyType({})
 
 
+class TfType(str):
+    """A TensorFlow op type (`AddV2`) that also carries the default name TF1's Python API gives
+    an unnamed op of this kind (`add`, from `x + y`): `walk.Names.unique` names an op after it.
+    Equal to, and printed as, the plain type."""
+
+    default_name: str
+
+    def __new__(cls, tf_type: str, default_name: str | None = None) -> TfType:
+        made = super().__new__(cls, tf_type)
+        made.default_name = tf_type if default_name is None else default_name
+        return made
+
+    def __getnewargs__(self) -> tuple[str, str]:  # type: ignore[override]  # copy and pickle
+        return (str(self), self.default_name)
+
+
 @dataclass(frozen=True)
 class OpDef:
     """One op type. Satisfies `gpuplace.graph.model.OpMeta` (tf_type, kernels, generator,
-    resident). `attrs` maps each accepted attr to (kind, default or REQUIRED)."""
+    resident, and the per-op `tf_type_for`, `generator_for`, `kernels_for`). `attrs` maps each
+    accepted attr to (kind, default or REQUIRED)."""
 
     name: str
     tf_type: str
@@ -69,10 +104,20 @@ class OpDef:
     check: Callable[[dict[str, Any]], None] | None = None  # rules across attrs
     outputs: int | Callable[[Mapping[str, Any]], int] = 1
     tf_type_of: Callable[[Mapping[str, Any]], str] | None = None  # Split or SplitV
+    default_name: str = ""  # TF1's name for an unnamed op ("" means tf_type)
+    # device type -> the dtypes (of output 0, TF's T) it has kernels for; absent: every dtype
+    dtype_kernels: Mapping[str, frozenset[str]] = field(default_factory=lambda: EMPTY)
     fields: frozenset[str] = field(init=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "fields", STRUCTURAL | frozenset(self.attrs))
+        name = self.default_name or self.tf_type
+        object.__setattr__(self, "default_name", name)
+        # The TF type carries the default name: the loader's fast path names ops after it.
+        object.__setattr__(self, "tf_type", TfType(self.tf_type, name))
+        of = self.tf_type_of
+        if of is not None:
+            object.__setattr__(self, "tf_type_of", lambda attrs: TfType(of(attrs), name))
 
     @property
     def host_value(self) -> bool:
@@ -83,8 +128,27 @@ class OpDef:
         return self.outputs if isinstance(self.outputs, int) else self.outputs(attrs)
 
     def tf_type_for(self, attrs: Mapping[str, Any]) -> str:
-        """The TensorFlow type for these attrs (split is SplitV when given sizes)."""
+        """The TensorFlow type for these attrs (split is SplitV when given sizes; zeros is a
+        Const when small, else a Fill)."""
         return self.tf_type if self.tf_type_of is None else self.tf_type_of(attrs)
+
+    def generator_for(self, attrs: Mapping[str, Any]) -> bool:
+        """Whether TF's placer defers this op to its second pass, where it follows its
+        consumers (`IsGeneratorNode`): the op TF builds for it has no inputs and no ref output."""
+        return self.generator and self.tf_type_for(attrs) in NO_INPUT_TF_TYPES
+
+    @property
+    def tf_generator(self) -> bool | None:
+        """`generator_for` when it does not depend on the attrs (the placer then asks once per
+        type), else None."""
+        if self.generator and self.tf_type_of is not None:
+            return None
+        return self.generator and self.tf_type in NO_INPUT_TF_TYPES
+
+    def kernels_for(self, dtype: str) -> frozenset[str]:
+        """The device types with a kernel for this op when its T is `dtype`."""
+        limits = self.dtype_kernels
+        return frozenset(t for t in self.kernels if dtype in limits.get(t, (dtype,)))
 
     def infer(
         self, op_name: str, attrs: Mapping[str, Any], input_specs: tuple[TensorSpec, ...]
@@ -149,9 +213,13 @@ def _unary(name: str, tf_type: str, allowed: frozenset[str], xp_name: str) -> Op
     )
 
 
-def _binary(name: str, tf_type: str, xp_name: str, int_result: str | None = None) -> OpDef:
+def _binary(
+    name: str, tf_type: str, xp_name: str, int_result: str | None = None, default_name: str = ""
+) -> OpDef:
     infer_fn = inf.binary(inf.NUMERIC, int_result)
-    return OpDef(name, tf_type, infer_fn, k.elementwise(xp_name), min_inputs=2, max_inputs=2)
+    compute_fn = k.elementwise(xp_name)
+    return OpDef(name, tf_type, infer_fn, compute_fn, min_inputs=2, max_inputs=2,
+                 default_name=default_name)  # fmt: skip
 
 
 def _reduce(name: str, tf_type: str, kind: str) -> OpDef:
@@ -178,16 +246,34 @@ def _split_type(attrs: Mapping[str, Any]) -> str:
     return "SplitV" if "sizes" in attrs else "Split"
 
 
+def _filled_type(attrs: Mapping[str, Any]) -> str:
+    """tf.zeros and tf.ones: a Const below 1000 elements, else a Fill (`_constant_if_small`).
+    Also called on a spec's raw entry, before its shape is checked."""
+    shape = attrs.get("shape")
+    if isinstance(shape, (list, tuple)) and all(type(d) is int for d in shape):
+        return "Const" if prod(shape) < SMALL_CONSTANT else "Fill"
+    return "Fill"
+
+
+# tensorflow/core/kernels/matmul_op.cc (TF 1.14 to 2.x): TF_CALL_{float,double,half,int32,
+# complex64,complex128}(REGISTER_CPU) and TF_CALL_{float,double,complex64,complex128,half}
+# (REGISTER_GPU): no GPU kernel for int32, and none at all for int64 or bool.
+_MATMUL_KERNELS = {"CPU": _FLOAT_DTYPES | {"int32"}, "GPU": _FLOAT_DTYPES}
+
+
 _OPS = (
     _gen("constant", "Const", k.constant, {"value": (VALUE, REQUIRED), "shape": (SHAPE, None)},
          check=check_constant),
-    _gen("zeros", "Fill", k.zeros, {}),
-    _gen("ones", "Fill", k.ones, {}),
+    _gen("zeros", "Fill", k.zeros, {}, tf_type_of=_filled_type, default_name="zeros"),
+    _gen("ones", "Fill", k.ones, {}, tf_type_of=_filled_type, default_name="ones"),
     _gen("fill", "Fill", k.constant, {"value": (SCALAR, REQUIRED)}, check=check_constant),
-    _gen("random_uniform", "RandomUniform", k.random_uniform, _UNIFORM, check=check_random),
-    _gen("random_normal", "RandomStandardNormal", k.random_normal, _NORMAL, check=check_random),
+    _gen("random_uniform", "RandomUniform", k.random_uniform, _UNIFORM, check=check_random,
+         default_name="random_uniform"),
+    _gen("random_normal", "RandomStandardNormal", k.random_normal, _NORMAL, check=check_random,
+         default_name="random_normal"),
     _gen("placeholder", "Placeholder", k.placeholder, {}),
-    _gen("variable", "VariableV2", k.variable, _INIT, resident=True, check=check_variable),
+    _gen("variable", "VariableV2", k.variable, _INIT, resident=True, check=check_variable,
+         default_name="Variable"),
     OpDef("load", "LoadNpy", inf.from_attrs, k.load, attrs={"path": (PATH, REQUIRED)},
         generator=True, kernels=CPU_ONLY, check=check_load),
     OpDef("save", "SaveNpy", inf.no_outputs, k.save, attrs={"path": (PATH, REQUIRED)},
@@ -195,10 +281,10 @@ _OPS = (
     OpDef("print", "Print", inf.unary(inf.ANY), k.passthrough, attrs={"message": (TEXT, "")},
         min_inputs=1, max_inputs=1, kernels=CPU_ONLY),
     OpDef("identity", "Identity", inf.unary(inf.ANY), k.identity, min_inputs=1, max_inputs=1),
-    _binary("add", "AddV2", "add"),
-    _binary("sub", "Sub", "subtract"),
-    _binary("mul", "Mul", "multiply"),
-    _binary("div", "RealDiv", "divide", int_result="float64"),
+    _binary("add", "AddV2", "add", default_name="add"),  # x + y (tf.add is Add, named Add)
+    _binary("sub", "Sub", "subtract", default_name="sub"),  # x - y
+    _binary("mul", "Mul", "multiply", default_name="mul"),  # x * y
+    _binary("div", "RealDiv", "divide", int_result="float64", default_name="truediv"),  # x / y
     _unary("neg", "Neg", inf.NUMERIC, "negative"),
     _unary("exp", "Exp", inf.FLOATS, "exp"),
     _unary("log", "Log", inf.FLOATS, "log"),
@@ -208,25 +294,25 @@ _OPS = (
     OpDef("softmax", "Softmax", inf.softmax, k.softmax, min_inputs=1, max_inputs=1),
     OpDef("matmul", "MatMul", inf.matmul, k.matmul,
         attrs={"transpose_a": (BOOL, False), "transpose_b": (BOOL, False)},
-        min_inputs=2, max_inputs=2),
+        min_inputs=2, max_inputs=2, dtype_kernels=_MATMUL_KERNELS),
     OpDef("add_n", "AddN", inf.add_n, k.add_n, min_inputs=1, max_inputs=None),
     OpDef("average_n", "Average", inf.add_n, k.average_n, min_inputs=1, max_inputs=None),
     OpDef("batch_slice", "StridedSlice", inf.batch_slice, k.batch_slice,
         attrs={"parts": (POSITIVE, REQUIRED), "index": (INT, REQUIRED)},
-        min_inputs=1, max_inputs=1),
+        min_inputs=1, max_inputs=1, default_name="strided_slice"),  # x[start:stop]
     _reduce("reduce_sum", "Sum", "sum"),
     _reduce("reduce_mean", "Mean", "mean"),
     _reduce("reduce_max", "Max", "max"),
     OpDef("transpose", "Transpose", inf.transpose, k.transpose, attrs={"perm": (PERM, None)},
-        min_inputs=1, max_inputs=1),
+        min_inputs=1, max_inputs=1, default_name="transpose"),
     OpDef("reshape", "Reshape", inf.reshape, k.reshape, attrs={"shape": (NEW_SHAPE, REQUIRED)},
         min_inputs=1, max_inputs=1),
     OpDef("concat", "ConcatV2", inf.concat, k.concat, attrs={"axis": (INT, 0)},
-        min_inputs=1, max_inputs=None),
+        min_inputs=1, max_inputs=None, default_name="concat"),
     OpDef("split", "Split", inf.split, k.split,
         attrs={"num_split": (POSITIVE, None), "sizes": (SIZES, None), "axis": (INT, 0)},
         min_inputs=1, max_inputs=1, check=check_split, outputs=_split_outputs,
-        tf_type_of=_split_type),
+        tf_type_of=_split_type, default_name="split"),
     OpDef("cast", "Cast", inf.cast, k.cast, attrs={"dtype": (DTYPE, REQUIRED)},
         min_inputs=1, max_inputs=1),
 )  # fmt: skip

@@ -5,11 +5,16 @@
 - `{towers: [D1, D2], graph: [...]}` repeats the body once per device (`expand`, which a later
   `replicate:` reuses with name prefixes `replica_i/`). Inside a copy, names are the copy's own;
   outside, a name defined in the body means the list of all its copies, in tower order.
-- Names follow TensorFlow: an op without `name` is named after its TF type, made unique the way
-  `Graph.unique_name` does (`Const`, `Const_1`, ... case-insensitively). Names written in the
-  spec are kept exactly outside towers (generated names skip them); inside a copy they are
-  made unique too (`c`, `c_1`). Each namespace (the top level, one copy of a body) also has
-  local names: inside a copy, the first unnamed constant is `Const` whatever its global name.
+- Names follow TensorFlow: an op without `name` gets the name TF1's Python API gives it
+  (`OpDef.default_name`: `Const`, `MatMul`, `add` for `x + y`, `zeros`, `Variable`), made
+  unique the way `Graph.unique_name` does (`Const`, `Const_1`, ... case-insensitively). Names
+  written in the spec are kept exactly outside towers (generated names skip them); inside a
+  copy they are made unique too (`c`, `c_1`). Each namespace (the top level, one copy of a
+  body) also has local names: inside a copy, the first unnamed constant is `Const` whatever its
+  global name.
+- `colocate_with` is `with tf.colocate_with(op)`, which resets the device function stack
+  (`Graph._colocate_with_for_gradient`: colocation is "stronger" than device functions): the
+  op drops the device scopes around it, and only its own `device:` applies.
 """
 
 from __future__ import annotations
@@ -63,6 +68,10 @@ class Names:
         self._pending: list[Any] | None = items
 
     def unique(self, name: str) -> str:
+        """`name` made unique; an op's TF type (`TfType`, as the loader's fast path passes it)
+        stands for that op's default name."""
+        if type(name) is not str:
+            name = getattr(name, "default_name", name)
         if self._pending is not None:
             self.used.update((written.lower(), 1) for written in _written(self._pending))
             self._pending = None
@@ -225,8 +234,9 @@ class Walker:
         tf_type = opdef.tf_type if opdef.tf_type_of is None else opdef.tf_type_of(item)
         given = item.get("name")
         if given is None and "name" not in item:
-            local = (ns.names or self.names).unique(tf_type)
-            name = local if ns.names is None else self.names.unique(ns.prefix + tf_type)
+            default = opdef.default_name
+            local = (ns.names or self.names).unique(default)
+            name = local if ns.names is None else self.names.unique(ns.prefix + default)
         elif type(given) is str and is_op_name(given):
             local = given
             name = given if ns.names is None else self.names.unique(ns.prefix + given)
@@ -240,6 +250,8 @@ class Walker:
             scope.names.setdefault(local, [len(self.entries)])  # yields to a name already bound
         else:
             scope.define(local, [len(self.entries)], item)
+        if "colocate_with" in item:  # tf.colocate_with resets the device function stack
+            device = UNCONSTRAINED
         if "device" in item:
             device = self.device(item["device"], device, item, f"op '{name}'")
         attrs = EMPTY

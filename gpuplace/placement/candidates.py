@@ -128,11 +128,18 @@ class DeviceTable:
         return "1 GPU (GPU:0)" if n == 1 else f"{n} GPUs (GPU:0 to GPU:{n - 1})"
 
     def no_device_error(
-        self, name: str, requested: str, own: DeviceSpec, group: DeviceSpec, kernels: str
+        self,
+        name: str,
+        requested: str,
+        own: DeviceSpec,
+        group: DeviceSpec,
+        kernels: str,
+        debug: str = "",
     ) -> PlacementError:
         """The error `GetDevicesForNode` returns when a group has no candidate, as the placer
-        wraps it ("Cannot assign a device for operation ..."); `kernels` names the supported
-        types ("CPU") for the hint."""
+        wraps it ("Cannot assign a device for operation ..."); `kernels` says which device
+        types have kernels, for the hint ("it has kernels for CPU only"); `debug` is the
+        group's Colocation Debug Info, which TF appends (gpuplace: for groups of two or more)."""
         prefix = f"Cannot assign a device for operation {name}: "
         if own != group:
             listed = ", ".join(d.name for d in self.created)
@@ -140,6 +147,7 @@ class DeviceTable:
                 f"Could not satisfy explicit device specification '{requested}' because the node "
                 f"{{{{colocation_node {name}}}}} was colocated with a group of nodes that required "
                 f"incompatible device '{group.to_string()}'. All available devices [{listed}]."
+                f"{' ' + debug if debug else ''}"
             )
             fix = f"change the device of {name} or of the ops colocated with it"
         elif not self.exists(own):
@@ -154,9 +162,9 @@ class DeviceTable:
             # The spec matches devices, so it has a type: a typeless local spec matches all.
             message = (
                 f"Could not satisfy explicit device specification '{requested}' because no "
-                f"supported kernel for {own.device_type} devices is available."
+                f"supported kernel for {own.device_type} devices is available.{debug}"
             )
-            fix = f"it has kernels for {kernels} only; request such a device"
+            fix = f"{kernels}; request such a device"
         return PlacementError(prefix + message, self._hint(group, fix), name)
 
     def _hint(self, group: DeviceSpec, fix: str) -> str:

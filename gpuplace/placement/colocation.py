@@ -5,11 +5,15 @@ Every op starts as its own group; `colocate_with: NAME` joins the op to group NA
 indices, union by rank with TF's tie-break (`Member::Merge`) and path compression, so building
 them is linear. Each root holds the group's merged requested device (`MergeDevNames`) and the
 intersection of its members' kernel device types (`MergeSupportedDevices`).
+
+`debug_info` is TF's "Colocation Debug Info" (`ColocationGraph::DebugInfo`), which TF appends
+to the errors about a group: each member with its op type and the device types it has kernels
+for, so a message about one op shows which member held the group back.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 from ..devices.names import DeviceSpec
@@ -17,6 +21,7 @@ from ..graph.model import Op
 from .model import PlacementError
 
 _ADDRESS = (("job", "jobs"), ("replica", "replicas"), ("task", "tasks"))
+PRIORITY_ORDER = ("GPU", "CPU")  # device types by TF's device priority (210, 70)
 
 
 class MergeConflict(Exception):
@@ -77,6 +82,8 @@ class ColocationGraph:
     member whose own request shaped `requested`) and `size` are meaningful on roots only.
     `ignored` notes the colocations soft placement dropped (op index -> why).
     `distinct_names` says that no two ops share a name (the caller knows it for free).
+    `kernels` are each op's own kernel device types; `tf_type(i)` names op i's TF type (for
+    `debug_info`; the op's registry type without it).
     """
 
     def __init__(
@@ -86,6 +93,7 @@ class ColocationGraph:
         types: Sequence[frozenset[str]],
         soft: bool,
         distinct_names: bool = False,
+        tf_type: Callable[[int], str] | None = None,
     ) -> None:
         self.soft = soft
         self.parent = list(range(len(ops)))
@@ -93,7 +101,10 @@ class ColocationGraph:
         self.size = [1] * len(ops)
         self.requested = list(requested)
         self.types = list(types)
+        self.kernels = types
         self.ops = ops
+        self.tf_type = tf_type or (lambda i: ops[i].type)
+        self._members: dict[int, list[int]] | None = None
         self.requesters: dict[int, str | None] = {}  # roots of merged groups; see requester()
         self.ignored: dict[int, str] = {}
         if not distinct_names or any(op.colocate_with is not None for op in ops):
@@ -118,6 +129,50 @@ class ColocationGraph:
         while parent[i] != root:
             parent[i], i = root, parent[i]
         return root
+
+    def members(self, root: int) -> list[int]:
+        """The ops of root's group, in graph order. Indexed once, on the first call: call it
+        only once the groups are built (the placer's passes never merge them)."""
+        if self._members is None:
+            index: dict[int, list[int]] = {}
+            for i in range(len(self.parent)):
+                if self.size[self.root(i)] > 1:
+                    index.setdefault(self.root(i), []).append(i)
+            self._members = index
+        return self._members.get(root) or [root]
+
+    def debug_info(self, root: int, members: Sequence[int] | None = None) -> str:
+        """TF's `ColocationGraph::DebugInfo` for root's group, verbatim in form: the group's
+        merged request and kernel types, each member type's kernel types in priority order,
+        then each member with its requested device. Types are listed sorted (TF's order is a
+        hash map's). Not modelled: assigned and resource devices, which stay empty."""
+        members = self.members(root) if members is None else members
+        types = self.types[root]
+        lines = [
+            "",
+            "Colocation Debug Info:",
+            "Colocation group had the following types and supported devices: ",
+            f"Root Member(assigned_device_name_index_=-1 requested_device_name_="
+            f"'{self.requested[root].to_string()}' assigned_device_name_='' "
+            f"resource_device_name_='' supported_device_types_=[{', '.join(_ordered(types))}] "
+            "possible_devices_=[]",
+        ]
+        by_type = {self.tf_type(i): self.kernels[i] for i in members}
+        lines += [f"{t}: {''.join(d + ' ' for d in _ordered(by_type[t]))}" for t in sorted(by_type)]
+        lines += [
+            "",
+            "Colocation members, user-requested devices, and framework assigned devices, if any:",
+        ]
+        lines += [f"  {self.ops[i].name} ({self.tf_type(i)}) {self.ops[i].device}" for i in members]
+        return "\n".join(lines) + "\n"
+
+    def lacking(self, root: int, device_type: str) -> list[int]:
+        """The members of root's group without a kernel for `device_type`."""
+        return [i for i in self.members(root) if device_type not in self.kernels[i]]
+
+    def _scan(self, root: int) -> list[int]:
+        """root's members while groups are still being merged (for an error message)."""
+        return [i for i in range(len(self.parent)) if self.root(i) == root]
 
     def _colocate_all(self, ops: Sequence[Op]) -> None:
         """`ColocateAllNodes`: each op joins its `colocate_with` group, then its own-name group."""
@@ -160,6 +215,9 @@ class ColocationGraph:
                 f"{prefix} because no device type supports both of those nodes and the other "
                 "nodes colocated with them."
             )
+            if not self.soft:  # soft placement drops the error: spare the two scans
+                message += self.debug_info(x_root, self._scan(x_root))
+                message += self.debug_info(y_root, self._scan(y_root))
             raise ColocationError(message, "no device type supports both", ops[x].name)
         self.requesters[new] = self.requester(new) or self.requester(old)  # before requested
         self.parent[old] = new
@@ -167,6 +225,11 @@ class ColocationGraph:
             self.rank[new] += 1
         self.requested[new], self.types[new] = requested, types
         self.size[new] += self.size[old]
+
+
+def _ordered(types: frozenset[str]) -> list[str]:
+    """Device types in TF's priority order (GPU before CPU), others after, sorted."""
+    return [t for t in PRIORITY_ORDER if t in types] + sorted(types - set(PRIORITY_ORDER))
 
 
 class ColocationError(PlacementError):

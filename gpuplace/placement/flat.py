@@ -8,7 +8,9 @@ buffers as the executor does; fetched tensors and outputs of resident ops (varia
 the end. `free_groups` says which ops a strategy may move: TensorFlow's placer is run first, and
 a colocation group is free over the GPUs every member's request matches when every member has a
 GPU kernel and they match more than one; every other op keeps TensorFlow's decision (explicit
-devices, CPU-only kernels, soft placement).
+devices, CPU-only kernels, soft placement). `generator` marks what a strategy may decide with
+its first consumer: the ops TF's placer defers (Const, Placeholder, a small tf.zeros; not Fill
+or the random ops, which read a shape tensor in TF) and variables.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from ..graph.model import Graph, OpMeta
 from ..units import allocation_size
 from .cost import op_bytes, op_flops
 from .model import Placement
+from .tf import generator_flags, kernels_of
 
 PRINT = "print"
 
@@ -48,9 +51,9 @@ class Flat:
     out_bytes: tuple[tuple[int, ...], ...]  # exact output sizes (what a copy moves)
     ends: tuple[tuple[int, ...], ...]  # static last step of each output
     first_reader: tuple[int, ...]  # first op reading any output, -1 if none
-    generator: tuple[bool, ...]  # no inputs and a generator kernel (variables included)
+    generator: tuple[bool, ...]  # TF's placer defers it (`IsGeneratorNode`), or a variable
     resident: tuple[bool, ...]  # outputs stay on the device for the whole run (variables)
-    kernels: tuple[frozenset[str], ...]
+    kernels: tuple[frozenset[str], ...]  # per op: its type's, narrowed by its dtype
     is_print: tuple[bool, ...]
 
     index: dict[str, int]  # op name -> position
@@ -122,9 +125,9 @@ def flatten(graph: Graph, op_meta: Callable[[str], OpMeta] | None = None) -> Fla
         out_bytes=tuple(tuple(s.nbytes for s in op.outputs) for op in ops),
         ends=tuple(tuple(e) for e in _ends(graph, inputs, index, resident)),
         first_reader=tuple(first),
-        generator=tuple(metas[op.type].generator and not op.inputs for op in ops),
+        generator=tuple(generator_flags(ops, metas, residents=True)),
         resident=tuple(resident),
-        kernels=tuple(metas[op.type].kernels for op in ops),
+        kernels=tuple(kernels_of(metas[op.type], op) for op in ops),
         is_print=tuple(op.type == PRINT for op in ops),
         index=index,
     )

@@ -55,7 +55,8 @@ class PlacementError(RuntimeFailure):
     """
 
     def __init__(self, tf_message: str, hint: str = "", op: str | None = None) -> None:
-        super().__init__(f"{tf_message} {hint}" if hint else tf_message)
+        joint = "\n" if "\n" in tf_message else " "  # after TF's multi-line debug info: own line
+        super().__init__(f"{tf_message.rstrip()}{joint}{hint}" if hint else tf_message)
         self.tf_message = tf_message
         self.hint = hint
         self.op = op

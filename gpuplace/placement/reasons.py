@@ -7,13 +7,24 @@ consumers, a colocation group, or soft placement, and for soft placement why it 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from ..devices.names import DeviceSpec
 from ..graph.model import Op, OpMeta
 from .candidates import Candidates, Consumers, DeviceTable, LocalDevice
 from .colocation import ColocationGraph, has_details
 from .model import Decision
+
+
+def article(word: str) -> str:
+    """The article before `word`, "a" or "an", by its first sound: an AddN, an Exp, an int32,
+    an LRN; a MatMul, a Unique."""
+    if len(word) > 1 and word[:2].isupper():  # an acronym: letter names
+        return "an" if word[0] in "AEFHILMNORSX" else "a"
+    first = word[:1].lower()
+    if first == "u" and word[1:3].lower() in ("ni", "se", "si", "su", "ti", "re", "ri"):
+        return "a"  # a Unique, a Use...
+    return "an" if first in ("a", "e", "i", "o", "u") else "a"
 
 
 class Reasons:
@@ -27,9 +38,13 @@ class Reasons:
         groups: ColocationGraph,
         table: DeviceTable,
         consumers: Consumers,
+        tf_type: Callable[[int], str] | None = None,
+        narrowed: Mapping[int, str] | None = None,
     ) -> None:
         self.ops, self.meta, self.own, self.groups = ops, meta, own, groups
         self.table, self.consumers = table, consumers
+        self.tf_type = tf_type or (lambda i: meta[i].tf_type)
+        self.narrowed = narrowed or {}  # op -> the dtype that narrowed its kernels
 
     def pinned(self, i: int, device: LocalDevice, by: str) -> Decision:
         """Op i's group was already placed by op `by` (TF pins groups in `AssignAndLog`)."""
@@ -56,7 +71,7 @@ class Reasons:
         honoured = has_details(own) and own.matches(device.type, device.index)
         clauses = self._ignored(i)
         if cands.soft is not None:
-            clauses.append(cands.soft)
+            clauses.append(cands.soft + self._held_back(i, root, group))
         elif has_details(own) and not honoured:
             clauses.append(f"requested {op.device} conflicts with its colocation group")
         if followed:
@@ -93,7 +108,37 @@ class Reasons:
     def _kernel(self, i: int) -> str:
         if self.groups.size[self.groups.root(i)] > 1:
             return "kernels for its whole colocation group"
-        return f"a {self.meta[i].tf_type} kernel"
+        dtype = self.narrowed.get(i)
+        kind = self.tf_type(i) if dtype is None else f"{dtype} {self.tf_type(i)}"
+        return f"{article(kind)} {kind} kernel"
+
+    def lacking(self, root: int, device_type: str) -> str:
+        """`p (Print) has no GPU kernel`: the members of root's group that keep it off
+        `device_type` ("" if none does)."""
+        found = self.groups.lacking(root, device_type)
+        named = [f"{self.ops[j].name} ({self.tf_type(j)})" for j in found[:3]]
+        if len(found) > 3:
+            named[-1] = f"{len(found) - 2} more"
+        if not named:
+            return ""
+        listed = named[0] if len(named) == 1 else f"{', '.join(named[:-1])} and {named[-1]}"
+        verb = "has" if len(found) == 1 else "have"
+        return f"{listed} {verb} no {device_type} kernel"
+
+    def _held_back(self, i: int, root: int, group: DeviceSpec) -> str:
+        """Why op i's group had no kernel for its requested type, for soft placement's reason:
+        the members without one (as TF's Colocation Debug Info lists them), or the dtype that
+        leaves op i alone without one."""
+        wanted = group.device_type
+        if wanted is None or wanted in self.groups.types[root]:
+            return ""
+        if self.groups.size[root] > 1:
+            found = self.lacking(root, wanted)
+            return f" in its colocation group: {found}" if found else ""
+        dtype = self.narrowed.get(i)
+        if dtype is None:
+            return ""
+        return f" for {dtype} {self.tf_type(i)} (TensorFlow 1.x has none)"
 
     def _first_match(self, i: int, spec: DeviceSpec, device: LocalDevice) -> str:
         """For a partial spec (`/device:GPU:*`), why this device among those it matches."""

@@ -4,10 +4,17 @@
    devices, colocation groups (see `colocation.py`).
 2. First pass, in graph order, over every op that is not a generator: the first candidate of
    its group (`GetDevicesForNode`, see `candidates.py`); the group is then pinned there.
-3. Second pass over the generators (no inputs, e.g. Const; not variables, whose TF 1 output
-   is a ref): the device of their consumers when all consumers sit on one device that is a
-   candidate (heuristic A), else the first candidate.
-Errors come from the first op that fails in that order, with TensorFlow's message.
+3. Second pass over the generators (`IsGeneratorNode`: the op TF builds takes no inputs and
+   has one output that is not a ref, e.g. Const, Placeholder and a small tf.zeros; not Fill or
+   the random ops, which read a shape tensor, nor variables, whose TF 1 output is a ref): the
+   device of their consumers when all consumers sit on one device that is a candidate
+   (heuristic A), else the first candidate.
+Errors come from the first op that fails in that order, with TensorFlow's message; errors
+about a colocation group of two or more ops carry TF's Colocation Debug Info.
+
+Per-op metadata: the registry's OpDef answers per op (`tf_type_for`, `generator_for`, and
+`kernels_for` for types with `dtype_kernels`, e.g. MatMul has no int32 GPU kernel); another
+`OpMeta` without these answers per type (`tf_type`, `generator` less `resident`, `kernels`).
 
 Per-op state is kept in flat lists, and ops alone in their group that request the same device
 and have the same type share one Decision, so placing n ops is O(n) and light on memory and
@@ -18,7 +25,7 @@ pre-assigned devices (graphs arrive unplaced).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import cast
 
 from ..devices.names import DeviceSpec, parse_device
@@ -38,21 +45,97 @@ def place_graph(
         return _Placer(graph.ops, DeviceTable(num_gpus, soft), op_meta).run()
 
 
+def tf_type_of(meta: OpMeta, op: Op) -> str:
+    """The TF type of the op TF1's Python API builds for `op` (zeros: Const or Fill)."""
+    per_op = getattr(meta, "tf_type_for", None)
+    return str(per_op(op.attrs)) if per_op is not None else meta.tf_type
+
+
+def dtype_of(meta: OpMeta, op: Op) -> str | None:
+    """The dtype that decides `op`'s kernels (its T, output 0's), or None when its type's
+    kernels do not depend on the dtype."""
+    if not getattr(meta, "dtype_kernels", None) or not op.outputs:
+        return None
+    return op.outputs[0].dtype
+
+
+def kernels_of(meta: OpMeta, op: Op) -> frozenset[str]:
+    """The device types with a kernel for `op`: its type's, narrowed by its dtype."""
+    dtype = dtype_of(meta, op)
+    if dtype is None:
+        return meta.kernels
+    narrow: Callable[[str], frozenset[str]] = getattr(meta, "kernels_for")  # noqa: B009
+    return narrow(dtype)
+
+
+def generator_flags(
+    ops: Sequence[Op], metas: Mapping[str, OpMeta], residents: bool = False
+) -> list[bool]:
+    """Per op, `IsGeneratorNode` as TF's placer sees the op TF builds for it (`generator_for`,
+    else the type's `generator` flag less `resident` ops); always False for an op with inputs.
+    With `residents`, variables count too (the strategies defer them with generators)."""
+    fixed: dict[str, bool] = {}
+    tests: dict[str, Callable[[Mapping[str, object]], bool]] = {}
+    for t, m in metas.items():
+        test = getattr(m, "generator_for", None)
+        if test is None:
+            fixed[t] = m.generator and not m.resident
+        else:
+            once = getattr(m, "tf_generator", None)
+            fixed[t] = bool(once) or (residents and m.resident)
+            if once is None and m.generator:
+                tests[t] = test
+    flags = [fixed[op.type] and not op.inputs for op in ops]
+    if tests:  # types whose answer depends on the attrs (tf.zeros: Const or Fill)
+        for i, op in enumerate(ops):
+            test = tests.get(op.type)
+            if test is not None and not op.inputs:
+                flags[i] = test(op.attrs)
+    return flags
+
+
+# TF's DataType names (types.proto) for gpuplace's dtypes
+_DT = {"float16": "DT_HALF", "float32": "DT_FLOAT", "float64": "DT_DOUBLE", "int32": "DT_INT32",
+       "int64": "DT_INT64", "bool": "DT_BOOL"}  # fmt: skip
+
+
+def _dt(dtype: str) -> str:
+    return _DT.get(dtype, f"DT_{dtype.upper()}")
+
+
 def _no_kernel_error(op: Op, meta: OpMeta, table: DeviceTable) -> PlacementError:
     """`ColocationGraph::InitializeMember`'s error for an op with no kernel on this machine."""
-    attrs = ", ".join(f"{k}={_short(v)}" for k, v in sorted(op.attrs.items()))
-    registered = "\n".join(f"  device='{t}'" for t in sorted(meta.kernels))
+    tf_type, dtype = tf_type_of(meta, op), dtype_of(meta, op)
+    limits: Mapping[str, frozenset[str]] = getattr(meta, "dtype_kernels", None) or {}
+    shown = dict(op.attrs)
+    if dtype is not None:
+        shown["T"] = _dt(dtype)
+    attrs = ", ".join(f"{k}={_short(v)}" for k, v in sorted(shown.items()))
+    registered = "\n".join(
+        f"  device='{t}'; T in [{_dt(d)}]" if t in limits else f"  device='{t}'"
+        for t in sorted(meta.kernels)
+        for d in sorted(limits.get(t, ("",)))
+    )
     message = (
-        f"No OpKernel was registered to support Op '{meta.tf_type}' used by "
+        f"No OpKernel was registered to support Op '{tf_type}' used by "
         f"{{{{node {op.name}}}}} with these attrs: [{attrs}]\n"
         f"Registered devices: [{', '.join(sorted(table.types))}]\n"
         f"Registered kernels:\n{registered or '  <no registered kernels>'}"
     )
-    kernels = " and ".join(sorted(meta.kernels)) or "no device type"
-    hint = (
-        f"gpuplace: {meta.tf_type} has kernels for {kernels} only; "
-        f"this machine has {table.gpus_phrase()}."
-    )
+    kernels = kernels_of(meta, op)
+    if dtype is not None and not kernels:
+        hint = (
+            f"gpuplace: TensorFlow 1.x has no {tf_type} kernel for {dtype} on any device; "
+            f"cast the inputs (op: cast) to one of "
+            f"{', '.join(sorted(set().union(*limits.values())))} first."
+        )
+    else:
+        listed = " and ".join(sorted(kernels)) or "no device type"
+        subject = f"{tf_type} for {dtype}" if dtype is not None else tf_type
+        hint = (
+            f"gpuplace: {subject} has kernels for {listed} only; "
+            f"this machine has {table.gpus_phrase()}."
+        )
     return PlacementError(message, hint, op.name)
 
 
@@ -79,27 +162,61 @@ class _Placer:
         self.meta = list(map(metas.__getitem__, op_types))
         self.own = [specs[op.device] for op in ops]
         supported = {name: meta.kernels & table.types for name, meta in metas.items()}
-        if not all(supported.values()):
-            op = next(op for op in ops if not supported[op.type])
-            raise _no_kernel_error(op, metas[op.type], table)
         types = list(map(supported.__getitem__, op_types))
+        # kinds: what an op's device and reason depend on besides its request (the alone
+        # cache's key): its type, and its dtype where that narrows the kernels
+        self.kinds: list[str] = op_types
+        self.narrowed: dict[int, str] = {}  # op -> the dtype that narrowed its kernels
+        narrow = {t for t, m in metas.items() if getattr(m, "dtype_kernels", None)}
+        if narrow:
+            self._narrow(types, supported, narrow)
+        if not all(types):
+            i = types.index(frozenset())
+            raise _no_kernel_error(ops[i], self.meta[i], table)
         self.names = [op.name for op in ops]
         self.index = dict(zip(self.names, range(len(ops)), strict=True))  # repeated: last op
         distinct = len(self.index) == len(ops)
-        self.groups = ColocationGraph(ops, self.own, types, table.soft, distinct)
+        self.groups = ColocationGraph(
+            ops, self.own, types, table.soft, distinct, tf_type=self.tf_type
+        )
         # `IsGeneratorNode`: no inputs, one output that is not a ref. A resident op is a TF 1
         # variable (VariableV2), whose output is a ref: placed in the first pass like any op.
-        generates = {name: m.generator and not m.resident for name, m in metas.items()}
-        self.generator = [
-            generates[t] and not op.inputs for t, op in zip(op_types, ops, strict=True)
-        ]
+        self.generator = generator_flags(ops, metas)
         self.assigned: list[LocalDevice | None] = [None] * len(ops)
         self.pinned: list[LocalDevice | None] = [None] * len(ops)  # by group root
         self.pinned_by = [-1] * len(ops)  # the op that pinned the group
         self.consumers = Consumers(len(ops))
-        self.reasons = Reasons(ops, self.meta, self.own, self.groups, table, self.consumers)
-        # (requested device, op type) -> device and decision of an op alone in its group
+        self.reasons = Reasons(
+            ops, self.meta, self.own, self.groups, table, self.consumers, self.tf_type,
+            self.narrowed,
+        )  # fmt: skip
+        # (requested device, kind) -> device and decision of an op alone in its group
         self.alone: dict[tuple[str, str], tuple[LocalDevice, Decision]] = {}
+
+    def tf_type(self, i: int) -> str:
+        return tf_type_of(self.meta[i], self.ops[i])
+
+    def _narrow(
+        self, types: list[frozenset[str]], supported: dict[str, frozenset[str]], narrow: set[str]
+    ) -> None:
+        """Per-op kernels for the ops of the `narrow` types, whose kernels depend on the dtype."""
+        kinds, table_types, ops, meta = list(self.kinds), self.table.types, self.ops, self.meta
+        found: dict[tuple[str, str], frozenset[str]] = {}
+        for i, kind in enumerate(self.kinds):
+            if kind not in narrow:
+                continue
+            op = ops[i]
+            dtype = dtype_of(meta[i], op)
+            if dtype is None:
+                continue
+            key = (op.type, dtype)
+            kernels = found.get(key)
+            if kernels is None:
+                kernels = found[key] = kernels_of(meta[i], op) & table_types
+            types[i], kinds[i] = kernels, f"{op.type}:{dtype}"
+            if kernels != supported[op.type]:
+                self.narrowed[i] = dtype
+        self.kinds = kinds
 
     def run(self) -> Placement:
         """`Placer::Run`: the two passes; decisions come back in graph order."""
@@ -139,12 +256,11 @@ class _Placer:
         Most ops of a large graph are alone: one dict lookup each instead of `_place`.
         No other op reads a lone op's pin, so only its assignment is recorded.
         """
-        ops, assigned, alone = self.ops, self.assigned, self.alone
+        ops, assigned, alone, kinds = self.ops, self.assigned, self.alone, self.kinds
         parent, size, ignored = self.groups.parent, self.groups.size, self.groups.ignored
         for i in first:
             if parent[i] == i and size[i] == 1 and i not in ignored:
-                op = ops[i]
-                found = alone.get((op.device, op.type)) or self._alone(i)
+                found = alone.get((ops[i].device, kinds[i])) or self._alone(i)
                 assigned[i], made[i] = found
             else:
                 made[i] = self._place(i, follow=False)
@@ -172,14 +288,16 @@ class _Placer:
     def _alone(self, i: int) -> tuple[LocalDevice, Decision]:
         """Device and decision of an op that is its own group and follows no consumer.
 
-        They depend only on its requested device string and its type (its group requests
-        what it does and has its kernels; its reason names neither the op nor a neighbour),
-        so they are computed once per (device, type) and ops alike share one frozen Decision.
+        They depend only on its requested device string and its kind (its type, and dtype
+        where that narrows its kernels: its group requests what it does and has its kernels;
+        its reason names neither the op nor a neighbour, and its TF type is its type's for
+        every op of the first pass: a zeros op there is a Fill, a small one is a generator),
+        so they are computed once per (device, kind) and ops alike share one frozen Decision.
         """
         op = self.ops[i]
         cands = self._candidates(i, i)
         device = cands.devices[0]
-        found = self.alone[(op.device, op.type)] = (
+        found = self.alone[(op.device, self.kinds[i])] = (
             device,
             self.reasons.chosen(i, device, cands, False, False),
         )
@@ -189,7 +307,28 @@ class _Placer:
         requested, types = self.groups.requested[root], self.groups.types[root]
         cands = self.table.candidates(requested, types)
         if not cands.devices:
-            op = self.ops[i]
-            kernels = " and ".join(t for t in ("GPU", "CPU") if t in types)
-            raise self.table.no_device_error(op.name, op.device, self.own[i], requested, kernels)
+            op, groups = self.ops[i], self.groups
+            debug = groups.debug_info(root) if groups.size[root] > 1 else ""
+            raise self.table.no_device_error(
+                op.name, op.device, self.own[i], requested, self._kernels_phrase(i, root), debug
+            )
         return cands
+
+    def _kernels_phrase(self, i: int, root: int) -> str:
+        """For the hint: which device types op i's group has kernels for, and who limits it."""
+        groups = self.groups
+        types = groups.types[root]
+        listed = " and ".join(t for t in ("GPU", "CPU") if t in types)
+        wanted = groups.requested[root].device_type
+        if groups.size[root] > 1 and wanted is not None and wanted not in types:
+            return (
+                f"its colocation group has kernels for {listed} only: "
+                f"{self.reasons.lacking(root, wanted)}"
+            )
+        dtype = self.narrowed.get(i)
+        if dtype is not None:
+            return (
+                f"it has kernels for {listed} only (TensorFlow 1.x has no {dtype} "
+                f"{self.tf_type(i)} kernel for {wanted or 'the requested'} devices)"
+            )
+        return f"it has kernels for {listed} only"

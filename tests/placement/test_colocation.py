@@ -108,9 +108,28 @@ def test_no_common_kernel_type_fails_or_is_ignored_with_soft_placement() -> None
     )
     with pytest.raises(PlacementError) as caught:
         run(g, gpus=1)
+    # TF appends both groups' Colocation Debug Info (ColocationGraph::ColocateNodes)
     assert caught.value.tf_message == (
         "Cannot colocate nodes {{colocation_node r}} and {{colocation_node p}} because no "
         "device type supports both of those nodes and the other nodes colocated with them."
+        "\nColocation Debug Info:"
+        "\nColocation group had the following types and supported devices: "
+        "\nRoot Member(assigned_device_name_index_=-1 requested_device_name_='' "
+        "assigned_device_name_='' resource_device_name_='' supported_device_types_=[GPU] "
+        "possible_devices_=[]"
+        "\nNcclAllReduce: GPU "
+        "\n\nColocation members, user-requested devices, and framework assigned devices, if any:"
+        "\n  r (NcclAllReduce) "
+        "\n"
+        "\nColocation Debug Info:"
+        "\nColocation group had the following types and supported devices: "
+        "\nRoot Member(assigned_device_name_index_=-1 requested_device_name_='' "
+        "assigned_device_name_='' resource_device_name_='' supported_device_types_=[CPU] "
+        "possible_devices_=[]"
+        "\nPrint: CPU "
+        "\n\nColocation members, user-requested devices, and framework assigned devices, if any:"
+        "\n  p (Print) "
+        "\n"
     )
     p = run(g, gpus=1, soft=True)
     assert devices(p) == {"k": "GPU:0", "p": "CPU:0", "r": "GPU:0"}
@@ -133,7 +152,18 @@ def test_group_requiring_a_missing_device_names_the_colocation() -> None:
         "specification '' because the node {{colocation_node p}} was colocated with a group "
         "of nodes that required incompatible device '/device:GPU:3'. All available devices "
         "[/job:localhost/replica:0/task:0/device:CPU:0, "
-        "/job:localhost/replica:0/task:0/device:GPU:0]."
+        "/job:localhost/replica:0/task:0/device:GPU:0]. "
+        "\nColocation Debug Info:"
+        "\nColocation group had the following types and supported devices: "
+        "\nRoot Member(assigned_device_name_index_=-1 requested_device_name_='/device:GPU:3' "
+        "assigned_device_name_='' resource_device_name_='' supported_device_types_=[GPU, CPU] "
+        "possible_devices_=[]"
+        "\nAddN: GPU CPU "
+        "\nMatMul: GPU CPU "
+        "\n\nColocation members, user-requested devices, and framework assigned devices, if any:"
+        "\n  p (MatMul) "
+        "\n  q (AddN) /device:GPU:3"
+        "\n"
     )
     assert caught.value.hint == (
         "gpuplace: change the device of p or of the ops colocated with it, or pass "

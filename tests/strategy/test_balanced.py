@@ -29,8 +29,8 @@ def test_two_independent_heavy_branches_go_to_two_gpus() -> None:
     assert where(p) == {"x1": "GPU:0", "y1": "GPU:0", "x2": "GPU:1", "y2": "GPU:1"}
     assert p.decisions["y2"].kind == "balanced"
     assert p.decisions["y2"].reason == "balanced: earliest finish on GPU:1"
-    assert p.decisions["x2"].kind == "follows-consumer"
-    assert "first consumer y2" in p.decisions["x2"].reason
+    # random ops read a shape tensor in TF, so neither TF nor the strategy defers them
+    assert p.decisions["x2"] == p.decisions["y2"]
     spread = estimate(g, p, models(2), LINK).makespan
     assert spread < 0.6 * estimate(g, place(g, 2), models(2), LINK).makespan
 

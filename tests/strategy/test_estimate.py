@@ -20,11 +20,12 @@ from gpuplace.placement.estimate import estimate, lower_bounds, round_robin
 from gpuplace.placement.model import Decision, Placement
 from tests.strategy.helpers import CPU0, LINK, gpu, models, where
 
-# a, b: 1e6 elements (4 MB) each; c = a @ b: 2e9 FLOPs.
+# a, b: 1e6 elements (4 MB) each; c = a @ b: 2e9 FLOPs. a and b are placeholders, generators
+# in TF's sense (random ops are not: they read a shape tensor), written at 100 GB/s.
 THREE = """
 graph:
-  - {name: a, op: random_normal, shape: [1000, 1000], device: /gpu:0}
-  - {name: b, op: random_normal, shape: [1000, 1000], device: /gpu:1}
+  - {name: a, op: placeholder, shape: [1000, 1000], device: /gpu:0}
+  - {name: b, op: placeholder, shape: [1000, 1000], device: /gpu:1}
   - {name: c, op: matmul, inputs: [a, b], device: /gpu:0}
 """
 
@@ -64,7 +65,7 @@ def test_lower_bounds_count_pinned_ops_on_their_device() -> None:
 # Each matmul is 2e9 FLOPs (2.005 ms on a test GPU); s moves 20 MB, t 12 MB (0.205, 0.125 ms).
 STAGES = """
 graph:
-  - {name: x, op: random_normal, shape: [1000, 1000]}
+  - {name: x, op: placeholder, shape: [1000, 1000]}
   - {name: a, op: matmul, inputs: [x, x]}
   - {name: b0, op: matmul, inputs: [a, x]}
   - {name: b1, op: matmul, inputs: [a, x]}
