@@ -57,8 +57,31 @@ def require_fed(graph: Graph) -> None:
         )
         raise BadInput(
             f"You must feed a value for placeholder tensor {what}; pass --feed NAME=FILE.npy "
-            "or --feed NAME=JSON for each (e.g. --feed x=[[1,2],[3,4]])"
+            f"or --feed NAME=JSON for each (e.g. {example(unfed[0])})"
         )
+
+
+def example(op: Op) -> str:
+    """A short `--feed` for placeholder `op` that fits its shape and dtype: JSON counting up
+    (`x=[1.0,2.0]`; 2 per unknown dimension), or a .npy file when that would be long."""
+    spec = op.outputs[0]
+    dims = [d if type(d) is int and d >= 0 else 2 for d in spec.shape]
+    count = 1
+    for d in dims:
+        count *= d
+    if count > 6 or count == 0:
+        return f"--feed {op.name}={op.name}.npy, written by numpy.save"
+    numbers = iter(range(1, count + 1))
+
+    def nest(level: int) -> str:
+        if level < len(dims):
+            return "[" + ",".join(nest(level + 1) for _ in range(dims[level])) + "]"
+        n = next(numbers)
+        if spec.dtype == "bool":
+            return "true" if n % 2 else "false"
+        return f"{n}.0" if spec.dtype.startswith("float") else str(n)
+
+    return f"--feed {op.name}={nest(0)}"
 
 
 def _value(op: Op, text: str) -> Any:
@@ -77,7 +100,7 @@ def _value(op: Op, text: str) -> Any:
         except json.JSONDecodeError as err:
             raise BadInput(
                 f"--feed {op.name}={text}: neither JSON ({err.msg}) nor a .npy path; write e.g. "
-                f"--feed {op.name}=[[1,2],[3,4]] or --feed {op.name}=x.npy"
+                f"{example(op)} or --feed {op.name}={op.name}.npy"
             ) from None
         except ValueError:
             raise BadInput(

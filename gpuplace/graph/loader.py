@@ -20,7 +20,8 @@ from ..gc_pause import gc_paused
 from .attrs import show
 from .model import STRATEGIES, Config, Graph, Op, TensorRef, TensorSpec
 from .ops import suggest
-from .parse import Document, parse, parse_json_lines
+from .parse import Document, key_line, parse, parse_json_lines
+from .replicate import FlagSettings, Synthetic, replica_error
 from .resolve import Inputs, Lookup, direct, new_op, new_ref, order, resolve
 from .walk import Entry, Scope, SpecError, Walker
 
@@ -68,9 +69,10 @@ def loads(
             return _build(doc, source, base, extra)
         except SpecError as err:
             lines: Mapping[int, int] | None = doc.lines
-            if lines is None and err.where is not None:  # JSON: read again, with lines
+            if lines is None and err.where is not None and type(err.where) is not FetchAt:
+                # JSON: read again, with lines
                 err, lines = _with_lines(err, text, source, base, extra)
-            raise _locate(err, source, lines) from None
+            raise _locate(err, source, lines, text) from None
         except RecursionError:
             raise BadInput(f"{source}: the spec is nested too deeply") from None
 
@@ -89,16 +91,44 @@ def _with_lines(
     return err, None
 
 
-def _locate(err: SpecError, source: str, lines: Mapping[int, int] | None) -> BadInput:
-    """`file:line: message`, citing the first of two clashing mappings when there is one."""
-    line = lines.get(id(err.where)) if lines and err.where is not None else None
-    other = lines.get(id(err.other)) if lines and err.other is not None else None
-    where = f"{source}:{line}" if line else source
+class FetchAt:
+    """Where a `fetch:` error is: its item `index` (None: the key) in the spec's top mapping
+    `data`; the line is found on error (`key_line`), else the mapping's own."""
+
+    def __init__(self, index: int | None, data: object) -> None:
+        self.index = index
+        self.data = data
+
+
+def _locate(
+    err: SpecError, source: str, lines: Mapping[int, int] | None, text: str = ""
+) -> BadInput:
+    """`file:line: message`, citing the first of two clashing mappings when there is one.
+
+    An op gpuplace wrote for a replicate block has the line of the block, else of the user's op
+    it stands for (`--replicate` writes the block); a fetch error has the line of its item."""
+    where = err.where
+    if type(where) is FetchAt:
+        line = key_line(text, "fetch", where.index) or _line(where.data, lines)
+    else:
+        line = _line(where, lines)
+    other = _line(err.other, lines)
+    at = f"{source}:{line}" if line else source
     also = f" (first defined at line {other})" if other else ""
     message = str(err).replace("\n", "\\n")  # one line, whatever a value held
-    located = BadInput(f"{where}: {message}{also}")
+    located = BadInput(f"{at}: {message}{also}")
     located.exit_code = err.exit_code  # 1 when the machine, not the spec, is the problem
     return located
+
+
+def _line(where: object, lines: Mapping[int, int] | None) -> int | None:
+    """The line of a mapping; for an op gpuplace wrote, of its block or of the op it stands for."""
+    if not lines or where is None:
+        return None
+    line = lines.get(id(where))
+    if line is None and type(where) is Synthetic:
+        line = lines.get(id(where.block)) or lines.get(id(where.anchor))
+    return line
 
 
 class Extra(NamedTuple):
@@ -121,7 +151,8 @@ def _wrap_replicate(items: list[Any], count: int | str) -> list[Any]:
             "add one, or write a replicate: block with split: [...]"
         )
     body = [i for i in items if not (type(i) is dict and i.get("op") == "placeholder")]
-    return [*inputs, {"replicate": {"gpus": count, "split": names}, "graph": body}]
+    settings = FlagSettings({"gpus": count, "split": names}, f"--replicate {count}")
+    return [*inputs, {"replicate": settings, "graph": body}]
 
 
 def _build(doc: Document, source: str, base: str, extra: Extra) -> Graph:
@@ -157,8 +188,8 @@ def _build(doc: Document, source: str, base: str, extra: Extra) -> Graph:
     inputs, colocate, forward = resolve(entries, names)
     run_order = order(entries, inputs) if forward else range(len(entries))
     ops, outputs = _infer(entries, inputs, colocate, run_order, doc.lines)
-    fetch = _fetch(data, top, names, inputs, outputs, run_order)
-    return Graph(tuple(ops), fetch, config, source)
+    fetch, targets = _fetch(data, top, names, inputs, outputs, run_order)
+    return Graph(tuple(ops), fetch, config, source, targets)
 
 
 def _config(raw: Any, where: object) -> Config:
@@ -266,10 +297,14 @@ def _infer(
                 specs.append(outputs[j][k])
                 refs.append(new_ref(first[j].op, k) if k else first[j])
         except IndexError:
+            if type(e.raw) is Synthetic:  # a merge of a body op without outputs (save)
+                raise replica_error(e.raw, None, "") from None
             raise _no_output(e, inputs[i], outputs, entries) from None
         try:
             out = e.opdef.infer_fn(e.name, e.tf_type, e.attrs, tuple(specs))
         except BadInput as err:
+            if type(e.raw) is Synthetic:  # a replica's slice or a merge: the block's words
+                raise replica_error(e.raw, specs, str(err)) from None
             raise SpecError(str(err), e.raw) from None
         outputs[i] = out
         line = lines.get(id(e.raw)) if lines is not None else None
@@ -301,10 +336,12 @@ def _fetch(
     inputs: list[Inputs],
     outputs: list[tuple[TensorSpec, ...]],
     order: Sequence[int],
-) -> tuple[TensorRef, ...]:
-    """`fetch:` resolved at the top level, else every output no op consumes, in run order."""
+) -> tuple[tuple[TensorRef, ...], tuple[str, ...]]:
+    """(`fetch:` resolved at the top level, else every output no op consumes, in run order;
+    the ops without outputs it names, as targets run for their effect: `session.run(save_op)`)."""
     entries = names.entries
     raw = data.get("fetch")
+    targets: list[str] = []
     if raw is None:
         used = bytearray(len(entries))  # output 0 consumed
         used_other: set[tuple[int, int]] = set()
@@ -318,16 +355,59 @@ def _fetch(
     else:
         items = [raw] if type(raw) is str else raw
         if type(items) is not list or not items:
-            raise SpecError(f"fetch: expected a list of op names, e.g. [c], got {show(raw)}", data)
-        pairs = [pair for text in items for pair in names.refs(top, text, "fetch", data)]
-        for j, k in pairs:
-            if k >= len(outputs[j]):
-                raise SpecError(
-                    f"fetch: {entries[j].name}:{k} does not exist; {entries[j].name} "
-                    f"({entries[j].opdef.name}) has {len(outputs[j])} output(s)",
-                    data,
-                )
-    return tuple(new_ref(entries[j].name, k) for j, k in pairs)
+            raise SpecError(
+                f"fetch: expected a list of op names, e.g. [c], got {show(raw)}",
+                FetchAt(None, data),
+            )
+        pairs = []
+        for i, text in enumerate(items):
+            where = FetchAt(i if type(raw) is list else None, data)
+            found = names.refs(top, text, "fetch", where)
+            for j, k in found:
+                if not outputs[j] and k == 0 and ":" not in str(text):
+                    targets.append(entries[j].name)  # nothing to return: run it
+                elif k >= len(outputs[j]):
+                    raise _no_fetch(text, j, k, entries, inputs, outputs, where)
+                else:
+                    pairs.append((j, k))
+    return tuple(new_ref(entries[j].name, k) for j, k in pairs), tuple(targets)
+
+
+def _no_fetch(
+    text: str,
+    j: int,
+    k: int,
+    entries: list[Entry],
+    inputs: list[Inputs],
+    outputs: list[tuple[TensorSpec, ...]],
+    where: FetchAt,
+) -> SpecError:
+    """`fetch: [text]` names output k of op j, which it does not have; in the words written."""
+    e, has = entries[j], len(outputs[j])
+    name = text.rpartition(":")[0] if ":" in text else text
+    if has:
+        fix = (
+            f"{has} outputs; fetch {name}:0 to {name}:{has - 1}"
+            if has > 1
+            else f"1 output; fetch {name}"
+        )
+        return SpecError(f"fetch {text!r}: op {name!r} ({e.opdef.name}) has {fix}", where)
+    fed = [entries[i].name + (f":{o}" if o else "") for i, o in inputs[j]]
+    instead = f" instead: fetch: [{', '.join(fed)}]" if fed else " instead"
+    if e.opdef.name == "save":
+        path = e.raw.get("path")
+        writes = f"writes its input to {path!r}" if type(path) is str else "writes its input"
+        return SpecError(
+            f"fetch {text!r}: op {name!r} is a save, which has no output to fetch (it {writes} "
+            f"and outputs nothing); name it alone to run it (fetch: [{name}]), or fetch the "
+            f"tensor it saves{instead}",
+            where,
+        )
+    return SpecError(
+        f"fetch {text!r}: op {name!r} ({e.opdef.name}) has no output to fetch; fetch one of "
+        f"its inputs{instead}",
+        where,
+    )
 
 
 def _unconsumed(

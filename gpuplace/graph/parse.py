@@ -21,7 +21,7 @@ from typing import Any
 
 import yaml
 from yaml.constructor import SafeConstructor
-from yaml.nodes import MappingNode, Node, ScalarNode
+from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from ..errors import BadInput
 
@@ -203,6 +203,25 @@ def _unsupported(node: Node) -> yaml.MarkedYAMLError:
     return yaml.constructor.ConstructorError(
         None, None, f"unsupported tag {node.tag!r}; use plain lists and mappings", node.start_mark
     )
+
+
+def key_line(text: str, key: str, index: int | None = None) -> int | None:
+    """The line of the top-level `key` in YAML or JSON text, or of its value's item `index` when
+    that value is a list; None when the text does not read as YAML. It reads the whole text
+    again, keeping every node's position: for messages only."""
+    try:
+        node = yaml.compose(text, Loader=_Loader)
+    except (yaml.YAMLError, RecursionError):
+        return None
+    if not isinstance(node, MappingNode):
+        return None
+    found = [(k, v) for k, v in node.value if isinstance(k, ScalarNode) and k.value == key]
+    if not found:
+        return None
+    key_node, value = found[-1]  # a key given twice: the last one holds
+    if index is not None and isinstance(value, SequenceNode) and 0 <= index < len(value.value):
+        return int(value.value[index].start_mark.line) + 1
+    return int(key_node.start_mark.line) + 1
 
 
 def parse_json_lines(text: str) -> Document:

@@ -19,13 +19,40 @@ from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from .attrs import show
+from .infer import fmt
 from .ops import REGISTRY, suggest
 
 if TYPE_CHECKING:
+    from .model import TensorSpec
     from .walk import Device, Scope, Walker, _Namespace
 
 SETTINGS = ("gpus", "split", "merge", "merge_device")
 MERGES = {"concat": "concat", "add_n": "add_n", "mean": "average_n"}
+
+
+class Synthetic(dict[str, Any]):
+    """An op gpuplace writes for a replicate block (`role`: "slice", a replica's share of a split
+    input, or "merge", an output merged across the replicas). `block` is the block's mapping and
+    `anchor` the user's op it stands for (the split input, the body's output): an error about it
+    cites their lines and is said in the block's terms (`replica_error`)."""
+
+    __slots__ = ("anchor", "block", "role")
+
+    def __init__(self, role: str, items: dict[str, Any]) -> None:
+        super().__init__(items)
+        self.role = role
+        self.block: dict[str, Any] | None = None
+        self.anchor: object = None
+
+
+class FlagSettings(dict[str, Any]):
+    """The settings of the block `--replicate N|all` wraps a graph in; `flag` names it."""
+
+    __slots__ = ("flag",)
+
+    def __init__(self, items: dict[str, Any], flag: str) -> None:
+        super().__init__(items)
+        self.flag = flag
 
 
 def _error(message: str, where: object, machine: bool = False) -> Exception:
@@ -42,12 +69,21 @@ def _available(num_gpus: int) -> str:
     return str(["/cpu:0"] + [f"/gpu:{i}" for i in range(num_gpus)])
 
 
-def replica_gpus(value: object, num_gpus: int | None, where: object) -> list[int]:
-    """`gpus`: a count, `all`, or a list of GPU indices; Keras' checks and messages."""
+def replica_gpus(
+    value: object, num_gpus: int | None, where: object, flag: str | None = None
+) -> list[int]:
+    """`gpus`: a count, `all`, or a list of GPU indices; Keras' checks and messages. `flag`:
+    the `--replicate` that wrote the block, if it did."""
     if value == "all":
         if num_gpus is None:
+            what, count = (flag, "--replicate 4, or replicate=4") if flag else (
+                "replicate: gpus: all", "gpus: 4"
+            )  # fmt: skip
             raise _error(
-                "replicate: gpus: all needs a machine; run it with gpuplace run or plan", where
+                f"{what} needs a machine to count its GPUs; run it with gpuplace run or plan, or "
+                "pass gpus= to load() or loads() (a function from the spec's Config to the "
+                f"number of GPUs, e.g. gpus=lambda config: 4), or give a count ({count})",
+                where,
             )
         gpus = list(range(num_gpus))
     elif type(value) is int:
@@ -83,7 +119,7 @@ def replica_gpus(value: object, num_gpus: int | None, where: object) -> list[int
 
 def _settings(item: dict[str, Any]) -> dict[str, Any]:
     spec = item.get("replicate")
-    if type(spec) is not dict:
+    if not isinstance(spec, dict):  # FlagSettings too
         raise _error(
             f"replicate: expected a mapping like {{gpus: 2, split: [x]}}, got {show(spec)}", item
         )
@@ -124,7 +160,9 @@ def expand_replicate(walker: Walker, item: dict[str, Any], scope: Scope, ns: _Na
 
     _check_keys(item, ("replicate", "graph"), "a replicate block")
     settings = _settings(item)
-    gpus = replica_gpus(settings.get("gpus", "all"), walker.num_gpus, item)
+    spec = item["replicate"]
+    flag = spec.flag if isinstance(spec, FlagSettings) else None
+    gpus = replica_gpus(settings.get("gpus", "all"), walker.num_gpus, item, flag)
     body = item["graph"]
     shared = [op for op in body if type(op) is dict and op.get("op") == "variable"]
     rest = [op for op in body if not (type(op) is dict and op.get("op") == "variable")]
@@ -140,7 +178,13 @@ def expand_replicate(walker: Walker, item: dict[str, Any], scope: Scope, ns: _Na
     ]
     slices = [(x, k, len(gpus)) for x in settings["split"] for k in range(len(gpus))]
     exports = ScopeClass(scope)
+    start = len(walker.entries)
     walker.expand(rest, copies, exports, item, slices=slices)
+    for i in range(start, len(walker.entries)):  # this block's slices: tie them to it
+        raw = walker.entries[i].raw
+        if type(raw) is Synthetic and raw.block is None:
+            found = scope.find(raw["inputs"][0]) or [i]
+            raw.block, raw.anchor = item, walker.entries[found[0]].raw
     consumed = set(_referenced(rest))
     outputs = [n for n in exports.names if n not in consumed and n not in settings["split"]]
     merge_device = walker.device(
@@ -150,16 +194,118 @@ def expand_replicate(walker: Walker, item: dict[str, Any], scope: Scope, ns: _Na
         if name not in outputs:
             scope.define(name, exports.names[name], None)
     for name in outputs:
-        raw: dict[str, Any] = {"name": name, "op": MERGES[settings["merge"]], "inputs": [name]}
+        merge = Synthetic(
+            "merge", {"name": name, "op": MERGES[settings["merge"]], "inputs": [name]}
+        )
         if settings["merge"] == "concat":
-            raw["axis"] = 0
-        walker.add_synthetic(raw, exports, scope, name, merge_device, ns.prefix + name)
+            merge["axis"] = 0
+        merge.block, merge.anchor = item, walker.entries[exports.names[name][0]].raw
+        walker.add_synthetic(merge, exports, scope, name, merge_device, ns.prefix + name)
 
 
 def slice_item(x: str, index: int, parts: int) -> dict[str, Any]:
     """The synthetic op that gives replica `index` its rows of `x`, placed with `x`."""
-    return {"name": x, "op": "batch_slice", "inputs": [x], "parts": parts, "index": index,
-            "colocate_with": x}  # fmt: skip
+    return Synthetic("slice", {"name": x, "op": "batch_slice", "inputs": [x], "parts": parts,
+                               "index": index, "colocate_with": x})  # fmt: skip
+
+
+def replica_error(raw: Synthetic, specs: Sequence[TensorSpec] | None, reason: str) -> Exception:
+    """An error about a slice or merge op, said in the terms of the block the user wrote.
+
+    `specs`: the op's input specs (None: an input has no output, so the merge has nothing to
+    take); `reason`: the shape function's message, for cases not worded here. Errors only.
+    """
+    block = raw.block or {}
+    settings = block.get("replicate")
+    flag = settings.flag if isinstance(settings, FlagSettings) else None
+    label = flag or "replicate"
+    anchor = raw.anchor if type(raw.anchor) is dict else {}
+    if raw.role == "slice":
+        return _error(_slice_message(raw, specs or (), label, flag, settings, reason), raw)
+    name = raw["name"]
+    merge = settings.get("merge", "concat") if isinstance(settings, dict) else "concat"
+    if specs is None:
+        kind = anchor.get("op")
+        if kind == "save":
+            saved = anchor.get("inputs")
+            what = (
+                f"the merged {saved[0]!r}" if type(saved) is list and saved else "the merged tensor"
+            )
+            return _error(
+                f"{label}: op {name!r} (save) in the body has no output to merge, and each replica "
+                f"would write its own share of the batch to {show(anchor.get('path'))}; move the "
+                f"save below the block, where it saves {what}",
+                raw,
+            )
+        return _error(
+            f"{label}: op {name!r} ({show(kind)}) in the body has no output, so the block cannot "
+            f"merge it across the replicas (merge: {merge}); move it below the block",
+            raw,
+        )
+    shapes = ", ".join(fmt(s.shape) for s in specs)
+    if merge == "concat" and any(not s.shape for s in specs):
+        fix = (
+            "write a replicate: block with merge: mean or merge: add_n instead of the flag"
+            if flag
+            else "use merge: mean or merge: add_n for a scalar (a loss)"
+        )
+        return _error(
+            f"{label}: merge concat (along axis 0) cannot concatenate the scalar output {name!r} "
+            f"of the replicas (shape [] in each); {fix}, or keep a batch dimension in {name!r} "
+            "(e.g. keepdims: true)",
+            raw,
+        )
+    if merge == "concat" and len({s.shape[1:] for s in specs}) > 1:
+        return _error(
+            f"{label}: merge concat (along axis 0) cannot concatenate output {name!r} of the "
+            f"replicas: their shapes ({shapes}) differ beyond axis 0; keep the batch on axis 0 "
+            f"of {name!r}",
+            raw,
+        )
+    if merge != "concat" and len({s.shape for s in specs}) > 1:
+        return _error(
+            f"{label}: merge {merge} cannot combine output {name!r} of the replicas: their shapes "
+            f"differ ({shapes}; the last replica takes the rest of a batch that does not divide "
+            f"evenly); use merge: concat for a per-sample output, reduce {name!r} to one shape in "
+            "each replica (e.g. reduce_mean), or give a batch the replicas divide evenly",
+            raw,
+        )
+    return _error(f"{label}: merge {merge} of output {name!r} of the replicas: {reason}", raw)
+
+
+def _slice_message(
+    raw: Synthetic,
+    specs: Sequence[TensorSpec],
+    label: str,
+    flag: str | None,
+    settings: Any,
+    reason: str,
+) -> str:
+    x, parts = raw["inputs"][0], raw["parts"]
+    shape = specs[0].shape if specs else None
+    if shape == ():
+        fix = (
+            f"give placeholder {x!r} a batch dimension, or write a replicate: block that "
+            "splits only the batched inputs"
+            if flag
+            else f"split only inputs with a batch dimension (drop {x!r} from split)"
+        )
+        return (
+            f"{label}: split {x!r} is a scalar (shape []), which cannot be cut into replicas "
+            f"along axis 0; {fix}"
+        )
+    if shape is not None and shape[0] < parts:
+        gpus = (
+            ""
+            if flag or not isinstance(settings, dict)
+            else f" (gpus: {show(settings.get('gpus', 'all'))})"
+        )
+        return (
+            f"{label}: split {x!r} has a batch of {shape[0]} (shape {fmt(shape)}), smaller than "
+            f"the {parts} replicas{gpus}; give {x!r} a batch of at least {parts} along axis 0, or "
+            "replicate over fewer GPUs"
+        )
+    return f"{label}: split {x!r} cannot be cut into {parts} replicas: {reason}"
 
 
 assert {"batch_slice", "average_n", "concat", "add_n"} <= set(REGISTRY)

@@ -147,6 +147,33 @@ def test_json_spec_errors_get_their_line_too() -> None:
     assert error(text, "g.json") == "g.json:10: op 'b': input 'x' names no op; ops: a, b"
 
 
+FETCH = "graph:\n  - {name: c, op: constant, value: [1.0, 2.0]}\n  - {name: s, op: save, inputs: [c], path: out.npy}\n  - {name: p, op: split, inputs: [c], num_split: 2}\n"
+
+
+@pytest.mark.parametrize(
+    ("fetch", "expected"),
+    [
+        ("fetch: [d]\n", "g.yaml:5: fetch 'd' names no op; ops: c, p, s"),
+        ("fetch:\n  - c\n  - d\n", "g.yaml:7: fetch 'd' names no op; ops: c, p, s"),
+        ("fetch: d\n", "g.yaml:5: fetch 'd' names no op; ops: c, p, s"),
+        ("fetch: 3\n", "g.yaml:5: fetch: expected a list of op names, e.g. [c], got 3"),
+        ("fetch: [c, 'p:x']\n", "g.yaml:5: fetch 'p:x' is not NAME or NAME:OUTPUT (e.g. s:1 for split s's second output)"),
+        ("fetch:\n  - s:0\n", "g.yaml:6: fetch 's:0': op 's' is a save, which has no output to fetch (it writes its input to 'out.npy' and outputs nothing); name it alone to run it (fetch: [s]), or fetch the tensor it saves instead: fetch: [c]"),
+        ("fetch: ['p:2']\n", "g.yaml:5: fetch 'p:2': op 'p' (split) has 2 outputs; fetch p:0 to p:1"),
+        ("fetch: ['c:1']\n", "g.yaml:5: fetch 'c:1': op 'c' (constant) has 1 output; fetch c"),
+    ],
+)  # fmt: skip
+def test_fetch_errors_cite_the_fetch_line_and_what_was_written(fetch: str, expected: str) -> None:
+    assert error(FETCH + fetch) == expected
+
+
+def test_fetch_errors_in_json_cite_the_item_line() -> None:
+    text = (
+        '{"graph": [\n  {"name": "c", "op": "constant", "value": 1.0}],\n "fetch": ["c",\n   "d"]}'
+    )
+    assert error(text, "g.json") == "g.json:4: fetch 'd' names no op; ops: c"
+
+
 @pytest.mark.parametrize(
     ("text", "fragment"),
     [

@@ -41,8 +41,30 @@ def test_every_unfed_placeholder_is_listed(graph: Graph) -> None:
     assert str(info.value) == (
         "You must feed a value for placeholder tensor 'x' with dtype float32 and shape [2,2], "
         "'k' with dtype int32 and shape [3]; pass --feed NAME=FILE.npy or --feed NAME=JSON for "
-        "each (e.g. --feed x=[[1,2],[3,4]])"
+        "each (e.g. --feed x=[[1.0,2.0],[3.0,4.0]])"
     )
+
+
+@pytest.mark.parametrize(
+    ("shape", "dtype", "expected"),
+    [
+        ([2], "float32", "--feed x=[1.0,2.0]"),
+        ([], "int32", "--feed x=1"),
+        ([3], "int64", "--feed x=[1,2,3]"),
+        ([2, 1], "bool", "--feed x=[[true],[false]]"),
+        ([224, 224, 3], "float32", "--feed x=x.npy, written by numpy.save"),
+        ([0, 3], "float32", "--feed x=x.npy, written by numpy.save"),
+    ],
+)
+def test_the_unfed_example_fits_the_placeholder(
+    shape: list[int], dtype: str, expected: str
+) -> None:
+    graph = loads(f"graph: [{{name: x, op: placeholder, shape: {shape}, dtype: {dtype}}}]")
+    with pytest.raises(BadInput) as info:
+        apply_feeds(graph, {})
+    assert str(info.value).endswith(f"(e.g. {expected})")
+    if "npy" not in expected:  # and the example feeds as it says
+        apply_feeds(graph, {"x": expected.removeprefix("--feed x=")})
 
 
 @pytest.mark.parametrize(
@@ -53,7 +75,7 @@ def test_every_unfed_placeholder_is_listed(graph: Graph) -> None:
         ({"x": "[1, 2]"}, "Cannot feed value of shape (2,) for Tensor 'x:0', which has shape '(2, 2)'; give a value of shape [2,2]"),
         ({"k": "[1.5, 2, 3]"}, "--feed k: cannot feed float64 values to placeholder 'k' of dtype int32 without changing them; give int32 values"),
         ({"k": "[1, 2, 99999999999]"}, "--feed k: cannot feed int64 values to placeholder 'k' of dtype int32 without changing them; give int32 values"),
-        ({"k": "[1, 2"}, "--feed k=[1, 2: neither JSON (Expecting ',' delimiter) nor a .npy path; write e.g. --feed k=[[1,2],[3,4]] or --feed k=x.npy"),
+        ({"k": "[1, 2"}, "--feed k=[1, 2: neither JSON (Expecting ',' delimiter) nor a .npy path; write e.g. --feed k=[1,2,3] or --feed k=k.npy"),
         ({"k": "[[1], [2, 3]]"}, "--feed k=[[1], [2, 3]]: lists of different lengths; give a rectangular list"),
         ({"k": '["a", "b", "c"]'}, "--feed k=[\"a\", \"b\", \"c\"]: expected numbers, got <U1 values"),
     ],
