@@ -6,7 +6,6 @@ Heavy modules (numpy, the loader, the executor) are imported inside the commands
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from typing import Any
 
@@ -157,6 +156,7 @@ def run(app: AppContext, /, spec: str, log: bool | None, soft: bool | None, expl
         warn(w)
     prepared = prepare(spec, view, _options(soft, log, feed, memory), app.env)
     warn_prepared(prepared, rates=prepared.strategy == "balanced")
+    warn_no_gpu(view, prepared)
     if not force:
         oom = predict_memory(prepared, view)[1]
         if oom is not None:
@@ -170,15 +170,24 @@ def run(app: AppContext, /, spec: str, log: bool | None, soft: bool | None, expl
         doc = report.run_json(view, prepared, outcome)
         if verify:
             doc["verify"] = [c.__dict__ for c in checked]
-        click.echo(json.dumps(doc, indent=2))
+        click.echo(report.json_text(doc))
     else:
         _print_run(app, view, prepared, result, explain, checked)
     bad = [c for c in checked if not c.ok]
     if bad:
         raise CheckFailed("; ".join(
             f"--verify: {c.fetch} differs from the float64 CPU run by {c.max_rel_error:.2e} "
-            f"(relative; tolerance for {c.dtype} is {c.tolerance:.0e})" for c in bad
+            f"(relative; tolerance for {c.dtype} is {c.tolerance:.0e})"
+            + (f"; {c.hint}" if c.hint else "") for c in bad
         ))  # fmt: skip
+
+
+def warn_no_gpu(view: Any, prepared: Any) -> None:
+    """One warning when a graph runs without any GPU: everything is on CPU:0, and why."""
+    if not prepared.logical:
+        from .report.run import no_gpu_warning
+
+        warn(no_gpu_warning(view))
 
 
 def warn_prepared(prepared: Any, rates: bool, seen: set[str] | None = None) -> None:
@@ -216,14 +225,17 @@ def _print_run(app: AppContext, view: Any, prepared: Any, result: Any, explain: 
         click.echo(report.title(view, prepared.strategy, "Run"))
     if mapping:
         click.echo(report.device_mapping(prepared.logical))
-        click.echo(report.placement_log(prepared.graph, prepared.placement))
+        click.echo(report.placement_log(*prepared.placed()))
+    pruned = report.pruned_line(prepared)
+    if pruned:
+        click.echo(pruned)
     for line in result.printed:
         click.echo(line, err=True)
     if explain:
         _explain(app, prepared, result.copies)
     click.echo(report.results_text(result.values))
     for c in checked:
-        verdict = "ok" if c.ok else "MISMATCH"
+        verdict = "ok" if c.ok else "MISMATCH" + (f" ({c.hint})" if c.hint else "")
         click.echo(f"verify {c.fetch}: max relative error {c.max_rel_error:.1e} vs float64 CPU "
                    f"({c.dtype}, tolerance {c.tolerance:.0e}): {verdict}")  # fmt: skip
 
@@ -253,6 +265,7 @@ def plan(app: AppContext, /, spec: str, soft: bool | None, as_json: bool, fmt: s
     """Everything but execute: placement with reasons, shapes, bytes per device, copies."""
     from .memory.devices import check_reservations
     from .report import plan as report
+    from .report.run import json_text, pruned_line
     from .session import estimate_plan, predict_memory, prepare
 
     if as_json and fmt not in (None, "json"):
@@ -268,14 +281,17 @@ def plan(app: AppContext, /, spec: str, soft: bool | None, as_json: bool, fmt: s
     )
     warn_prepared(prepared, rates=True)
     memory, oom = predict_memory(prepared, view)
-    est = estimate_plan(prepared, view, bool(soft))
+    est = estimate_plan(prepared, view)
     if fmt == "dot":
         from .report.dot import to_dot
 
         title = report.title(view, prepared.strategy)
+        pruned = pruned_line(prepared)
+        if pruned:  # a DOT comment: the graph shows the ops that run
+            click.echo(f"// {pruned}")
         click.echo(to_dot(prepared.graph, prepared.placement, title), nl=False)
     elif as_json or fmt == "json":
-        click.echo(json.dumps(report.plan_json(view, prepared, memory, est), indent=2))
+        click.echo(json_text(report.plan_json(view, prepared, memory, est)))
     elif app.terminal():
         echo_renderables(
             app,

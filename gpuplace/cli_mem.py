@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 from datetime import datetime
 from typing import Any
@@ -10,7 +9,7 @@ from typing import Any
 import click
 
 from .cli import AppContext, cli, global_options, gpus_required, warn
-from .cli_graph import memory_options, parse_feeds, pop_memory_flags, warn_prepared
+from .cli_graph import memory_options, parse_feeds, pop_memory_flags, warn_no_gpu, warn_prepared
 from .errors import BadInput, CheckFailed
 
 
@@ -30,7 +29,7 @@ def mem(app: AppContext, /, spec: str | None, as_json: bool, compare: bool,
     """nvidia-smi's memory view; with a graph, run it under a memory policy and show the result."""
     from .report import mem as report
     from .report.devices import notice, title
-    from .report.run import machine_record
+    from .report.run import json_text, machine_record, pruned_line
 
     if spec is None:
         _needs_graph(compare, feed, kw)
@@ -49,20 +48,25 @@ def mem(app: AppContext, /, spec: str | None, as_json: bool, compare: bool,
                                        "no_gpu_reason": notice(view)}}  # fmt: skip
     cards = report.visible_cards(view)
     runs: list[tuple[str, Any, Any]] = []
+    pruned: str | None = None
     if spec is not None:
-        runs, seen = _with_graph(app, view, spec, feed, kw, compare)
+        runs, seen, prepared = _with_graph(app, view, spec, feed, kw, compare)
         cards = seen or cards
         doc["policies"] = [
             {"policy": name, "devices": report.memory_records(logical, memory)}
             for name, logical, memory in runs
         ]
+        doc["pruned"] = list(prepared.pruned)
+        pruned = pruned_line(prepared)
     if view.machine.simulated and not as_json:
         click.echo(title(view))  # first, above the policy table and nvidia-smi's view alike
-    if runs and not as_json:
+    if pruned and not as_json:
+        click.echo(pruned)
+    if any(logical for _, logical, _ in runs) and not as_json:  # no GPU: no rows (warned)
         click.echo(report.memory_plain(runs) + "\n")
     if as_json:
         doc["gpus"] = report.smi_records(cards)
-        click.echo(json.dumps(doc, indent=2))
+        click.echo(json_text(doc))
     elif not view.gpus:
         click.echo(notice(view) or "No GPU listed.")
     else:
@@ -110,16 +114,19 @@ def _variants(memory: dict[str, Any], compare: bool) -> list[tuple[str, dict[str
 
 
 def _with_graph(app: AppContext, view: Any, spec: str, feed: tuple[str, ...], kw: dict[str, Any],
-                compare: bool) -> tuple[list[tuple[str, Any, Any]], list[Any]]:  # fmt: skip
+                compare: bool) -> tuple[list[tuple[str, Any, Any]], list[Any], Any]:  # fmt: skip
     """Run `spec` under the policy (or each compared policy): (policy name, logical GPUs,
-    memory) per run, and nvidia-smi's cards while the last run held its memory."""
+    memory) per run, nvidia-smi's cards while the last run held its memory, and the last
+    run's prepared graph (what its fetches pruned is the same for every policy)."""
     from .session import Options, prepare
 
     memory = pop_memory_flags(kw)
     runs: list[tuple[str, Any, Any]] = []
     shown: list[Any] = []
     warned: set[str] = set()
+    warned_no_gpu = False
     labels: dict[str, str] = {}  # policy name -> the compared label that ran it
+    prepared: Any = None
     for label, variant in _variants(memory, compare):
         prepared = prepare(spec, view, Options(feeds=parse_feeds(feed), **variant), app.env)
         if compare and prepared.policy.virtual:
@@ -129,6 +136,9 @@ def _with_graph(app: AppContext, view: Any, spec: str, feed: tuple[str, ...], kw
                 "drop one of them"
             )
         warn_prepared(prepared, rates=prepared.strategy == "balanced", seen=warned)
+        if not warned_no_gpu:
+            warn_no_gpu(view, prepared)
+            warned_no_gpu = True
         name = prepared.policy.name()
         if name in labels:  # e.g. TF_FORCE_GPU_ALLOW_GROWTH makes default and allow_growth one
             warn(f"--compare: the {label} run would repeat the {labels[name]} run (both are "
@@ -138,7 +148,7 @@ def _with_graph(app: AppContext, view: Any, spec: str, feed: tuple[str, ...], kw
         outcome, seen = _run_observed(app, view, prepared)
         runs.append((name, prepared.logical, outcome.memory))
         shown = seen or shown
-    return runs, shown
+    return runs, shown, prepared
 
 
 def _run_observed(app: AppContext, view: Any, prepared: Any) -> tuple[Any, list[Any]]:

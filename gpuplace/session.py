@@ -7,7 +7,7 @@ prints. Device names here are TensorFlow's full names (`/job:localhost/replica:0
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +20,7 @@ from .errors import BadInput, RuntimeFailure
 from .execute.ledger import OutOfMemory
 from .graph import apply_feeds, get_op, load
 from .graph.model import STRATEGIES, Config, Graph
+from .graph.prune import needed, prune
 from .memory.devices import (
     DeviceMemory,
     check_reservations,
@@ -62,6 +63,10 @@ class Options:
 
 @dataclass(frozen=True)
 class Prepared:
+    """A placed graph ready to run. `graph` and `placement` hold the ops the fetches need (what
+    runs); `pruned` names the others, and `whole` is the whole graph as it was placed (TF's
+    placer sees every op: the placement log lists them all), or None when nothing was pruned."""
+
     graph: Graph
     placement: Placement
     log_device_placement: bool
@@ -69,6 +74,13 @@ class Prepared:
     logical: tuple[LogicalGpu, ...]
     strategy: str = "tensorflow"
     rates: Rates = field(default_factory=Rates)  # measured by `devices --check`, from env's file
+    allow_soft_placement: bool = False  # in effect: the flag, else the spec's config
+    pruned: tuple[str, ...] = ()  # ops the fetches do not need, in graph order: not run
+    whole: tuple[Graph, Placement] | None = None
+
+    def placed(self) -> tuple[Graph, Placement]:
+        """Every op as placed (the placement log's view), pruned or not."""
+        return self.whole or (self.graph, self.placement)
 
 
 @dataclass(frozen=True)
@@ -106,7 +118,13 @@ def prepare(
 ) -> Prepared:
     """Load the spec, apply feeds (for a run), resolve the memory policy into logical GPUs,
     place every op on them (with the rates measured on this machine, from the rates file `env`
-    names) and check that every tensor fits its device."""
+    names), prune the graph to the ops its fetches need, and check that every tensor they make
+    fits its device.
+
+    As TensorFlow's DirectSession (with its default `place_pruned_graph: false`), the tensorflow
+    strategy places the whole graph, so device requests and colocations count for every op,
+    then only what the fetches need runs; balanced and round-robin, which spread work, place
+    only the ops that run. A placeholder the fetches do not need need not be fed."""
     flags = options.memory_flags()
     count = replicate_count(options.replicate)
 
@@ -117,9 +135,10 @@ def prepare(
         return n
 
     graph = load(path, gpus=gpus, replicate=count)
+    keep = needed(graph)
     if feeds:
         check_feed_names(graph, options.feeds)
-        graph = apply_feeds(graph, options.feeds)
+        graph = apply_feeds(_unneeded_fed(graph, keep, options.feeds), options.feeds)
     policy = resolve(graph.config.gpu_options, flags, env)
     logical = tuple(logical_gpus(view.gpus, policy))
     soft = options.allow_soft_placement
@@ -127,11 +146,49 @@ def prepare(
         soft = graph.config.allow_soft_placement
     strategy = options.strategy or str(graph.config.placement.get("strategy", "tensorflow"))
     rates = load_rates(env)
-    placement = place_with(strategy, graph, view, logical, soft, rates.by_uuid)
+    whole: tuple[Graph, Placement] | None = None
+    dropped: tuple[str, ...] = ()
+    if keep is not None and strategy != "tensorflow":  # they weigh work: only what runs
+        graph, dropped = _pruned(graph, keep)
+        placement = place_with(strategy, graph, view, logical, soft, rates.by_uuid)
+    else:
+        placement = place_with(strategy, graph, view, logical, soft, rates.by_uuid)
+        if keep is not None:  # TF's placer saw every op; the run needs fewer
+            whole = (graph, placement)
+            graph, dropped = _pruned(graph, keep)
+            placement = _kept(placement, keep)
     check_fits(graph, placement, device_limits(view, logical))
     log = options.log_device_placement
     log = graph.config.log_device_placement if log is None else log
-    return Prepared(graph, placement, log, policy, logical, strategy, rates)
+    return Prepared(graph, placement, log, policy, logical, strategy, rates, soft, dropped, whole)
+
+
+def _unneeded_fed(graph: Graph, keep: frozenset[str] | None, feeds: Mapping[str, str]) -> Graph:
+    """The graph with a stand-in value for each placeholder the fetches do not need and no feed
+    gives, so that only the needed ones must be fed (as in TF); pruning drops the stand-ins."""
+    if keep is None:
+        return graph
+    ops = tuple(
+        replace(op, attrs={**op.attrs, "value": None})
+        if op.type == "placeholder" and op.name not in keep and op.name not in feeds
+        else op
+        for op in graph.ops
+    )
+    return replace(graph, ops=ops)
+
+
+def _pruned(graph: Graph, keep: frozenset[str]) -> tuple[Graph, tuple[str, ...]]:
+    pruned = prune(graph, keep)
+    return pruned.graph, pruned.dropped
+
+
+def _kept(placement: Placement, keep: frozenset[str]) -> Placement:
+    """The decisions of the kept ops, in the same orders."""
+    return replace(
+        placement,
+        decisions={n: d for n, d in placement.decisions.items() if n in keep},
+        order=tuple(n for n in placement.order if n in keep),
+    )
 
 
 def replicate_count(text: str | None) -> int | str | None:
@@ -208,12 +265,15 @@ class PlanEstimate:
         return float(self.bounds.best)
 
 
-def estimate_plan(prepared: Prepared, view: View, soft: bool = False) -> PlanEstimate:
+def estimate_plan(prepared: Prepared, view: View) -> PlanEstimate:
+    """The cost model's estimate of the ops that run, under the soft placement `prepare` used
+    (the flag, else the spec's config)."""
     from .placement.cost import device_models
     from .placement.estimate import estimate, lower_bounds
 
     models = device_models(prepared.logical, view.machine.host, prepared.rates.by_uuid)
     est = estimate(prepared.graph, prepared.placement, models)
+    soft = prepared.allow_soft_placement
     return PlanEstimate(est, lower_bounds(prepared.graph, models, allow_soft_placement=soft))
 
 
@@ -286,6 +346,11 @@ class Verified:
     max_rel_error: float
     tolerance: float
     ok: bool
+    hint: str = ""  # why it differs, when gpuplace can tell (float16 overflow, ...)
+
+
+# Where a float dtype overflows to inf: the hint for a value infinite only in that dtype.
+OVERFLOWS = {"float16": "65504", "float32": "3.4e38"}
 
 
 class _Float64:
@@ -306,13 +371,16 @@ class _Float64:
 
 
 def verify(prepared: Prepared, result: Any, view: View) -> list[Verified]:
-    """Run the graph again in float64 on the CPU and compare every fetch."""
+    """Run the graph again in float64 on the CPU and compare every fetch.
+
+    The reference run has no side effects: `save` ops are skipped and `print` ops forward their
+    input without printing (the run being checked already wrote and printed)."""
     from .execute.executor import execute
 
     graph = prepared.graph
     devices = {op.name: CPU0 for op in graph.ops}
     cpu = backends(view, ())[CPU0]
-    reference = execute(graph, devices, {CPU0: cpu}, lambda t: _Float64(get_op(t)))
+    reference = execute(graph, devices, {CPU0: cpu}, lambda t: _Float64(get_op(t)), effects=False)
     out = []
     for name, value in result.values.items():
         ref = np.asarray(reference.values[name], dtype=np.float64)
@@ -323,10 +391,13 @@ def verify(prepared: Prepared, result: Any, view: View) -> list[Verified]:
             scale = float(np.max(finite)) if finite.size else 0.0
             diff = np.where(same, 0.0, np.abs(got - ref))
             err = float(np.max(diff)) / (scale or 1.0) if ref.size else 0.0
-        tol = TOLERANCE.get(str(value.dtype), 0.0)
-        out.append(
-            Verified(name, str(value.dtype), err, tol, bool(np.isfinite(err) and err <= tol))
-        )
+        dtype = str(value.dtype)
+        tol = TOLERANCE.get(dtype, 0.0)
+        ok = bool(np.isfinite(err) and err <= tol)
+        hint = ""
+        if not ok and dtype in OVERFLOWS and bool(np.any(~np.isfinite(got) & np.isfinite(ref))):
+            hint = f"{dtype} overflows above {OVERFLOWS[dtype]}"
+        out.append(Verified(name, dtype, err, tol, ok, hint))
     return out
 
 

@@ -363,3 +363,23 @@ def test_compare_under_forced_growth_runs_each_policy_once(run: Run) -> None:
     assert [re.split(r"\s{2,}", row)[2] for row in table[2:]] == (
         ["allow_growth"] * 4 + ["fraction 0.3 + allow_growth"] * 4
     )
+
+
+SOFT_IN_CONFIG = (
+    "config: {allow_soft_placement: true}\n"
+    "graph:\n"
+    "  - {name: a, op: constant, value: [1.0, 2.0, 3.0, 4.0], shape: [2, 2], device: /gpu:7}\n"
+    "  - {name: p, op: print, inputs: [a], device: /gpu:0}\n"
+    "  - {name: m, op: matmul, inputs: [p, a], device: /gpu:9}\n"
+)
+
+
+def test_plan_honours_soft_placement_from_the_config_as_run_does(run: Run, tmp_path: Path) -> None:
+    spec = write(tmp_path, SOFT_IN_CONFIG)
+    ran = k520(run, "run", spec)
+    assert ran[0] == 0
+    code, out, err = k520(run, "plan", spec)
+    assert (code, err) == (0, "")
+    assert out.splitlines()[-1].startswith("Estimated makespan ")
+    code, out, err = k520(run, "plan", spec, "--no-allow-soft-placement")  # the flag still wins
+    assert code == 1 and err.startswith("error: Cannot assign a device for operation")

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from tests.conftest import Run
+from tests.fakes.fake_pynvml import FakeNvml, four_gpus
 
 GUIDE = Path(__file__).resolve().parent.parent / "examples" / "guide"
 K40C_MAPPING = (
@@ -210,3 +211,113 @@ def test_verify_counts_equal_infinities_and_nans_as_equal(run: Run, tmp_path: Pa
     assert (result.code, result.err) == (0, "")
     assert "[-inf   0.  nan]" in result.out
     assert "verify l: max relative error 0.0e+00" in result.out and ": ok" in result.out
+
+
+def test_verify_reference_run_writes_no_file_and_prints_nothing(run: Run, tmp_path: Path) -> None:
+    """The float64 reference run skips `save` (it rewrote out.npy as float64) and its prints
+    forward their input silently: the run being checked wrote and printed once."""
+    np.save(tmp_path / "in.npy", np.array([0.0, 1.0], dtype=np.float32))
+    spec = write(
+        tmp_path,
+        "graph:\n"
+        "  - {name: l, op: load, path: in.npy}\n"
+        "  - {name: p, op: print, inputs: [l]}\n"
+        "  - {name: e, op: exp, inputs: [p]}\n"
+        "  - {name: sv, op: save, inputs: [e], path: out.npy}\n",
+    )
+    result = run("--machine", "4xK520", "run", spec, "--verify")
+    assert (result.code, result.err) == (0, "p: [0. 1.]\n")
+    saved = np.load(tmp_path / "out.npy")
+    assert saved.dtype == np.float32
+    np.testing.assert_allclose(saved, np.exp([0.0, 1.0]), rtol=1e-6)
+
+
+def strict_json(text: str) -> object:
+    """json.loads refusing NaN and Infinity (Python accepts them; jq and RFC 8259 do not)."""
+
+    def refuse(name: str) -> object:
+        raise ValueError(f"non-standard JSON constant {name}")
+
+    return json.loads(text, parse_constant=refuse)
+
+
+def test_json_writes_non_finite_values_as_strings(run: Run, tmp_path: Path) -> None:
+    spec = write(
+        tmp_path,
+        "graph:\n"
+        "  - {name: z, op: constant, value: [0.0, 1.0, -1.0]}\n"
+        "  - {name: l, op: log, inputs: [z]}\n"
+        "  - {name: d, op: div, inputs: [z, z]}\n"
+        "  - {name: i, op: neg, inputs: [l]}\n",
+    )
+    result = run("--machine", "4xK520", "run", spec, "--json", "--verify")
+    assert result.code == 0, result.err
+    doc = strict_json(result.out)
+    assert isinstance(doc, dict)
+    assert doc["results"]["d"]["value"] == ["nan", 1.0, 1.0]
+    assert doc["results"]["i"]["value"] == ["inf", -0.0, "nan"]
+    assert [v["max_rel_error"] for v in doc["verify"]] == [0.0, 0.0]
+
+
+OVERFLOW = (
+    "graph:\n"
+    "  - {{name: a, op: constant, value: [{v}], dtype: {t}}}\n"
+    "  - {{name: s, op: {op}, inputs: [a, a]}}\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("dtype", "value", "op", "limit"),
+    [("float16", "60000.0", "add", "65504"), ("float32", "3.0e38", "mul", "3.4e38")],
+)
+def test_verify_names_the_overflow_behind_an_infinite_mismatch(
+    run: Run, tmp_path: Path, dtype: str, value: str, op: str, limit: str
+) -> None:
+    spec = write(tmp_path, OVERFLOW.format(v=value, t=dtype, op=op))
+    result = run("--machine", "4xK520", "run", spec, "--verify")
+    assert result.code == 1
+    assert result.out.splitlines()[-1] == (
+        f"verify s: max relative error inf vs float64 CPU ({dtype}, tolerance "
+        f"{'1e-02' if dtype == 'float16' else '1e-04'}): MISMATCH ({dtype} overflows above {limit})"
+    )
+    assert result.err == (
+        f"error: --verify: s differs from the float64 CPU run by inf (relative; tolerance for "
+        f"{dtype} is {'1e-02' if dtype == 'float16' else '1e-04'}); {dtype} overflows above {limit}\n"
+    )
+    doc = strict_json(run("--machine", "4xK520", "run", spec, "--verify", "--json").out)
+    assert isinstance(doc, dict)
+    assert doc["verify"] == [
+        {"fetch": "s", "dtype": dtype, "max_rel_error": "inf", "ok": False,
+         "tolerance": 1e-2 if dtype == "float16" else 1e-4,
+         "hint": f"{dtype} overflows above {limit}"}
+    ]  # fmt: skip
+
+
+NO_GPU = (
+    "warning: no GPU visible (no NVIDIA driver: the NVML library (libnvidia-ml.so.1) was not "
+    "found): every op runs on CPU:0; --machine 4xK520 simulates GPUs\n"
+)
+
+
+def test_no_gpu_run_warns_once_that_everything_runs_on_the_cpu(run: Run) -> None:
+    result = run("run", str(GUIDE / "01_log_placement.yaml"), "--no-log-placement")
+    assert (result.code, result.err) == (0, NO_GPU)
+    assert result.out == "MatMul:\n" + RESULT  # no header line on a real machine
+    doc = run("run", str(GUIDE / "01_log_placement.yaml"), "--json")
+    assert doc.err == NO_GPU and json.loads(doc.out)["rates"] == []
+
+
+def test_no_visible_gpu_says_which_rule_hides_them(run: Run) -> None:
+    result = run(
+        "run",
+        str(GUIDE / "01_log_placement.yaml"),
+        "--no-log-placement",
+        env={"CUDA_VISIBLE_DEVICES": ""},
+        nvml=FakeNvml(four_gpus()),
+    )
+    assert result.code == 0
+    assert result.err == (
+        "warning: no GPU visible (CUDA_VISIBLE_DEVICES='' shows none of the 4 GPUs of this "
+        "machine (unset it to see all)): every op runs on CPU:0; --machine 4xK520 simulates "
+        "GPUs\n"
+    )

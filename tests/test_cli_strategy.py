@@ -171,3 +171,20 @@ def test_replicate_all_counts_logical_gpus(run: Run, tmp_path: Path) -> None:
     assert result.code == 0, result.err
     ops = {p["op"] for p in json.loads(result.out)["placement"]}
     assert {"replica_0/h", "replica_1/h", "replica_2/h"} <= ops and "replica_3/h" not in ops
+
+
+def test_json_carries_the_strategy_and_where_the_rates_came_from(run: Run) -> None:
+    """What plan's text says in its title and `rates:` line, and the makespan / bound ratio."""
+    spec = str(EXAMPLES / "small_model.yaml")
+    text = run("--machine", "4xK520", "plan", spec, "--strategy", "balanced").out.splitlines()
+    assert text[0] == "Plan on the simulated machine 4xK520 (strategy balanced)"
+    assert "rates: GPU:0,1,2,3 from the preset GRID K520" in text
+    doc = json.loads(
+        run("--machine", "4xK520", "plan", spec, "--strategy", "balanced", "--json").out
+    )
+    rates = [{"gpus": "GPU:0,1,2,3", "source": "from the preset GRID K520"}]
+    assert (doc["strategy"], doc["rates"]) == ("balanced", rates)
+    ratio = doc["estimate"]["makespan_over_bound"]
+    assert ratio >= 1.0 and text[-1].endswith(f"makespan / bound {ratio:.2f}")
+    ran = json.loads(run("--machine", "4xK520", "run", spec, "--json").out)
+    assert (ran["strategy"], ran["rates"]) == ("tensorflow", rates)

@@ -179,10 +179,13 @@ def execute(
     *,
     limits: Mapping[str, int | None] | None = None,
     resident: Callable[[str], bool] = is_variable,
+    effects: bool = True,
 ) -> RunResult:
     """Run a placed graph: `devices` maps op -> device full name, `backends` device -> Backend.
 
     `limits` caps a device's bytes in use (TF's memory_limit); past it the run raises OutOfMemory.
+    `effects=False`: no side effects (no `save` runs, `print` ops print nothing), for a reference
+    run that recomputes values another run already wrote and printed.
     """
-    schedule = plan(graph, devices, backends, kernels, resident)
+    schedule = plan(graph, devices, backends, kernels, resident, effects=effects)
     return run(schedule, new_ledgers(schedule.devices, limits or {}))

@@ -35,6 +35,7 @@ from .ledger import allocation_size
 Compute = Callable[[ModuleType, list[Any], Mapping[str, Any]], list[Any]]
 KERNEL, HOST, PRINT = 0, 1, 2  # a step's kind
 PRINT_OP = "print"
+SAVE_OP = "save"  # writes a file: skipped by a run without side effects (`effects=False`)
 
 
 @dataclass(frozen=True)
@@ -105,7 +106,13 @@ def _text(xp: ModuleType, inputs: list[Any], attrs: Mapping[str, Any]) -> list[A
     return [str(value) for value in inputs]
 
 
+def _forward(xp: ModuleType, inputs: list[Any], attrs: Mapping[str, Any]) -> list[Any]:
+    """A silent print step (a run without side effects): its outputs forward its inputs."""
+    return []
+
+
 PRINT_ENTRY: KernelEntry = (PRINT, _text)
+SILENT_PRINT_ENTRY: KernelEntry = (KERNEL, _forward)
 
 
 def _transfer(src: Backend, dst: Backend) -> Callable[[Any], Any]:
@@ -130,8 +137,10 @@ class _Planner:
         backends: Mapping[str, Backend],
         kernels: Callable[[str], Kernel],
         resident: Callable[[str], bool],
+        effects: bool = True,
     ) -> None:
         self.placement, self.kernels, self.resident = placement, kernels, resident
+        self.print_entry = PRINT_ENTRY if effects else SILENT_PRINT_ENTRY
         self.names = tuple(backends)
         self.backends = tuple(backends.values())
         self.index = {name: i for i, name in enumerate(self.names)}
@@ -154,6 +163,7 @@ class _Planner:
         """
         home, types, infos, keep = self.home, self.types, self.infos, self.keep
         slot_info, last_use, steps = self.slot_info, self.last_use, self.steps
+        print_entry = self.print_entry
         device = -1
         for step, (op, placed) in enumerate(zip(ops, self._devices(ops), strict=True)):
             if placed != device:
@@ -176,7 +186,7 @@ class _Planner:
             first = len(slot_info)
             if op.type == PRINT_OP:  # forwards its inputs' buffers, as TF's Print does
                 home[op.name] = inputs
-                steps.append((op, PRINT_ENTRY, inputs, first, 0, alloc, copies))
+                steps.append((op, print_entry, inputs, first, 0, alloc, copies))
                 continue
             kernels, resident = types.get(op.type) or self._kernel(op.type)
             sizes = infos[device]
@@ -317,9 +327,15 @@ def plan(
     backends: Mapping[str, Backend],
     kernels: Callable[[str], Kernel],
     resident: Callable[[str], bool] = is_variable,
+    *,
+    effects: bool = True,
 ) -> Schedule:
-    """Precompute the schedule of a placed graph: slots, copies, and when each tensor is freed."""
-    planner = _Planner(devices, backends, kernels, resident)
+    """Precompute the schedule of a placed graph: slots, copies, and when each tensor is freed.
+
+    `effects=False` plans a run without side effects (--verify's reference run): `save` ops are
+    left out and `print` ops forward their inputs without making text."""
+    planner = _Planner(devices, backends, kernels, resident, effects)
+    ops = graph.ops if effects else [op for op in graph.ops if op.type != SAVE_OP]
     with gc_paused():  # the schedule is acyclic; pausing the GC halves planning time
-        planner.add_all(graph.ops)
+        planner.add_all(ops)
         return planner.finish(graph.fetch)

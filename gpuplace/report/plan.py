@@ -15,6 +15,8 @@ from .run import (
     explain_rows,
     machine_record,
     placement_records,
+    pruned_line,
+    rate_records,
     short_device,
 )
 from .run import title as run_title
@@ -30,9 +32,14 @@ def _ms(seconds: float) -> str:
     return f"{seconds * 1000:.3f} ms"
 
 
+def makespan_ratio(est: PlanEstimate) -> float:
+    """The estimated makespan over the tightest lower bound (1.0: no placement does better)."""
+    return float(est.estimate.makespan / est.bound) if est.bound > 0 else 1.0
+
+
 def makespan_line(est: PlanEstimate) -> str:
     """Estimated makespan beside the lower bounds, and its ratio to the tightest."""
-    ratio = est.estimate.makespan / est.bound if est.bound > 0 else 1.0
+    ratio = makespan_ratio(est)
     b = est.bounds
     return (
         f"Estimated makespan {_ms(est.estimate.makespan)}; lower bounds: critical path "
@@ -88,8 +95,10 @@ def plan_plain(
     view: View, prepared: Prepared, memory: Sequence[DeviceMemory], est: PlanEstimate
 ) -> str:
     copies, loads = _loads(prepared)
+    pruned = pruned_line(prepared)
     return "\n".join([
         title(view, prepared.strategy),
+        *([pruned] if pruned else []),
         columns(EXPLAIN_HEADER, explain_rows(prepared.graph, prepared.placement, copies)),
         "",
         columns(LOAD_HEADER, _load_rows(loads, memory, est)),
@@ -115,7 +124,11 @@ def plan_renderables(
         per_device.add_column(h)
     for row in _load_rows(loads, memory, est):
         per_device.add_row(*row)
-    return [ops, per_device, Text(rates_line(prepared)), makespan_line(est)]
+    pruned = pruned_line(prepared)
+    return [
+        *([Text(pruned)] if pruned else []),
+        ops, per_device, Text(rates_line(prepared)), makespan_line(est),
+    ]  # fmt: skip
 
 
 def plan_json(
@@ -125,12 +138,16 @@ def plan_json(
     by_name = {m.device: m for m in memory}
     return {
         "machine": machine_record(view),
-        "placement": placement_records(prepared.graph, prepared.placement),
+        "strategy": prepared.strategy,
+        "rates": rate_records(prepared),
+        "placement": placement_records(*prepared.placed()),
+        "pruned": list(prepared.pruned),
         "policy": prepared.policy.name(),
         "estimate": {"makespan_seconds": est.estimate.makespan,
                      "critical_path_seconds": est.bounds.critical_path,
                      "work_bound_seconds": est.bounds.work,
-                     "stage_bound_seconds": est.bounds.stages},
+                     "stage_bound_seconds": est.bounds.stages,
+                     "makespan_over_bound": makespan_ratio(est)},
         "copies": copy_records(copies),
         "devices": [
             {"device": d.device, "ops": d.ops, "output_bytes": d.output_bytes,

@@ -3,6 +3,8 @@ the results as numpy prints them, and the JSON documents. Pure: strings and dict
 
 from __future__ import annotations
 
+import json
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -155,16 +157,28 @@ def memory_records(memory: Sequence[Any]) -> list[dict[str, Any]]:
     ]
 
 
+def rate_records(prepared: Any) -> list[dict[str, str]]:
+    """Where each GPU's rates in the cost model come from (`plan`'s `rates:` line), as data."""
+    from ..placement.cost import rate_sources
+
+    sources = rate_sources(prepared.logical, prepared.rates.by_uuid)
+    return [{"gpus": gpus, "source": source} for gpus, source in sources]
+
+
 def run_json(view: View, prepared: Any, outcome: Any) -> dict[str, Any]:
     """`gpuplace run --json`: the device mapping, placement with reasons (what --log-placement and
-    --explain print), results (shape, dtype, value), copies, memory."""
-    graph, placement, result = prepared.graph, prepared.placement, outcome.result
+    --explain print), results (shape, dtype, value), copies, memory, the strategy and the rates'
+    sources, and `pruned`: the ops the fetches do not need, which did not run."""
+    result = outcome.result
     return {
         "machine": machine_record(view),
+        "strategy": prepared.strategy,
+        "rates": rate_records(prepared),
         "device_mapping": device_mapping_records(prepared.logical),
-        "placement": placement_records(graph, placement),
+        "placement": placement_records(*prepared.placed()),
+        "pruned": list(prepared.pruned),
         "results": {
-            name: {"shape": list(v.shape), "dtype": str(v.dtype), "value": v.tolist()}
+            name: {"shape": list(v.shape), "dtype": str(v.dtype), "value": json_value(v)}
             for name, v in result.values.items()
         },
         "copies": copy_records(result.copies),
@@ -173,3 +187,81 @@ def run_json(view: View, prepared: Any, outcome: Any) -> dict[str, Any]:
         "policy": prepared.policy.name(),
         "printed": list(result.printed),
     }
+
+
+NON_FINITE = {"nan": "nan", "inf": "inf", "-inf": "-inf"}
+
+
+def json_value(value: np.ndarray) -> Any:
+    """An array as JSON-ready lists; nan, inf and -inf (which JSON has no numbers for) become
+    the strings "nan", "inf" and "-inf"."""
+    if value.dtype.kind not in "fc" or bool(np.isfinite(value).all()):
+        return value.tolist()
+    out = value.astype(object)
+    out[np.isnan(value)] = "nan"
+    out[np.isposinf(value)] = "inf"
+    out[np.isneginf(value)] = "-inf"
+    return out.tolist()
+
+
+def finite_json(doc: Any) -> Any:
+    """`doc` with every non-finite float (nan, inf, -inf) as the string "nan", "inf", "-inf"."""
+    if isinstance(doc, float | np.floating):
+        value = float(doc)
+        if math.isfinite(value):
+            return doc
+        return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
+    if isinstance(doc, dict):
+        return {k: finite_json(v) for k, v in doc.items()}
+    if isinstance(doc, list | tuple):
+        return [finite_json(v) for v in doc]
+    return doc
+
+
+def json_text(doc: Any) -> str:
+    """Standard JSON (RFC 8259: no NaN or Infinity) for every document gpuplace prints: values
+    JSON has no number for are written as strings ("nan", "inf", "-inf"); any left raises."""
+    try:
+        return json.dumps(doc, indent=2, allow_nan=False)
+    except ValueError:
+        return json.dumps(finite_json(doc), indent=2, allow_nan=False)
+
+
+LISTED = 8  # names shown in the `not run` line before `and N more`
+
+
+def listed(names: Sequence[str]) -> str:
+    """`a, b, c`, or the first LISTED names and `and N more`."""
+    text = ", ".join(names[:LISTED])
+    return text + (f" and {len(names) - LISTED} more" if len(names) > LISTED else "")
+
+
+def pruned_line(prepared: Any) -> str | None:
+    """`fetch [b] needs 2 of 6 ops; not run (as TensorFlow's session.run): p, q, big, bigr`, or
+    None when every op runs."""
+    pruned = prepared.pruned
+    if not pruned:
+        return None
+    fetch = listed([*(str(ref) for ref in prepared.graph.fetch), *prepared.graph.targets])
+    kept = len(prepared.graph.ops)
+    return (
+        f"fetch [{fetch}] needs {kept} of {kept + len(pruned)} ops; not run (as TensorFlow's "
+        f"session.run): {listed(pruned)}"
+    )
+
+
+def no_gpu_warning(view: View) -> str:
+    """The warning for a graph run without a GPU: why none is visible, and how to simulate some."""
+    from .devices import notice
+
+    note = notice(view)
+    if note:
+        reason = note.removeprefix("No GPU listed: ").split(". ")[0].rstrip(".")
+    elif view.machine.simulated:
+        reason = f"the simulated machine {view.machine.description} has none"
+    else:
+        reason = "none found"
+    hint = "--machine 4xK520 simulates GPUs"
+    if view.machine.simulated:
+        hint = "give --machine a machine with GPUs (e.g. --machine 4xK520)"
+    return f"no GPU visible ({reason}): every op runs on CPU:0; {hint}"

@@ -186,6 +186,39 @@ def test_print_records_a_line_and_forwards_its_input() -> None:
     assert result.peak_bytes[GPU0] == 512  # the copy of a and b: print allocates nothing
 
 
+class Saving:
+    """A `save` kernel that records each call instead of writing a file."""
+
+    host_value = False
+
+    def __init__(self) -> None:
+        self.calls: list[Any] = []
+
+    def compute(self, xp: ModuleType, inputs: list[Any], attrs: Mapping[str, Any]) -> list[Any]:
+        self.calls.append(inputs[0])
+        return []
+
+
+def test_a_run_without_effects_skips_saves_and_prints_nothing() -> None:
+    """--verify's reference run: the same values, no file written, no print text."""
+    g = graph(
+        op("a", "constant", shape=(2,), value=[1.0, 2.0]),
+        op("p", "print", "a", shape=(2,)),
+        op("b", "add", "p", "p", shape=(2,)),
+        op("s", "save", "b", outputs=0),
+        fetch=("b",),
+    )
+    table = {**kernel_table(), "save": Saving()}
+    saving = table["save"]
+    assert isinstance(saving, Saving)
+    loud = execute(g, placed(g), BACKENDS, table.__getitem__)
+    assert loud.printed == ["p: [1. 2.]"] and len(saving.calls) == 1
+    quiet = execute(g, placed(g, p=GPU0, b=GPU0), BACKENDS, table.__getitem__, effects=False)
+    assert quiet.printed == [] and len(saving.calls) == 1
+    np.testing.assert_array_equal(quiet.values["b"], [2.0, 4.0])
+    assert copies_of(quiet) == [("p", "a", CPU, GPU0, 8)]  # the print still forwards a
+
+
 class Tracking(NumpyBackend):
     """A numpy backend whose device context is logged, with the kernel calls made inside it."""
 

@@ -373,3 +373,21 @@ def test_mig_mode_column_says_disabled_on_capable_cards(run: Run) -> None:
     assert mig_cells == ["MIG M.", "Disabled", "N/A"]  # the header, then one cell per GPU
     doc = json.loads(run("--machine", "1xH200,1xT4", "mem", "--json").out)
     assert [g["mig_mode"] for g in doc["gpus"]] == ["Disabled", None]
+
+
+NO_GPU = (
+    "warning: no GPU visible (no NVIDIA driver: the NVML library (libnvidia-ml.so.1) was not "
+    "found): every op runs on CPU:0; --machine 4xK520 simulates GPUs\n"
+)
+
+
+def test_no_driver_with_a_graph_warns_and_shows_no_empty_table(run: Run, tmp_path: Path) -> None:
+    spec = matmul_graph(tmp_path / "g.yaml", n=4)
+    result = run("mem", spec)
+    assert (result.code, result.err) == (0, NO_GPU)
+    assert result.out.count("\n") == 1  # nvidia-smi's view only: no policy table header
+    assert result.out.startswith("No GPU listed: no NVIDIA driver: the NVML library")
+    compared = run("mem", spec, "--compare")
+    assert (compared.err, compared.out) == (NO_GPU, result.out)  # one warning for both policies
+    doc = json.loads(run("mem", spec, "--json").out)
+    assert [p["devices"] for p in doc["policies"]] == [[]] and doc["pruned"] == []
