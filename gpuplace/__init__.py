@@ -8,6 +8,7 @@ The public API is imported lazily so that `import gpuplace` stays cheap (no nump
     placement = gpuplace.place(graph, len(seen.gpus))  # TensorFlow's rules, with reasons
     prepared = gpuplace.prepare("graph.yaml", seen, gpuplace.Options(strategy="balanced"), os.environ)
     outcome = gpuplace.execute_prepared(prepared, seen)  # values, copies, memory per device
+    estimate = gpuplace.estimate_plan(prepared, seen)  # makespan and lower bounds (plan's)
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ _EXPORTS = {
     "prepare": "gpuplace.session",
     "execute_prepared": "gpuplace.session",
     "predict_memory": "gpuplace.session",
+    "estimate_plan": "gpuplace.session",
     "verify": "gpuplace.session",
 }
 __all__ = sorted(_EXPORTS)
