@@ -318,6 +318,5 @@ def test_no_visible_gpu_says_which_rule_hides_them(run: Run) -> None:
     assert result.code == 0
     assert result.err == (
         "warning: no GPU visible (CUDA_VISIBLE_DEVICES='' shows none of the 4 GPUs of this "
-        "machine (unset it to see all)): every op runs on CPU:0; --machine 4xK520 simulates "
-        "GPUs\n"
+        "machine): every op runs on CPU:0; unset CUDA_VISIBLE_DEVICES to see them\n"
     )

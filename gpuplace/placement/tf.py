@@ -136,7 +136,10 @@ def _no_kernel_error(op: Op, meta: OpMeta, table: DeviceTable) -> PlacementError
             f"gpuplace: {subject} has kernels for {listed} only; "
             f"this machine has {table.gpus_phrase()}."
         )
-    return PlacementError(message, hint, op.name)
+    error = PlacementError(message, hint, op.name)
+    if dtype is not None and not kernels:
+        error.exit_code = 2  # no machine has a kernel for it: the spec must change (bad input)
+    return error
 
 
 def _short(value: object) -> str:

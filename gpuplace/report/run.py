@@ -251,7 +251,8 @@ def pruned_line(prepared: Any) -> str | None:
 
 
 def no_gpu_warning(view: View) -> str:
-    """The warning for a graph run without a GPU: why none is visible, and how to simulate some."""
+    """The warning for a graph run without a GPU: why none is visible, and what would show some
+    (CUDA_VISIBLE_DEVICES hiding them, a simulated machine without any, or no driver here)."""
     from .devices import notice
 
     note = notice(view)
@@ -261,7 +262,13 @@ def no_gpu_warning(view: View) -> str:
         reason = f"the simulated machine {view.machine.description} has none"
     else:
         reason = "none found"
-    hint = "--machine 4xK520 simulates GPUs"
-    if view.machine.simulated:
+    if view.machine.gpus and view.cuda_visible_devices is not None:  # the variable hides them
+        reason = reason.replace(" (unset it to see all)", "")
+        hint = "unset CUDA_VISIBLE_DEVICES to see them"
+    elif view.machine.gpus:  # MIG-enabled GPUs without instances: `gpuplace devices` says more
+        hint = "gpuplace devices says why"
+    elif view.machine.simulated:
         hint = "give --machine a machine with GPUs (e.g. --machine 4xK520)"
+    else:
+        hint = "--machine 4xK520 simulates GPUs"
     return f"no GPU visible ({reason}): every op runs on CPU:0; {hint}"
