@@ -29,7 +29,7 @@ def mem(app: AppContext, /, spec: str | None, as_json: bool, compare: bool,
     """nvidia-smi's memory view; with a graph, run it under a memory policy and show the result."""
     from .report import mem as report
     from .report.devices import notice, title
-    from .report.run import json_text, machine_record, pruned_line
+    from .report.run import json_text, machine_record, pruned_line, rate_records
 
     if spec is None:
         _needs_graph(compare, feed, kw)
@@ -56,6 +56,7 @@ def mem(app: AppContext, /, spec: str | None, as_json: bool, compare: bool,
             {"policy": name, "devices": report.memory_records(logical, memory)}
             for name, logical, memory in runs
         ]
+        doc["strategy"], doc["rates"] = prepared.strategy, rate_records(prepared)
         doc["pruned"] = list(prepared.pruned)
         pruned = pruned_line(prepared)
     if view.machine.simulated and not as_json:

@@ -116,6 +116,8 @@ def test_json_has_integer_bytes(run: Run, tmp_path: Path) -> None:
     }  # fmt: skip
     [policy] = doc["policies"]
     assert policy["policy"] == "default"
+    assert (doc["strategy"], doc["pruned"]) == ("tensorflow", [])
+    assert [r["gpus"] for r in doc["rates"]] == ["GPU:0", "GPU:1"]  # one source per product
     v100, t4 = policy["devices"]
     assert v100 == {
         "device": "/device:GPU:0", "cuda_index": 0, "product": "Tesla V100-SXM2-32GB",
