@@ -192,3 +192,42 @@ def test_a_save_named_in_fetch_runs_as_a_target(run: Run, tmp_path: Path) -> Non
     code, stdout, _ = k520(run, "run", write(tmp_path, spec + "fetch: [b]\n"))
     assert code == 0 and "not run (as TensorFlow's session.run): p, q, big, bigr, s" in stdout
     assert not out.exists()
+
+
+def test_an_explicit_fetch_of_every_unconsumed_output_still_prunes_a_save(
+    run: Run, tmp_path: Path
+) -> None:
+    """`fetch: [b]` is explicit even when b is the only unconsumed output: the save (no output)
+    and the 6 GiB tensor it would write are not needed, so they do not run; without `fetch:`
+    everything runs (and the tensor does not fit a K520)."""
+    spec = (
+        "graph:\n"
+        "  - {name: a, op: constant, value: [1.0, 2.0], shape: [2]}\n"
+        "  - {name: b, op: neg, inputs: [a]}\n"
+        "  - {name: big, op: random_normal, shape: [40000, 40000]}\n"
+        f"  - {{name: sv, op: save, inputs: [big], path: {tmp_path / 'big.npy'}}}\n"
+    )
+    code, out, err = k520(run, "run", write(tmp_path, spec + "fetch: [b]\n"))
+    assert (code, err) == (0, "")
+    assert "fetch [b] needs 2 of 4 ops; not run (as TensorFlow's session.run): big, sv\n" in out
+    assert not (tmp_path / "big.npy").exists()
+    code, _, err = k520(run, "run", write(tmp_path, spec))
+    assert code == 1 and "op 'big' (random_normal) outputs a [40000, 40000] float32" in err
+
+
+@pytest.mark.parametrize("strategy", ["tensorflow", "balanced", "round-robin"])
+def test_a_kept_op_keeps_the_device_of_a_pruned_colocation_target(
+    run: Run, tmp_path: Path, strategy: str
+) -> None:
+    """c carries x's device (TF1 copies it at colocate_with), so pruning x changes nothing."""
+    spec = (
+        "graph:\n"
+        "  - {name: a, op: constant, value: 1.0, shape: [2, 2]}\n"
+        "  - {name: x, op: relu, inputs: [a], device: /gpu:2}\n"
+        "  - {name: c, op: neg, inputs: [a], colocate_with: x}\n"
+        "fetch: [c]\n"
+    )
+    code, out, _ = k520(
+        run, "run", write(tmp_path, spec), "--log-placement", "--strategy", strategy
+    )
+    assert code == 0 and f"c: {GPU}2\n" in out

@@ -180,7 +180,7 @@ def _build(doc: Document, source: str, base: str, extra: Extra) -> Graph:
         if done is not None:
             pairs = _unconsumed(done.used, set(), done.outputs, range(len(done.ops)))
             fetch = tuple(new_ref(done.ops[j].name, k) for j, k in pairs)
-            return Graph(tuple(done.ops), fetch, config, source)
+            return Graph(tuple(done.ops), fetch, config, source, fetch_given=False)
     top = Scope()
     walker.top(items, top)
     entries = walker.entries
@@ -189,7 +189,7 @@ def _build(doc: Document, source: str, base: str, extra: Extra) -> Graph:
     run_order = order(entries, inputs) if forward else range(len(entries))
     ops, outputs = _infer(entries, inputs, colocate, run_order, doc.lines)
     fetch, targets = _fetch(data, top, names, inputs, outputs, run_order)
-    return Graph(tuple(ops), fetch, config, source, targets)
+    return Graph(tuple(ops), fetch, config, source, targets, data.get("fetch") is not None)
 
 
 def _config(raw: Any, where: object) -> Config:
@@ -288,6 +288,7 @@ def _infer(
     """Ops in execution order with inferred outputs (shape errors in TensorFlow's words)."""
     outputs: list[tuple[TensorSpec, ...]] = [()] * len(entries)
     first = [new_ref(e.name) for e in entries]  # output 0 of each op: most inputs
+    device = _colocated_devices(entries, colocate)
     ops = []
     for i in order:
         e = entries[i]
@@ -308,10 +309,28 @@ def _infer(
             raise SpecError(str(err), e.raw) from None
         outputs[i] = out
         line = lines.get(id(e.raw)) if lines is not None else None
+        dev = device.get(i, e.device)
         ops.append(
-            new_op(e.name, e.opdef.name, tuple(refs), e.device, e.attrs, out, colocate.get(i), line)
+            new_op(e.name, e.opdef.name, tuple(refs), dev, e.attrs, out, colocate.get(i), line)
         )
     return ops, outputs
+
+
+def _colocated_devices(entries: list[Entry], colocate: dict[int, str]) -> dict[int, str]:
+    """The device of each colocated op whose target has one: TF1's `Graph._create_op_helper`
+    sets an op made under `tf.colocate_with(target)` to the target's device (after the device
+    functions: it wins over the op's own `tf.device`); a chain takes its first target's."""
+    if not colocate:
+        return {}
+    index = {e.name: i for i, e in enumerate(entries)}
+    out: dict[int, str] = {}
+    for i in sorted(colocate):
+        j = index.get(colocate[i])
+        if j is not None:
+            target = out.get(j, entries[j].device)
+            if target:
+                out[i] = target
+    return out
 
 
 def _no_output(

@@ -83,6 +83,7 @@ class Graph:
     config: Config = field(default_factory=Config)
     source: str = "<spec>"
     targets: tuple[str, ...] = ()  # ops without outputs named in `fetch:` (save): run, no value
+    fetch_given: bool | None = None  # the spec had `fetch:` (None: unknown, e.g. built in code)
 
     def by_name(self) -> dict[str, Op]:
         return {op.name: op for op in self.ops}

@@ -44,8 +44,12 @@ def needed(graph: Graph) -> frozenset[str] | None:
 
 
 def _default_fetch(graph: Graph) -> bool:
-    """Whether the fetch is every output no op consumes (what the loader fetches when the spec
-    has no `fetch:`; a spec that lists exactly those, and no target, is read the same way)."""
+    """Whether the fetch is the loader's default, every output no op consumes (the spec has no
+    `fetch:`). A spec's own `fetch:` is explicit even when it lists exactly those: a `save` it
+    does not need is not run. For a graph built in code (unknown), a fetch of exactly those
+    outputs and no target is read as the default."""
+    if graph.fetch_given is not None:
+        return not graph.fetch_given
     if graph.targets:
         return False
     consumed = {(ref.op, ref.index) for op in graph.ops for ref in op.inputs}

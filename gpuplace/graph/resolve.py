@@ -284,6 +284,7 @@ def _direct(
             if j is None:
                 return None
             colocate = ops[j].name
+            device = ops[j].device or device  # TF1 copies the target's device onto the op
         out = opdef.infer_fn(name, tf_type, attrs, tuple(specs))
         if name in index:  # bound twice: the general path decides whether that is an error
             return None

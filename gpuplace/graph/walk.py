@@ -14,7 +14,9 @@
   global name.
 - `colocate_with` is `with tf.colocate_with(op)`, which resets the device function stack
   (`Graph._colocate_with_for_gradient`: colocation is "stronger" than device functions): the
-  op drops the device scopes around it, and only its own `device:` applies.
+  op drops the device scopes around it; then (`Graph._create_op_helper`) the target's device,
+  when it has one, replaces the op's (the loader does that once names resolve), else the op's
+  own `device:` applies.
 """
 
 from __future__ import annotations

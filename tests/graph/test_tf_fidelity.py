@@ -245,20 +245,23 @@ graph:
 
 
 def test_colocate_with_overrides_the_device_scope() -> None:
+    """The scope is dropped and the target's device copied onto b (TF1's _create_op_helper)."""
     g = spec(SCOPED % "")
-    assert [op.device for op in g.ops] == ["/device:GPU:2", "", "/device:GPU:1"]
+    assert [op.device for op in g.ops] == ["/device:GPU:2", "/device:GPU:2", "/device:GPU:1"]
     assert where(g) == {"a": "GPU:2", "b": "GPU:2", "c": "GPU:1"}
 
 
-def test_colocate_with_keeps_the_ops_own_device_which_may_conflict() -> None:
+def test_the_targets_device_wins_over_the_ops_own() -> None:
+    """TF1 applies b's own tf.device first, then sets the colocation target's device over it."""
     g = spec(SCOPED % ", device: /gpu:3")
-    assert g.ops[1].device == "/device:GPU:3"  # not merged onto the scope either
-    with pytest.raises(PlacementError) as caught:
-        place(g, 4)
-    assert caught.value.tf_message == (
-        "Cannot colocate nodes {{colocation_node b}} and {{colocation_node a}}: Cannot merge "
-        "devices with incompatible ids: '/device:GPU:3' and '/device:GPU:2'"
-    )
+    assert g.ops[1].device == "/device:GPU:2"
+    assert where(g) == {"a": "GPU:2", "b": "GPU:2", "c": "GPU:1"}
+
+
+def test_a_target_without_a_device_leaves_the_ops_own() -> None:
+    g = spec(SCOPED.replace(", device: /gpu:2}", "}") % ", device: /gpu:3")
+    assert [op.device for op in g.ops] == ["", "/device:GPU:3", "/device:GPU:1"]
+    assert where(g)["a"] == where(g)["b"] == "GPU:3"
 
 
 def test_colocate_with_in_towers_drops_the_tower_device() -> None:
@@ -290,7 +293,7 @@ DEBUG_INFO = (
     "\nVariableV2: GPU CPU "
     "\n\nColocation members, user-requested devices, and framework assigned devices, if any:"
     "\n  a (VariableV2) /device:GPU:1"
-    "\n  p (Print) "
+    "\n  p (Print) /device:GPU:1"
     "\n"
 )
 
@@ -315,7 +318,9 @@ def test_soft_placement_reason_names_the_member_without_the_kernel() -> None:
         "soft placement: no supported kernel for GPU devices (/device:GPU:1) in its colocation "
         "group: p (Print) has no GPU kernel; best supported device CPU:0"
     )
-    assert p.decisions["p"].reason == "colocated with a"
+    assert p.decisions["p"].reason == (
+        "soft placement: requested /device:GPU:1 not honoured; colocated with a"
+    )  # p carries a's device (TF1 copies it), which its group could not keep
 
 
 def test_lone_op_error_has_no_debug_info() -> None:
