@@ -231,3 +231,17 @@ def test_a_kept_op_keeps_the_device_of_a_pruned_colocation_target(
         run, "run", write(tmp_path, spec), "--log-placement", "--strategy", strategy
     )
     assert code == 0 and f"c: {GPU}2\n" in out
+
+
+def test_a_fetch_of_only_a_save_says_what_ran(run: Run, tmp_path: Path) -> None:
+    out = tmp_path / "a.npy"
+    spec = (
+        "graph:\n"
+        "  - {name: a, op: constant, value: [1.0, 2.0]}\n"
+        f"  - {{name: sv, op: save, inputs: [a], path: {out}}}\n"
+        "fetch: [sv]\n"
+    )
+    code, stdout, err = k520(run, "run", write(tmp_path, spec), "--verify")
+    assert (code, err) == (0, "")
+    assert stdout == f"{SIM}\nran sv; nothing fetched to show or verify\n"
+    np.testing.assert_array_equal(np.load(out), [1.0, 2.0])

@@ -121,7 +121,8 @@ def _fit(op: Op, value: Any, text: str) -> Any:
             f"Cannot feed value of shape {tuple(value.shape)} for Tensor '{op.name}:0', which has "
             f"shape '{spec.shape}'; give a value of shape {fmt(spec.shape)}"
         )
-    converted = value.astype(spec.dtype)
+    with np.errstate(over="ignore", invalid="ignore"):  # 1e39 -> float32 inf, as TF feeds it
+        converted = value.astype(spec.dtype)
     lossy = not np.can_cast(value.dtype, spec.dtype, "same_kind") or (
         value.dtype.kind in "iu" and not np.array_equal(converted, value)
     )

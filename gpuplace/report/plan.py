@@ -14,6 +14,7 @@ from .run import (
     copy_records,
     explain_rows,
     machine_record,
+    placed_ops,
     placement_records,
     pruned_line,
     rate_records,
@@ -43,7 +44,8 @@ def makespan_line(est: PlanEstimate) -> str:
     b = est.bounds
     return (
         f"Estimated makespan {_ms(est.estimate.makespan)}; lower bounds: critical path "
-        f"{_ms(b.critical_path)}, work / GPUs {_ms(b.work)}, stage by stage {_ms(b.stages)}; "
+        f"{_ms(b.critical_path)}, work / GPUs {_ms(b.work)}, stage by stage "
+        f"{_ms(b.stages) if b.stages else '- (no op every path crosses)'}; "
         f"makespan / bound {ratio:.2f}"
     )
 
@@ -140,7 +142,7 @@ def plan_json(
         "machine": machine_record(view),
         "strategy": prepared.strategy,
         "rates": rate_records(prepared),
-        "placement": placement_records(*prepared.placed()),
+        "placement": placement_records(*placed_ops(prepared), prepared.pruned),
         "pruned": list(prepared.pruned),
         "policy": prepared.policy.name(),
         "estimate": {"makespan_seconds": est.estimate.makespan,

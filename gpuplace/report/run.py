@@ -113,12 +113,15 @@ def explain_table(graph: Graph, placement: Placement, copies: Sequence[Any]) -> 
     return table
 
 
-def placement_records(graph: Graph, placement: Placement) -> list[dict[str, Any]]:
+def placement_records(graph: Graph, placement: Placement,
+                      pruned: Sequence[str] = ()) -> list[dict[str, Any]]:  # fmt: skip
+    """Each op as placed; `runs` is False for the ops the fetches do not need (`pruned`)."""
+    skipped = set(pruned)
     return [
         {
             "op": op.name, "type": op.type, "requested_device": op.device or None,
             "device": placement.decisions[op.name].device, "kind": placement.decisions[op.name].kind,
-            "reason": placement.decisions[op.name].reason,
+            "reason": placement.decisions[op.name].reason, "runs": op.name not in skipped,
             "outputs": [{"shape": list(s.shape), "dtype": s.dtype, "bytes": s.nbytes} for s in op.outputs],
         }
         for op in graph.ops
@@ -165,6 +168,12 @@ def rate_records(prepared: Any) -> list[dict[str, str]]:
     return [{"gpus": gpus, "source": source} for gpus, source in sources]
 
 
+def placed_ops(prepared: Any) -> tuple[Graph, Placement]:
+    """Every op as placed (`Prepared.placed`), typed for the records."""
+    placed: tuple[Graph, Placement] = prepared.placed()
+    return placed
+
+
 def run_json(view: View, prepared: Any, outcome: Any) -> dict[str, Any]:
     """`gpuplace run --json`: the device mapping, placement with reasons (what --log-placement and
     --explain print), results (shape, dtype, value), copies, memory, the strategy and the rates'
@@ -175,7 +184,7 @@ def run_json(view: View, prepared: Any, outcome: Any) -> dict[str, Any]:
         "strategy": prepared.strategy,
         "rates": rate_records(prepared),
         "device_mapping": device_mapping_records(prepared.logical),
-        "placement": placement_records(*prepared.placed()),
+        "placement": placement_records(*placed_ops(prepared), prepared.pruned),
         "pruned": list(prepared.pruned),
         "results": {
             name: {"shape": list(v.shape), "dtype": str(v.dtype), "value": json_value(v)}
