@@ -73,17 +73,20 @@ def test_balanced_spreads_over_logical_gpus_for_real() -> None:
     assert len({p["device"] for p in doc["placement"] if "GPU" in p["device"]}) >= 3
 
 
+REPLICATED = (  # a replicate block over 2 GPUs (also run on a fake card: test_logical_gpus.py)
+    "graph:\n"
+    "  - {name: x, op: random_normal, shape: [64, 32], seed: 1}\n"
+    "  - replicate: {gpus: 2, split: [x]}\n"
+    "    graph:\n"
+    "      - {name: w, op: variable, shape: [32, 16], initializer: random_normal, seed: 2}\n"
+    "      - {name: h, op: matmul, inputs: [x, w]}\n"
+    "      - {name: y, op: tanh, inputs: [h]}\n"
+)
+
+
 def test_replicate_on_logical_gpus(tmp_path: Path) -> None:
     spec = tmp_path / "rep.yaml"
-    spec.write_text(
-        "graph:\n"
-        "  - {name: x, op: random_normal, shape: [64, 32], seed: 1}\n"
-        "  - replicate: {gpus: 2, split: [x]}\n"
-        "    graph:\n"
-        "      - {name: w, op: variable, shape: [32, 16], initializer: random_normal, seed: 2}\n"
-        "      - {name: h, op: matmul, inputs: [x, w]}\n"
-        "      - {name: y, op: tanh, inputs: [h]}\n"
-    )
+    spec.write_text(REPLICATED)
     done = gpuplace("run", str(spec), "--verify", "--virtual-gpus", "GPU:0=128MiB,128MiB")
     assert done.returncode == 0, done.stdout + done.stderr
     assert "verify y:" in done.stdout and ": ok" in done.stdout

@@ -10,6 +10,7 @@ from pathlib import Path
 from tests.conftest import Run
 from tests.fakes.fake_cupy import make_fake_cupy
 from tests.fakes.fake_pynvml import MiB
+from tests.gpu.test_run_gpu import REPLICATED
 from tests.memory.helpers import LinkedNvml, small_gpus
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -55,15 +56,7 @@ def test_balanced_spreads_over_logical_gpus_of_one_card(run: Run) -> None:
 
 def test_replicate_on_two_logical_gpus_of_one_card(run: Run, tmp_path: Path) -> None:
     spec = tmp_path / "rep.yaml"
-    spec.write_text(
-        "graph:\n"
-        "  - {name: x, op: random_normal, shape: [64, 32], seed: 1}\n"
-        "  - replicate: {gpus: 2, split: [x]}\n"
-        "    graph:\n"
-        "      - {name: w, op: variable, shape: [32, 16], initializer: random_normal, seed: 2}\n"
-        "      - {name: h, op: matmul, inputs: [x, w]}\n"
-        "      - {name: y, op: tanh, inputs: [h]}\n"
-    )
+    spec.write_text(REPLICATED)
     code, out, err, held = one_card(
         run,
         "run",
