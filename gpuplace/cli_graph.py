@@ -12,7 +12,7 @@ from typing import Any
 import click
 
 from .cli import AppContext, cli, echo_renderable, echo_renderables, global_options, warn
-from .errors import BadInput, CheckFailed, RuntimeFailure
+from .errors import BadInput, CheckFailed
 
 
 def parse_feeds(values: Sequence[str]) -> dict[str, str]:
@@ -283,7 +283,7 @@ def plan(app: AppContext, /, spec: str, soft: bool | None, as_json: bool, fmt: s
         spec, view, _options(soft, None, (), pop_memory_flags(kw)), app.env, feeds=False
     )
     warn_prepared(prepared, rates=True)
-    memory, oom = predict_memory(prepared, view)
+    memory, oom = predict_memory(prepared, view, anyway=run_anyway(spec))
     est = estimate_plan(prepared, view)
     if fmt == "dot":
         from .report.dot import to_dot
@@ -304,11 +304,8 @@ def plan(app: AppContext, /, spec: str, soft: bool | None, as_json: bool, fmt: s
     else:
         click.echo(report.plan_plain(view, prepared, memory, est))
     if oom is not None:
-        raise RuntimeFailure(str(oom).replace(RUN_ANYWAY, run_anyway(spec)))
+        raise oom
     check_reservations(prepared.logical)  # what run checks before it starts
-
-
-RUN_ANYWAY = "pass --force to run anyway"  # OutOfMemory's words, meant for `run`
 
 
 def run_anyway(spec: str) -> str:

@@ -241,14 +241,18 @@ def check_feed_names(graph: Graph, feeds: Mapping[str, str]) -> None:
             )
 
 
-def predict_memory(prepared: Prepared, view: View) -> tuple[list[DeviceMemory], OutOfMemory | None]:
-    """Predicted memory per device, and the OOM a run would hit (with advice), or None."""
+def predict_memory(
+    prepared: Prepared, view: View, anyway: str | None = None
+) -> tuple[list[DeviceMemory], OutOfMemory | None]:
+    """Predicted memory per device, and the OOM a run would hit (with advice and `anyway`, how
+    to run it regardless: `run`'s --force unless given), or None."""
     from .memory.predict import predict
 
     prediction = predict(prepared.graph, prepared.placement, prepared.logical)
     oom = prediction.oom
     if oom is not None:
-        oom = oom.with_hint(oom_hint(oom, prepared.policy, prepared.logical, view), predicted=True)
+        hint = oom_hint(oom, prepared.policy, prepared.logical, view)
+        oom = oom.with_hint(hint, predicted=True, anyway=anyway)
     return prediction.memory, oom
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 
@@ -34,3 +35,16 @@ def run(capsys: pytest.CaptureFixture[str]) -> Run:
         return Result(code, captured.out, captured.err)
 
     return _run
+
+
+def write_spec(tmp_path: Path, text: str, name: str = "g.yaml") -> str:
+    """Write a graph spec into tmp_path and return its path."""
+    path = tmp_path / name
+    path.write_text(text)
+    return str(path)
+
+
+def on_k520(run: Run, *args: str) -> tuple[int, str, str]:
+    """(exit code, stdout, stderr) of gpuplace on the simulated machine 4xK520."""
+    result = run("--machine", "4xK520", *args)
+    return result.code, result.out, result.err

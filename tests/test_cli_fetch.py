@@ -13,6 +13,8 @@ import pytest
 from gpuplace.graph import loads
 from gpuplace.graph.prune import needed, prune
 from tests.conftest import Run
+from tests.conftest import on_k520 as k520
+from tests.conftest import write_spec as write
 
 GPU = "/job:localhost/replica:0/task:0/device:GPU:"
 CPU0 = "/job:localhost/replica:0/task:0/device:CPU:0"
@@ -29,17 +31,6 @@ SPEC = (
 LINE = "fetch [b] needs 2 of 6 ops; not run (as TensorFlow's session.run): p, q, big, bigr"
 SIM = "Run on the simulated machine 4xK520 (strategy tensorflow)"
 RESULT = "b:\n[2.718282  7.3890557]\n"
-
-
-def write(tmp_path: Path, text: str) -> str:
-    path = tmp_path / "g.yaml"
-    path.write_text(text)
-    return str(path)
-
-
-def k520(run: Run, *args: str) -> tuple[int, str, str]:
-    result = run("--machine", "4xK520", *args)
-    return result.code, result.out, result.err
 
 
 def test_run_runs_only_what_the_fetch_needs(run: Run, tmp_path: Path) -> None:

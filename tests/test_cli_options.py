@@ -12,6 +12,8 @@ import numpy as np
 import pytest
 
 from tests.conftest import Run
+from tests.conftest import on_k520 as k520
+from tests.conftest import write_spec as write
 from tests.memory.helpers import matmul_graph, oom_10mib
 
 GUIDE = Path(__file__).resolve().parent.parent / "examples" / "guide"
@@ -33,17 +35,6 @@ EXPLAIN = (
     "kernel  [1,1]  float32  4 B    -\n"
 )
 SIM_K520 = "Simulated machine 4xK520 (every device below is simulated)"
-
-
-def write(tmp_path: Path, text: str, name: str = "g.yaml") -> str:
-    path = tmp_path / name
-    path.write_text(text)
-    return str(path)
-
-
-def k520(run: Run, *args: str) -> tuple[int, str, str]:
-    result = run("--machine", "4xK520", *args)
-    return result.code, result.out, result.err
 
 
 # --- 1. simulated machines say so in every output ---

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from tests.conftest import Run
+from tests.conftest import write_spec as write
 from tests.fakes.fake_pynvml import FakeNvml, four_gpus
 
 GUIDE = Path(__file__).resolve().parent.parent / "examples" / "guide"
@@ -130,12 +131,6 @@ def test_json_document(run: Run, tmp_path: Path) -> None:
     ]
     assert doc["memory_peak"][CPU0] > 0 and doc["machine"]["simulated"] is True
     np.testing.assert_array_equal(np.load(out)["AddN"], [[44, 56], [98, 128]])
-
-
-def write(tmp_path: Path, text: str) -> str:
-    path = tmp_path / "g.yaml"
-    path.write_text(text)
-    return str(path)
 
 
 def test_verify_and_feeds(run: Run, tmp_path: Path) -> None:

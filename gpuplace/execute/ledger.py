@@ -41,6 +41,7 @@ class OutOfMemory(RuntimeFailure):
         reserved: int | None = None,
         hint: str = "",
         predicted: bool = False,
+        anyway: str = "pass --force to run anyway",
     ) -> None:
         self.op, self.device = op, device
         self.requested, self.in_use, self.limit = requested, in_use, limit
@@ -49,7 +50,7 @@ class OutOfMemory(RuntimeFailure):
         held = "" if reserved is None else f", {_bytes(reserved)} reserved"
         fix = hint or "raise that device's memory limit, or place some ops on another device."
         what = (
-            "Predicted before running (plan): nothing was run or allocated; pass --force to run anyway."
+            f"Predicted before running (plan): nothing was run or allocated; {anyway}."
             if predicted
             else "The run stopped and freed everything it had allocated; nothing is left allocated."
         )
@@ -58,11 +59,14 @@ class OutOfMemory(RuntimeFailure):
             f"{_bytes(in_use)} in use{held}, {cap}{detail}. {what} Fix: {fix}"
         )
 
-    def with_hint(self, hint: str, predicted: bool = False) -> OutOfMemory:
-        """The same error with gpuplace's advice for this machine and policy."""
+    def with_hint(
+        self, hint: str, predicted: bool = False, anyway: str | None = None
+    ) -> OutOfMemory:
+        """The same error with gpuplace's advice for this machine and policy; a predicted one
+        says how to run anyway (`anyway`: `run`'s --force unless given)."""
         return OutOfMemory(
             self.op, self.device, self.requested, self.in_use, self.limit, self.detail,
-            self.reserved, hint, predicted,
+            self.reserved, hint, predicted, *([anyway] if anyway else []),
         )  # fmt: skip
 
 
