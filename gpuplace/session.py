@@ -272,13 +272,19 @@ class PlanEstimate:
 def estimate_plan(prepared: Prepared, view: View) -> PlanEstimate:
     """The cost model's estimate of the ops that run, under the soft placement `prepare` used
     (the flag, else the spec's config)."""
-    from .placement.cost import device_models
-    from .placement.estimate import estimate, lower_bounds
+    from .placement.cost import LinkModel, device_models, split_devices
+    from .placement.estimate import device_index, lower_bounds, simulate
+    from .placement.flat import flatten
 
     models = device_models(prepared.logical, view.machine.host, prepared.rates.by_uuid)
-    est = estimate(prepared.graph, prepared.placement, models)
+    gpus, cpu = split_devices(models)
+    ordered, link = [*gpus, cpu], LinkModel()
+    flat = flatten(prepared.graph)  # once, for the estimate and the bounds
+    est = simulate(flat, device_index(prepared.placement, flat, ordered), ordered, link)
+    tf = prepared.placement if prepared.strategy == "tensorflow" else None  # TF's own: reuse it
     soft = prepared.allow_soft_placement
-    return PlanEstimate(est, lower_bounds(prepared.graph, models, allow_soft_placement=soft))
+    bounds = lower_bounds(prepared.graph, models, link, allow_soft_placement=soft, tf=tf, flat=flat)
+    return PlanEstimate(est, bounds)
 
 
 def place_with(

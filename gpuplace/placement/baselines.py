@@ -57,6 +57,8 @@ def lower_bounds(
     *,
     op_meta: Callable[[str], OpMeta] | None = None,
     allow_soft_placement: bool = False,
+    tf: Placement | None = None,
+    flat: Flat | None = None,
 ) -> Bounds:
     """Critical path, work per GPU and stage by stage: no placement honouring the graph's
     requests finishes sooner under the cost model (`estimate`).
@@ -65,12 +67,15 @@ def lower_bounds(
     path is the longest chain of w_min with free copies; the work bound is the w_min of the ops
     that must run on a GPU, summed and divided by the number of GPUs (or the CPU-bound ops'
     total, when that is larger: the CPU runs them one at a time). The stage bound applies both
-    per stage and counts the copies a stage cannot avoid (`_Stages`).
+    per stage and counts the copies a stage cannot avoid (`_Stages`). A caller that already has
+    TensorFlow's placement of `graph` (`tf`) or its flattened form (`flat`) passes them.
     """
     meta = default_meta(op_meta)
     gpus, cpu = split_devices(devices)
-    tf = place(graph, len(gpus), allow_soft_placement=allow_soft_placement, op_meta=meta)
-    flat = flatten(graph, meta)
+    if tf is None:
+        tf = place(graph, len(gpus), allow_soft_placement=allow_soft_placement, op_meta=meta)
+    if flat is None:
+        flat = flatten(graph, meta)
     options = _options(flat, tf, gpus, cpu, {m.name: m for m in (*gpus, cpu)}, len(gpus))
     w = [min(work_time(flat.flops[j], flat.nbytes[j], m) for m in opts) for j, opts in
          enumerate(options)]  # fmt: skip
