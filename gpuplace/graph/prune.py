@@ -32,15 +32,15 @@ class Pruned:
 def needed(graph: Graph) -> frozenset[str] | None:
     """The names of the ops `graph.fetch` needs, or None when that is every op (nothing to
     prune): all ops are needed, or the fetch is the default one (every unconsumed output)."""
+    if _default_fetch(graph):
+        return None
     keep = {ref.op for ref in graph.fetch} | set(graph.targets)
     add = keep.add
     for op in reversed(graph.ops):  # consumers before producers: one sweep
         if op.name in keep:
             for ref in op.inputs:
                 add(ref.op)
-    if len(keep) == len(graph.ops) or _default_fetch(graph):
-        return None
-    return frozenset(keep)
+    return None if len(keep) == len(graph.ops) else frozenset(keep)
 
 
 def _default_fetch(graph: Graph) -> bool:
