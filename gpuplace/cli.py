@@ -205,7 +205,11 @@ def _run_checks(app: AppContext, v: View, as_json: bool, doc: dict[str, Any]) ->
     else:
         click.echo(checks_plain(results))
     _save_rates(app, results, as_json)
-    return [f"{r.device} failed the matmul check: {r.detail}" for r in results if not r.passed]
+    return [
+        f"{r.device} failed the matmul check: {r.detail}" + (f". Fix: {r.fix}." if r.fix else "")
+        for r in results
+        if not r.passed
+    ]
 
 
 def _save_rates(app: AppContext, results: list[Any], as_json: bool) -> None:

@@ -27,6 +27,7 @@ from .memory.devices import (
     ledgers,
     oom_hint,
     prepare_pools,
+    release_after_failure,
     release_pools,
     summary,
 )
@@ -342,10 +343,12 @@ def execute_prepared(
         result = run(schedule, [books[d] for d in schedule.devices])
         if observe is not None:
             observe(summary(list(books.values()), {}))
-    except OutOfMemory as exc:
-        raise exc.with_hint(oom_hint(exc, prepared.policy, logical, view)) from None
-    finally:
-        pools = release_pools(logical, backs)
+    except BaseException as exc:
+        release_after_failure(logical, backs)  # a lost CUDA context fails again: say it once
+        if isinstance(exc, OutOfMemory):
+            raise exc.with_hint(oom_hint(exc, prepared.policy, logical, view)) from None
+        raise
+    pools = release_pools(logical, backs)
     return Outcome(result, summary(list(books.values()), pools))
 
 

@@ -7,6 +7,7 @@ import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from types import ModuleType
 
 import numpy as np
 
@@ -14,6 +15,7 @@ from ..devices.model import View, VisibleGpu
 from ..devices.rates import MeasuredRate
 from ..errors import GpuplaceError
 from .backends import Backend, CupyLoader, backend_for
+from .cupy_backend import cuda_hint
 
 SIZE = 256
 RTOL = 1e-4  # float32 accumulation over 256 terms stays well inside this
@@ -34,6 +36,7 @@ class CheckResult:
     tflops: float | None = None  # measured float32 matmul throughput
     bandwidth_gbs: float | None = None  # measured memory bandwidth, bytes read + written
     uuid: str | None = None  # the GPU's (None for the CPU), to key saved rates by
+    fix: str = ""  # what to do about a CUDA failure, when gpuplace can tell
 
 
 def _operands() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -110,9 +113,8 @@ def _check(view: View, gpu: VisibleGpu | None, cupy_loader: CupyLoader | None) -
     except GpuplaceError:
         raise
     except Exception as exc:  # a CUDA error on one device fails that device, not the command
-        return CheckResult(
-            name, product, simulated, False, None, None, f"{type(exc).__name__}: {exc}"
-        )
+        detail, fix = f"{type(exc).__name__}: {exc}", cuda_hint(exc, _cupy(gpu, cupy_loader))
+        return CheckResult(name, product, simulated, False, None, None, detail, fix=fix)
     error = float(np.max(np.abs(result - reference)) / np.max(np.abs(reference)))
     passed = bool(np.isfinite(error) and error <= RTOL)
     if not passed:
@@ -124,6 +126,18 @@ def _check(view: View, gpu: VisibleGpu | None, cupy_loader: CupyLoader | None) -
         detail = f"rates not measured: {type(exc).__name__}: {exc}"
         return CheckResult(name, product, simulated, True, error, seconds, detail)
     return CheckResult(name, product, simulated, True, error, seconds, "", tflops, bandwidth)
+
+
+def _cupy(gpu: VisibleGpu | None, cupy_loader: CupyLoader | None) -> ModuleType | None:
+    """The cupy module a real GPU's check used (for the versions in a driver hint), if any."""
+    if gpu is None or gpu.gpu.simulated:
+        return None
+    from .cupy_backend import load_cupy
+
+    try:
+        return (cupy_loader or load_cupy)()
+    except Exception:  # the hint only gets sharper with it
+        return None
 
 
 def check_all(view: View, cupy_loader: CupyLoader | None = None) -> list[CheckResult]:

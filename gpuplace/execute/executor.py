@@ -29,6 +29,7 @@ from ..errors import GpuplaceError, RuntimeFailure
 from ..gc_pause import gc_paused
 from ..graph.model import Graph, Op
 from .backends import Backend
+from .cupy_backend import CupyBackend, cuda_failure
 from .ledger import Ledger, OutOfMemory, new_ledgers
 from .schedule import (
     HOST,
@@ -102,7 +103,9 @@ class _Run:
         except Exception as exc:
             where = self.schedule.devices[segment.device]
             what = f"op '{step[0].name}' failed on {where}" if step else f"cannot use {where}"
-            raise RuntimeFailure(f"{what}: {type(exc).__name__}: {exc}") from exc
+            backend = self.schedule.backends[segment.device]
+            cupy = backend.xp if isinstance(backend, CupyBackend) else None
+            raise cuda_failure(exc, what, cupy) from exc
 
     def copy_in(self, copies: Copies) -> None:
         """Bring a step's inputs from other devices, timing each transfer alone."""

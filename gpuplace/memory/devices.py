@@ -7,13 +7,14 @@ block (preallocation), so nvidia-smi shows what TensorFlow would have taken.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from ..devices.model import View
 from ..devices.names import full_name
-from ..errors import RuntimeFailure
+from ..errors import GpuplaceError, RuntimeFailure
 from ..execute.ledger import Ledger, OutOfMemory
 from ..units import human
 from .policy import LogicalGpu, Policy
@@ -78,22 +79,37 @@ def prepare_pools(logical: Sequence[LogicalGpu], backends: Mapping[str, Any]) ->
     groups = _by_card(logical, real_only=True)
     for done, group in enumerate(groups, start=1):
         backend = backends[full_name("GPU", group[0].index)]
-        backend.set_memory_limit(sum(g.limit for g in group))
         # cupy hands out multiples of 512 B: a block rounded up would pass the pool's limit
         # (TF's BFC likewise takes its region as the limit rounded down to 256 B)
         reserve = sum(g.reserve for g in group) // POOL_UNIT * POOL_UNIT
         try:
+            backend.set_memory_limit(sum(g.limit for g in group))
             if reserve:
                 backend.preallocate(reserve)
+        except GpuplaceError:  # CUDA failed on this card: give back what the others hold
+            _release(groups[:done], backends)
+            raise
         except backend.out_of_memory as exc:
-            for g in groups[:done]:
-                backends[full_name("GPU", g[0].index)].release_pool()
+            _release(groups[:done], backends)
             gpu = group[0].gpu
             raise RuntimeFailure(
                 f"cannot reserve {human(reserve)} for {', '.join(g.name for g in group)} on "
                 f"{gpu.product} (CUDA GPU {gpu.cuda_index}): cupy: {exc} Nothing is left "
                 "allocated. Fix: a smaller --memory-fraction / --memory-limit, or --allow-growth"
             ) from None
+
+
+def release_after_failure(logical: Sequence[LogicalGpu], backends: Mapping[str, Any]) -> None:
+    """Give back every real card's pool after a failed run, each card on its own."""
+    _release(_by_card(logical, real_only=True), backends)
+
+
+def _release(groups: Sequence[Sequence[LogicalGpu]], backends: Mapping[str, Any]) -> None:
+    """Give back the pools of cards prepared before a failure; a card that fails again
+    (its CUDA context is lost) has nothing more to say than the first failure did."""
+    for group in groups:
+        with contextlib.suppress(GpuplaceError):
+            backends[full_name("GPU", group[0].index)].release_pool()
 
 
 def release_pools(logical: Sequence[LogicalGpu], backends: Mapping[str, Any]) -> dict[str, int]:

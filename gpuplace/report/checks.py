@@ -18,6 +18,7 @@ def check_records(results: list[CheckResult]) -> list[dict[str, Any]]:
             "max_rel_error": r.max_rel_error,
             "seconds": r.seconds,
             "detail": r.detail or None,
+            "fix": r.fix or None,
             "tflops": r.tflops,
             "bandwidth_gbs": r.bandwidth_gbs,
         }

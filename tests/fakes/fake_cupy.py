@@ -17,7 +17,10 @@
   TypeError, and `numpy.asarray(fake)` raises as cupy's implicit conversion does.
 - `asarray`, `array`, `asnumpy`, `ndarray.get()`, `ndarray.copy()` (onto the current device:
   cupy's cross-device copy), and the FUNCTIONS, METHODS and operators below, delegated to numpy.
-`fake.synchronized` counts `Device(i).synchronize()` calls per device.
+`fake.synchronized` counts `Device(i).synchronize()` calls per device. `fake.fail(status, text)`
+makes every later CUDA call raise that CUDARuntimeError, as every call does without a driver;
+`fail(..., device=i)` only those on device i, as a sticky error loses that device's context; `runtime.runtimeGetVersion()` / `driverGetVersion()` return
+`fake.runtime_version` / `fake.driver_version` (CUDA's 13020 for 13.2).
 """
 
 from __future__ import annotations
@@ -140,17 +143,22 @@ class _State:
 
     def __init__(self, memory: Sequence[int]) -> None:
         self.pools = [_DevicePool(m) for m in memory]
+        self.failures: dict[int | None, CUDARuntimeError] = {}  # None: every device
         self.current = 0
         self.stack: list[int] = []
         self.synchronized: Counter[int] = Counter()
         self.Device: type[_Device] = type("Device", (_Device,), {"_state": self})
 
     def device_count(self) -> int:
+        if None in self.failures:
+            raise self.failures[None]
         if not self.pools:
             raise CUDARuntimeError(100, "cudaErrorNoDevice: no CUDA-capable device is detected")
         return len(self.pools)
 
     def check(self, device_id: int) -> None:
+        if failure := self.failures.get(device_id, self.failures.get(None)):
+            raise failure
         if not 0 <= device_id < len(self.pools):
             raise CUDARuntimeError(101, "cudaErrorInvalidDevice: invalid device ordinal")
 
@@ -160,6 +168,7 @@ class _State:
 
     def pool(self) -> _DevicePool:
         self.device_count()
+        self.check(self.current)
         return self.pools[self.current]
 
     def adopt(self, data: np.ndarray, sources: Sequence[Any] = ()) -> FakeArray:
@@ -366,7 +375,10 @@ class FakeCupy(types.ModuleType):
             getDeviceCount=state.device_count,
             getDevice=lambda: state.current,
             setDevice=state.set_device,
+            runtimeGetVersion=lambda: self.runtime_version,
+            driverGetVersion=lambda: self.driver_version,
         )
+        self.runtime_version, self.driver_version = 13020, 13000
         self.cuda.memory = types.SimpleNamespace(OutOfMemoryError=OutOfMemoryError)
         pool = _MemoryPool(state)
         self.get_default_memory_pool = lambda: pool
@@ -374,6 +386,10 @@ class FakeCupy(types.ModuleType):
             setattr(self, name, getattr(np, name))
         for name in FUNCTIONS:
             setattr(self, name, _function(state, name))
+
+    def fail(self, status: int, message: str, device: int | None = None) -> None:
+        """Every CUDA call from now on (on `device`, or any) raises CUDARuntimeError."""
+        self._state.failures[device] = CUDARuntimeError(status, message)
 
     def asarray(self, a: Any, dtype: Any = None) -> FakeArray:
         """An array on the current device; a cupy array is returned as it is (no device check)."""
