@@ -42,11 +42,18 @@ def best(fn: Callable[[], object], sync: Callable[[], None], inner: int = 1) -> 
 
 
 def main() -> int:
+    import shutil
+
     try:
         import cupy
-    except ImportError:
-        print("bench_gpu: cupy is not installed; skipped")
-        return 0
+
+        cupy.cuda.runtime.getDeviceCount()
+    except Exception as exc:  # no cupy, or no driver or device for it
+        if shutil.which("nvidia-smi") is None:
+            print(f"bench_gpu: no NVIDIA driver here ({type(exc).__name__}); skipped")
+            return 0
+        print(f"bench_gpu: nvidia-smi is here but cupy is unusable: {type(exc).__name__}: {exc}")
+        return 1
     from gpuplace.devices import discover, view
     from gpuplace.execute.cupy_backend import CupyBackend
     from gpuplace.session import Options, execute_prepared, prepare

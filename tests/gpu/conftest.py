@@ -18,28 +18,36 @@ MiB = 1024**2
 TIMEOUT = 120  # seconds for one gpuplace process: a hung CUDA or NVML call fails one test only
 
 
-def _gpu_reason() -> str | None:
+def _gpu_state() -> tuple[str | None, str | None]:
+    """(why to skip, why to fail): no driver skips the suite; a driver that cupy cannot use
+    (no cupy, a CUDA older than cupy's, no device in the container) fails every test, since
+    that is what this suite is here to catch on a GPU node."""
     if shutil.which("nvidia-smi") is None:
-        return "no nvidia-smi on PATH: this machine has no NVIDIA driver"
+        return "no nvidia-smi on PATH: this machine has no NVIDIA driver", None
     try:
         import cupy
 
         if cupy.cuda.runtime.getDeviceCount() < 1:
-            return "cupy sees no CUDA device"
-    except Exception as exc:  # ImportError, CUDARuntimeError without a driver
-        return f"cupy unusable here: {type(exc).__name__}: {exc}"
-    return None
+            return None, "nvidia-smi is here but cupy sees no CUDA device"
+    except Exception as exc:  # ImportError, CUDARuntimeError
+        return None, f"nvidia-smi is here but cupy is unusable: {type(exc).__name__}: {exc}"
+    return None, None
 
 
-REASON = _gpu_reason()
+SKIP, BROKEN = _gpu_state()
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if "tests/gpu/" in str(item.fspath).replace(os.sep, "/"):
             item.add_marker(pytest.mark.gpu)
-            if REASON:
-                item.add_marker(pytest.mark.skip(reason=REASON))
+            if SKIP:
+                item.add_marker(pytest.mark.skip(reason=SKIP))
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    if BROKEN and "tests/gpu/" in str(item.fspath).replace(os.sep, "/"):
+        pytest.fail(BROKEN, pytrace=False)
 
 
 def gpuplace(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
@@ -96,7 +104,8 @@ def cupy_view(cvd: str | None) -> list[dict[str, Any]]:
         "out = []\n"
         "for i in range(n):\n"
         " p = cupy.cuda.runtime.getDeviceProperties(i)\n"
-        " out.append({'name': p['name'].decode(), 'total': p['totalGlobalMem'],\n"
+        " name = p['name'].decode() if isinstance(p['name'], bytes) else p['name']\n"
+        " out.append({'name': name, 'total': p['totalGlobalMem'],\n"
         "  'bus': '%08X:%02X:%02X.0' % (p['pciDomainID'], p['pciBusID'], p['pciDeviceID'])})\n"
         "print(json.dumps(out))\n"
     )
