@@ -15,7 +15,7 @@ from ..devices.model import View, VisibleGpu
 from ..devices.rates import MeasuredRate
 from ..errors import GpuplaceError
 from .backends import Backend, CupyLoader, backend_for
-from .cupy_backend import cuda_hint
+from .cupy_backend import cuda_hint, load_cupy
 
 SIZE = 256
 RTOL = 1e-4  # float32 accumulation over 256 terms stays well inside this
@@ -132,8 +132,6 @@ def _cupy(gpu: VisibleGpu | None, cupy_loader: CupyLoader | None) -> ModuleType 
     """The cupy module a real GPU's check used (for the versions in a driver hint), if any."""
     if gpu is None or gpu.gpu.simulated:
         return None
-    from .cupy_backend import load_cupy
-
     try:
         return (cupy_loader or load_cupy)()
     except Exception:  # the hint only gets sharper with it
