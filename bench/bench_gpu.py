@@ -56,7 +56,8 @@ def main() -> int:
         return 1
     from gpuplace.devices import discover, view
     from gpuplace.execute.cupy_backend import CupyBackend
-    from gpuplace.session import Options, execute_prepared, prepare
+    from gpuplace.options import Options
+    from gpuplace.session import execute_prepared, prepare
 
     sync = cupy.cuda.Device(0).synchronize
     backend = CupyBackend("/device:GPU:0", 0, cupy)

@@ -7,14 +7,40 @@ The public API is imported lazily so that `import gpuplace` stays cheap (no nump
     graph = gpuplace.load("examples/guide/04_multi_tower.yaml")
     placement = gpuplace.place(graph, len(seen.gpus))  # TensorFlow's rules, with reasons
     prepared = gpuplace.prepare("graph.yaml", seen, gpuplace.Options(strategy="balanced"), os.environ)
+    memory, oom = gpuplace.predict_memory(prepared, seen)  # peaks per device, before running
     outcome = gpuplace.execute_prepared(prepared, seen)  # values, copies, memory per device
     estimate = gpuplace.estimate_plan(prepared, seen)  # makespan and lower bounds (plan's)
+    checks = gpuplace.verify(prepared, outcome, seen)  # against a float64 CPU run
+
+`view(machine, env)` is what a process with environment `env` sees (its GPUs in CUDA order, with
+warnings and why others are hidden); `visible(machine.gpus, "2,0")` is the same rule as a pure
+function of CUDA_VISIBLE_DEVICES's value, returning only the GPUs. Results are plain dataclasses.
+Errors are `GpuplaceError`s (`BadInput`: the input is wrong; `RuntimeFailure`: this machine or
+run failed it), one line naming the setting as the caller wrote it (`Options.memory_fraction`).
 """
 
 from __future__ import annotations
 
 from importlib import import_module
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # the real signatures for type checkers; at run time, __getattr__ imports
+    from .devices import discover as discover
+    from .devices import load_machine as load_machine
+    from .devices import view as view
+    from .devices import visible as visible
+    from .errors import BadInput as BadInput
+    from .errors import GpuplaceError as GpuplaceError
+    from .errors import RuntimeFailure as RuntimeFailure
+    from .graph import load as load
+    from .graph import loads as loads
+    from .options import Options as Options
+    from .placement import place as place
+    from .session import estimate_plan as estimate_plan
+    from .session import execute_prepared as execute_prepared
+    from .session import predict_memory as predict_memory
+    from .session import prepare as prepare
+    from .session import verify as verify
 
 __version__ = "0.1.0"
 _EXPORTS = {
@@ -25,12 +51,15 @@ _EXPORTS = {
     "load": "gpuplace.graph",
     "loads": "gpuplace.graph",
     "place": "gpuplace.placement",
-    "Options": "gpuplace.session",
+    "Options": "gpuplace.options",
     "prepare": "gpuplace.session",
     "execute_prepared": "gpuplace.session",
     "predict_memory": "gpuplace.session",
     "estimate_plan": "gpuplace.session",
     "verify": "gpuplace.session",
+    "GpuplaceError": "gpuplace.errors",
+    "BadInput": "gpuplace.errors",
+    "RuntimeFailure": "gpuplace.errors",
 }
 __all__ = sorted(_EXPORTS)
 
@@ -40,3 +69,7 @@ def __getattr__(name: str) -> Any:
     if module is None:
         raise AttributeError(f"module 'gpuplace' has no attribute {name!r}")
     return getattr(import_module(module), name)
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_EXPORTS})

@@ -57,11 +57,13 @@ def check_save_path(path: str) -> None:
 def _options(
     soft: bool | None, log: bool | None, feed: Sequence[str], memory: dict[str, Any]
 ) -> Any:
-    from .session import Options
+    from .naming import CLI
+    from .options import Options
 
     return Options(
-        allow_soft_placement=soft, log_device_placement=log, feeds=parse_feeds(feed), **memory
-    )
+        allow_soft_placement=soft, log_device_placement=log, feeds=parse_feeds(feed),
+        naming=CLI, **memory,
+    )  # fmt: skip
 
 
 def memory_options(f: Any) -> Any:

@@ -119,7 +119,9 @@ def _with_graph(app: AppContext, view: Any, spec: str, feed: tuple[str, ...], kw
     """Run `spec` under the policy (or each compared policy): (policy name, logical GPUs,
     memory) per run, nvidia-smi's cards while the last run held its memory, and the last
     run's prepared graph (what its fetches pruned is the same for every policy)."""
-    from .session import Options, prepare
+    from .naming import CLI
+    from .options import Options
+    from .session import prepare
 
     memory = pop_memory_flags(kw)
     runs: list[tuple[str, Any, Any]] = []
@@ -129,7 +131,8 @@ def _with_graph(app: AppContext, view: Any, spec: str, feed: tuple[str, ...], kw
     labels: dict[str, str] = {}  # policy name -> the compared label that ran it
     prepared: Any = None
     for label, variant in _variants(memory, compare):
-        prepared = prepare(spec, view, Options(feeds=parse_feeds(feed), **variant), app.env)
+        options = Options(feeds=parse_feeds(feed), naming=CLI, **variant)
+        prepared = prepare(spec, view, options, app.env)
         if compare and prepared.policy.virtual:
             raise BadInput(
                 f"--compare conflicts with {prepared.policy.virtual_source}: --compare runs "

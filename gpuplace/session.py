@@ -2,14 +2,18 @@
 
 Each stage is a pure function of its inputs (DESIGN's data flow); the CLI only parses flags and
 prints. Device names here are TensorFlow's full names (`/job:localhost/replica:0/task:0/...`).
+These functions are the Python API (`gpuplace.prepare`, ...): they check what a caller passes and
+raise gpuplace's errors (BadInput, exit code 2), naming settings as the caller did
+(`Options.memory_fraction` from Python, `--memory-fraction` from the CLI: `Options.naming`).
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -32,34 +36,19 @@ from .memory.devices import (
     summary,
 )
 from .memory.policy import LogicalGpu, Policy, logical_gpus, resolve
+from .options import Options, check_feed_names, check_replicas, replicate_count
 from .placement import place
 from .placement.model import Placement
 from .units import human
 
+if TYPE_CHECKING:
+    from .execute.executor import RunResult
+    from .placement.baselines import Bounds
+    from .placement.estimate import Estimate
+
 CPU0 = full_name("CPU", 0)
 # Relative tolerance per dtype when --verify compares against a float64 CPU run.
 TOLERANCE = {"float16": 1e-2, "float32": 1e-4, "float64": 1e-9}
-
-
-@dataclass(frozen=True)
-class Options:
-    """Command-line overrides of the spec's config (None: keep the spec's value)."""
-
-    allow_soft_placement: bool | None = None
-    log_device_placement: bool | None = None
-    feeds: Mapping[str, str] = field(default_factory=dict)
-    allow_growth: bool | None = None
-    memory_fraction: float | None = None
-    memory_limit: str | None = None
-    virtual_gpus: str | None = None
-    strategy: str | None = None  # tensorflow (default), balanced, round-robin
-    replicate: str | None = None  # --replicate N|all
-
-    def memory_flags(self) -> dict[str, Any]:
-        return {
-            "allow_growth": self.allow_growth, "memory_fraction": self.memory_fraction,
-            "memory_limit": self.memory_limit, "virtual_gpus": self.virtual_gpus,
-        }  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -86,10 +75,30 @@ class Prepared:
 
 @dataclass(frozen=True)
 class Outcome:
-    """A finished run: values, copies and prints, and what each device held."""
+    """A finished run: `result` holds the fetched values (numpy arrays, by fetch name), the
+    copies and the `print` output; `memory` what each device reserved, peaked at and may use."""
 
-    result: Any  # execute.executor.RunResult
+    result: RunResult
     memory: list[DeviceMemory]
+
+
+def _expect(value: object, kind: type | tuple[type, ...], what: str, fix: str) -> None:
+    """BadInput for an API caller's argument of the wrong kind, rather than an AttributeError
+    deep inside: `what` names the argument and what it must be, `fix` how to make one."""
+    if not isinstance(value, kind):
+        shown = repr(value)
+        if value is not None:
+            shown = f"{type(value).__name__} {shown}" if len(shown) <= 40 else type(value).__name__
+        raise BadInput(f"{what} ({fix}), got {shown}")
+
+
+def _expect_view(view: object, function: str) -> None:
+    _expect(view, View, f"{function}: view must be a View", "gpuplace.view(machine, os.environ)")
+
+
+def _expect_prepared(prepared: object, function: str) -> None:
+    what = f"{function}: prepared must be a Prepared"
+    _expect(prepared, Prepared, what, "what gpuplace.prepare(...) returns")
 
 
 def device_limits(view: View, logical: Sequence[LogicalGpu]) -> dict[str, int | None]:
@@ -115,32 +124,45 @@ def check_fits(graph: Graph, placement: Placement, limits: Mapping[str, int | No
 
 
 def prepare(
-    path: str | Path, view: View, options: Options, env: Mapping[str, str], feeds: bool = True
+    path: str | Path,
+    view: View,
+    options: Options,
+    env: Mapping[str, str],
+    feeds: bool = True,
 ) -> Prepared:
-    """Load the spec, apply feeds (for a run), resolve the memory policy into logical GPUs,
-    place every op on them (with the rates measured on this machine, from the rates file `env`
-    names), prune the graph to the ops its fetches need, and check that every tensor they make
-    fits its device.
+    """Load the spec at `path`, apply `options.feeds` (unless `feeds` is False, as `plan` does),
+    resolve the memory policy into logical GPUs, place every op on them (with the rates measured
+    on this machine, from the rates file `env` names), prune the graph to the ops its fetches
+    need, and check that every tensor they make fits its device. Returns the Prepared graph for
+    `predict_memory`, `estimate_plan` and `execute_prepared`.
 
+    `view` is what the process sees (`gpuplace.view(machine, env)`); `env` is the environment
+    (`os.environ`, or a dict): TF_FORCE_GPU_ALLOW_GROWTH and GPUPLACE_RATES are read from it.
     As TensorFlow's DirectSession (with its default `place_pruned_graph: false`), the tensorflow
     strategy places the whole graph, so device requests and colocations count for every op,
     then only what the fetches need runs; balanced and round-robin, which spread work, place
     only the ops that run. A placeholder the fetches do not need need not be fed."""
+    _expect(path, (str, os.PathLike), "prepare: path must be a file name", "the spec's path")
+    _expect_view(view, "prepare")
+    what = "prepare: options must be an Options"
+    _expect(options, Options, what, "e.g. gpuplace.Options(strategy='balanced')")
+    _expect(env, Mapping, "prepare: env must be a mapping", "os.environ, or a dict such as {}")
+    naming = options.naming
     flags = options.memory_flags()
-    count = replicate_count(options.replicate)
+    count = replicate_count(options.replicate, naming)
 
     def gpus(config: Config) -> int:
-        n = len(logical_gpus(view.gpus, resolve(config.gpu_options, flags, env)))
+        n = len(logical_gpus(view.gpus, resolve(config.gpu_options, flags, env, naming)))
         if count is not None:
-            check_replicas(count, n)
+            check_replicas(count, n, naming)
         return n
 
-    graph = load(path, gpus=gpus, replicate=count)
+    graph = load(path, gpus=gpus, replicate=count, naming=naming)
     keep = needed(graph)
     if feeds:
-        check_feed_names(graph, options.feeds)
-        graph = apply_feeds(_unneeded_fed(graph, keep, options.feeds), options.feeds)
-    policy = resolve(graph.config.gpu_options, flags, env)
+        check_feed_names(graph, options.feeds, naming)
+        graph = apply_feeds(_unneeded_fed(graph, keep, options.feeds), options.feeds, naming)
+    policy = resolve(graph.config.gpu_options, flags, env, naming)
     logical = tuple(logical_gpus(view.gpus, policy))
     soft = options.allow_soft_placement
     if soft is None:
@@ -164,7 +186,7 @@ def prepare(
     return Prepared(graph, placement, log, policy, logical, strategy, rates, soft, dropped, whole)
 
 
-def _unneeded_fed(graph: Graph, keep: frozenset[str] | None, feeds: Mapping[str, str]) -> Graph:
+def _unneeded_fed(graph: Graph, keep: frozenset[str] | None, feeds: Mapping[str, Any]) -> Graph:
     """The graph with a stand-in value for each placeholder the fetches do not need and no feed
     gives, so that only the needed ones must be fed (as in TF); pruning drops the stand-ins."""
     if keep is None:
@@ -192,63 +214,19 @@ def _kept(placement: Placement, keep: frozenset[str]) -> Placement:
     )
 
 
-def replicate_count(text: str | None) -> int | str | None:
-    """`--replicate N|all` as the loader takes it; BadInput naming the flag for anything else."""
-    if text is None:
-        return None
-    value = text.strip()
-    if value == "all":
-        return value
-    if not value.isdigit():
-        raise BadInput(
-            f"--replicate {text!r}: expected a number of GPUs (2 or more) or 'all' "
-            "(e.g. --replicate 2)"
-        )
-    if int(value) < 2:
-        raise BadInput(
-            f"--replicate {text}: data parallelism needs at least 2 GPUs (as Keras' "
-            "multi_gpu_model: gpus >= 2); give --replicate 2 or more, or --replicate all"
-        )
-    return int(value)
-
-
-def check_replicas(count: int | str, gpus: int) -> None:
-    """`--replicate` against the logical GPUs this process has (exit 1: this machine cannot)."""
-    if gpus >= (2 if count == "all" else int(count)):
-        return
-    seen = f"this process sees {gpus} GPU{'' if gpus == 1 else 's'}" + (
-        f" (GPU:0..GPU:{gpus - 1})" if gpus > 1 else ""
-    )
-    if gpus >= 2:
-        fix = f"give --replicate {gpus} or fewer, or --replicate all"
-    elif gpus == 1:
-        fix = "split its card into logical GPUs with --virtual-gpus (e.g. GPU:0=1GiB,1GiB)"
-    else:
-        fix = "run it on a machine with 2 or more GPUs"
-    need = ", and data parallelism needs 2 or more" if count == "all" else ""
-    raise RuntimeFailure(f"--replicate {count}: {seen}{need}; {fix}")
-
-
-def check_feed_names(graph: Graph, feeds: Mapping[str, str]) -> None:
-    """A feed for a graph without placeholders: say so, rather than list no placeholders."""
-    if not feeds or any(op.type == "placeholder" for op in graph.ops):
-        return
-    names = graph.by_name()
-    for name in feeds:
-        if name not in names:
-            raise BadInput(
-                f"--feed {name}: no op named {name!r} in {graph.source}, and the graph has no "
-                "placeholders: there is nothing to feed; drop --feed"
-            )
-
-
 def predict_memory(
     prepared: Prepared, view: View, anyway: str | None = None
 ) -> tuple[list[DeviceMemory], OutOfMemory | None]:
-    """Predicted memory per device, and the OOM a run would hit (with advice and `anyway`, how
-    to run it regardless: `run`'s --force unless given), or None."""
+    """Predict, without running anything, each device's memory (a DeviceMemory per device:
+    reserved, peak, limit) and the OutOfMemory a run would hit (None when it fits), with advice
+    and `anyway`, how to run it regardless (by default `run`'s --force, or execute_prepared
+    for a Python caller). Returns (memory, oom); the OOM is returned, not raised."""
     from .memory.predict import predict
 
+    _expect_prepared(prepared, "predict_memory")
+    _expect_view(view, "predict_memory")
+    if anyway is None and not prepared.policy.naming.cli:
+        anyway = "gpuplace.execute_prepared(prepared, view) runs it anyway"
     prediction = predict(prepared.graph, prepared.placement, prepared.logical)
     oom = prediction.oom
     if oom is not None:
@@ -262,21 +240,25 @@ class PlanEstimate:
     """The cost model's view of a placement: per-device busy time and copies, the makespan,
     and the lower bounds no placement can beat (reference notes A.5, and stage by stage)."""
 
-    estimate: Any  # placement.estimate.Estimate
-    bounds: Any  # placement.baselines.Bounds: critical_path, work, stages
+    estimate: Estimate  # makespan, and per device busy seconds, peak bytes, copies in and out
+    bounds: Bounds  # critical_path, work, stages (seconds)
 
     @property
     def bound(self) -> float:
+        """The tightest lower bound (seconds): `estimate.makespan / bound` is plan's ratio."""
         return float(self.bounds.best)
 
 
 def estimate_plan(prepared: Prepared, view: View) -> PlanEstimate:
     """The cost model's estimate of the ops that run, under the soft placement `prepare` used
-    (the flag, else the spec's config)."""
+    (the flag, else the spec's config): a PlanEstimate with the makespan and the lower bounds
+    no placement can beat (what `gpuplace plan` prints). Runs nothing."""
     from .placement.cost import LinkModel, device_models, split_devices
     from .placement.estimate import device_index, lower_bounds, simulate
     from .placement.flat import flatten
 
+    _expect_prepared(prepared, "estimate_plan")
+    _expect_view(view, "estimate_plan")
     models = device_models(prepared.logical, view.machine.host, prepared.rates.by_uuid)
     gpus, cpu = split_devices(models)
     ordered, link = [*gpus, cpu], LinkModel()
@@ -327,18 +309,23 @@ def execute_prepared(
     prepared: Prepared, view: View, cupy_loader: Any = None,
     observe: Callable[[list[DeviceMemory]], None] | None = None,
 ) -> Outcome:  # fmt: skip
-    """Run under the policy: reserve, run with per-device ledgers, release. `observe` sees the
-    memory while it is still held (for nvidia-smi's view of this process)."""
+    """Run the prepared graph under its memory policy: reserve, run with per-device ledgers,
+    release. Returns an Outcome (the fetched values and what each device held); raises
+    OutOfMemory (a RuntimeFailure) with advice when a device runs out, after freeing
+    everything. `observe` sees the memory while it is still held (nvidia-smi's view of this
+    process); `cupy_loader` imports cupy for real GPUs (tests pass a fake)."""
     from .execute.executor import plan, run
 
+    _expect_prepared(prepared, "execute_prepared")
+    _expect_view(view, "execute_prepared")
     logical = prepared.logical
     backs = backends(view, logical, cupy_loader)
     devices = {name: d.device for name, d in prepared.placement.decisions.items()}
     schedule = plan(prepared.graph, devices, backs, get_op)
-    check_reservations(logical)
+    check_reservations(logical, prepared.policy.naming)
     names = [CPU0, *(full_name("GPU", g.index) for g in logical)]
     books = {lg.device: lg for lg in ledgers(names, logical)}
-    prepare_pools(logical, backs)
+    prepare_pools(logical, backs, prepared.policy.naming)
     try:
         result = run(schedule, [books[d] for d in schedule.devices])
         if observe is not None:
@@ -354,6 +341,9 @@ def execute_prepared(
 
 @dataclass(frozen=True)
 class Verified:
+    """One fetch compared with the float64 CPU run: the largest error relative to the
+    reference's largest finite magnitude, against the dtype's tolerance."""
+
     fetch: str
     dtype: str
     max_rel_error: float
@@ -383,13 +373,21 @@ class _Float64:
         return list(self.kernel.compute(xp, inputs, attrs))
 
 
-def verify(prepared: Prepared, result: Any, view: View) -> list[Verified]:
-    """Run the graph again in float64 on the CPU and compare every fetch.
+def verify(prepared: Prepared, result: RunResult | Outcome, view: View) -> list[Verified]:
+    """Run the graph again in float64 on the CPU and compare every fetch of `result` (what
+    execute_prepared returned, or its `.result`): one Verified per fetch (`ok` when within
+    the dtype's tolerance: 1e-2 float16, 1e-4 float32, 1e-9 float64, exact for integers).
 
     The reference run has no side effects: `save` ops are skipped and `print` ops forward their
     input without printing (the run being checked already wrote and printed)."""
-    from .execute.executor import execute
+    from .execute.executor import RunResult, execute
 
+    _expect_prepared(prepared, "verify")
+    _expect_view(view, "verify")
+    if isinstance(result, Outcome):
+        result = result.result
+    what = "verify: result must be a RunResult"
+    _expect(result, RunResult, what, "what gpuplace.execute_prepared(...) returns, or its .result")
     graph = prepared.graph
     devices = {op.name: CPU0 for op in graph.ops}
     cpu = backends(view, ())[CPU0]
@@ -412,56 +410,3 @@ def verify(prepared: Prepared, result: Any, view: View) -> list[Verified]:
             hint = f"{dtype} overflows above {OVERFLOWS[dtype]}"
         out.append(Verified(name, dtype, err, tol, ok, hint))
     return out
-
-
-@dataclass(frozen=True)
-class PlannedCopy:
-    """A transfer the run will make: `tensor` from its producer's device to a consumer's."""
-
-    op: str
-    tensor: str
-    src: str
-    dst: str
-    nbytes: int
-
-
-def planned_copies(graph: Graph, placement: Placement) -> list[PlannedCopy]:
-    """Cross-device edges, one per (tensor, destination) as TF's Send/Recv pairs (linear)."""
-    by_name = graph.by_name()
-    seen: set[tuple[str, str]] = set()
-    out = []
-    for op in graph.ops:
-        dst = placement.decisions[op.name].device
-        for ref in op.inputs:
-            src = placement.decisions[ref.op].device
-            if src != dst and (str(ref), dst) not in seen:
-                seen.add((str(ref), dst))
-                nbytes = by_name[ref.op].outputs[ref.index].nbytes
-                out.append(PlannedCopy(op.name, str(ref), src, dst, nbytes))
-    return out
-
-
-@dataclass(frozen=True)
-class DeviceLoad:
-    device: str
-    ops: int
-    output_bytes: int
-    copies_in: int
-    copy_bytes_in: int
-
-
-def device_loads(graph: Graph, placement: Placement, copies: list[PlannedCopy]) -> list[DeviceLoad]:
-    """Per device in priority order: ops placed, bytes they output, copies coming in."""
-    ops: dict[str, int] = dict.fromkeys(placement.devices, 0)
-    outputs: dict[str, int] = dict.fromkeys(placement.devices, 0)
-    for op in graph.ops:
-        device = placement.decisions[op.name].device
-        ops[device] = ops.get(device, 0) + 1
-        outputs[device] = outputs.get(device, 0) + sum(s.nbytes for s in op.outputs)
-    return [
-        DeviceLoad(
-            d, ops[d], outputs[d],
-            sum(1 for c in copies if c.dst == d), sum(c.nbytes for c in copies if c.dst == d),
-        )
-        for d in ops
-    ]  # fmt: skip

@@ -17,6 +17,7 @@ from typing import Any, NamedTuple
 
 from ..errors import BadInput
 from ..gc_pause import gc_paused
+from ..naming import CLI, Naming
 from .attrs import show
 from .model import STRATEGIES, Config, Graph, Op, TensorRef, TensorSpec
 from .ops import suggest
@@ -50,14 +51,16 @@ def loads(
     *,
     gpus: Callable[[Config], int] | None = None,
     replicate: int | str | None = None,
+    naming: Naming = CLI,
 ) -> Graph:
     """Load spec text; `source` names it in messages, `base` anchors relative paths (cwd).
 
     `gpus(config)` is the number of GPUs the process will have (what `replicate: {gpus: all}`
-    means); `replicate` (`--replicate N|all`) wraps a graph with no replicate block in one.
+    means); `replicate` (`--replicate N|all`) wraps a graph with no replicate block in one,
+    and messages name it as `naming` does (`--replicate 2`, or `Options.replicate=2`).
     """
     base = os.path.abspath(base or os.curdir)
-    extra = Extra(gpus, replicate)
+    extra = Extra(gpus, replicate, naming)
     with gc_paused():
         doc = parse(text, source)
         if doc.data is None:
@@ -136,22 +139,26 @@ class Extra(NamedTuple):
 
     gpus: Callable[[Config], int] | None
     replicate: int | str | None
+    naming: Naming = CLI
 
 
-def _wrap_replicate(items: list[Any], count: int | str) -> list[Any]:
+def _wrap_replicate(items: list[Any], count: int | str, naming: Naming) -> list[Any]:
     """`--replicate N|all`: the graph's top-level placeholders stay outside and are split; the
     rest becomes the body of one replicate block."""
     if any(type(i) is dict and "replicate" in i for i in items):
-        raise SpecError("--replicate: the graph already has a replicate: block; drop the flag")
+        drop = "the flag" if naming.cli else naming.name("replicate")
+        raise SpecError(
+            f"{naming.name('replicate')}: the graph already has a replicate: block; drop {drop}"
+        )
     inputs = [i for i in items if type(i) is dict and i.get("op") == "placeholder"]
     names = [i.get("name") for i in inputs]
     if not inputs or not all(type(n) is str for n in names):
         raise SpecError(
-            "--replicate: the graph has no named top-level placeholder to split along the batch; "
-            "add one, or write a replicate: block with split: [...]"
+            f"{naming.name('replicate')}: the graph has no named top-level placeholder to split "
+            "along the batch; add one, or write a replicate: block with split: [...]"
         )
     body = [i for i in items if not (type(i) is dict and i.get("op") == "placeholder")]
-    settings = FlagSettings({"gpus": count, "split": names}, f"--replicate {count}")
+    settings = FlagSettings({"gpus": count, "split": names}, naming.given("replicate", count))
     return [*inputs, {"replicate": settings, "graph": body}]
 
 
@@ -173,7 +180,7 @@ def _build(doc: Document, source: str, base: str, extra: Extra) -> Graph:
         )
     config = _config(data.get("config"), data)
     if extra.replicate is not None:
-        items = _wrap_replicate(items, extra.replicate)
+        items = _wrap_replicate(items, extra.replicate, extra.naming)
     walker = Walker(base, extra.gpus(config) if extra.gpus else None)
     if extra.replicate is None and data.get("fetch") is None:
         done = direct(items, walker, doc.lines)

@@ -16,6 +16,7 @@ from ..devices.model import View
 from ..devices.names import full_name
 from ..errors import GpuplaceError, RuntimeFailure
 from ..execute.ledger import Ledger, OutOfMemory
+from ..naming import CLI, Naming
 from ..units import human
 from .policy import LogicalGpu, Policy
 
@@ -55,7 +56,13 @@ def _by_card(logical: Sequence[LogicalGpu], real_only: bool = False) -> list[lis
     return list(per_card.values())
 
 
-def check_reservations(logical: Sequence[LogicalGpu]) -> None:
+def _smaller(naming: Naming) -> str:
+    """The fix for a reservation the card cannot hold, in the caller's names."""
+    fraction, limit = naming.name("memory_fraction"), naming.name("memory_limit")
+    return f"Fix: a smaller {fraction} / {limit}, or {naming.name('allow_growth')}"
+
+
+def check_reservations(logical: Sequence[LogicalGpu], naming: Naming = CLI) -> None:
     """Refuse a preallocation larger than a card's free memory, before anything runs."""
     for group in _by_card(logical):
         gpu = group[0].gpu
@@ -66,11 +73,13 @@ def check_reservations(logical: Sequence[LogicalGpu]) -> None:
             raise RuntimeFailure(
                 f"cannot reserve {human(want)} for {names} on {gpu.product} (CUDA GPU {gpu.cuda_index}): "
                 f"only {human(free)} is free (other processes use {human(gpu.memory_used or 0)}). "
-                "Fix: a smaller --memory-fraction / --memory-limit, or --allow-growth"
+                f"{_smaller(naming)}"
             )
 
 
-def prepare_pools(logical: Sequence[LogicalGpu], backends: Mapping[str, Any]) -> None:
+def prepare_pools(
+    logical: Sequence[LogicalGpu], backends: Mapping[str, Any], naming: Naming = CLI
+) -> None:
     """Real GPUs: set each card's cupy pool limit and hold the preallocated block in the pool.
 
     A card that cannot give the block (the CUDA context took part of the free memory NVML
@@ -95,7 +104,7 @@ def prepare_pools(logical: Sequence[LogicalGpu], backends: Mapping[str, Any]) ->
             raise RuntimeFailure(
                 f"cannot reserve {human(reserve)} for {', '.join(g.name for g in group)} on "
                 f"{gpu.product} (CUDA GPU {gpu.cuda_index}): cupy: {exc} Nothing is left "
-                "allocated. Fix: a smaller --memory-fraction / --memory-limit, or --allow-growth"
+                f"allocated. {_smaller(naming)}"
             ) from None
 
 
@@ -136,7 +145,9 @@ def summary(ledger_list: Sequence[Ledger], pools: Mapping[str, int]) -> list[Dev
 
 
 def oom_hint(exc: OutOfMemory, policy: Policy, logical: Sequence[LogicalGpu], view: View) -> str:
-    """What would help, for this machine and policy (the OOM message's Fix: sentence)."""
+    """What would help, for this machine and policy (the OOM message's Fix: sentence), in the
+    names of the caller that set the policy (`policy.naming`)."""
+    name = policy.naming.name
     hints = []
     need = exc.in_use + exc.requested
     others = [g for g in logical if full_name("GPU", g.index) != exc.device and g.limit >= need]
@@ -146,14 +157,17 @@ def oom_hint(exc: OutOfMemory, policy: Policy, logical: Sequence[LogicalGpu], vi
         )
     if len(logical) > 1:
         hints.append(
-            "spread the graph over the GPUs (--strategy balanced, towers, or explicit devices)"
+            f"spread the graph over the GPUs ({policy.naming.given('strategy', 'balanced')}, "
+            "towers, or explicit devices)"
         )
     if policy.fraction is not None:
-        hints.append(f"raise --memory-fraction (now {policy.fraction:g}, at most 1)")
+        hints.append(f"raise {name('memory_fraction')} (now {policy.fraction:g}, at most 1)")
     elif policy.memory_limit is not None or policy.virtual:
-        hints.append("give the device more memory (--memory-limit / --virtual-gpus)")
+        more = f"{name('memory_limit')} / {name('virtual_gpus')}"
+        hints.append(f"give the device more memory ({more})")
     else:
         hints.append(
-            "--allow-growth will not help: the limit is the card's memory, not the reservation"
+            f"{name('allow_growth')} will not help: the limit is the card's memory, not the "
+            "reservation"
         )
     return "; ".join(hints) + "."

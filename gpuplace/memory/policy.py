@@ -20,6 +20,7 @@ from typing import Any
 
 from ..devices.model import VisibleGpu
 from ..errors import BadInput
+from ..naming import CLI, Naming
 from ..units import GiB, MiB, human, parse_size
 
 ENV_GROWTH = "TF_FORCE_GPU_ALLOW_GROWTH"
@@ -48,6 +49,7 @@ class Policy:
     virtual: Mapping[int, tuple[int, ...]] = field(default_factory=dict)  # cuda index -> limits
     warnings: tuple[str, ...] = ()
     virtual_source: str = "--virtual-gpus"  # where `virtual` came from, for messages
+    naming: Naming = CLI  # how messages name the caller's settings (flags, or Options fields)
 
     def name(self) -> str:
         """A short label for tables: `default`, `allow_growth`, `fraction 0.4`, ..."""
@@ -94,26 +96,24 @@ def _fraction(value: object, where: str) -> float:
 _VIRTUAL = re.compile(r"^\s*(?:/?(?:device:)?GPU:)?(\d+)\s*=\s*(.+)$", re.IGNORECASE)
 
 
-def parse_virtual(text: str) -> dict[int, tuple[int, ...]]:
-    """`GPU:0=2GiB,2GiB;GPU:1=1GiB` -> {0: (2 GiB, 2 GiB), 1: (1 GiB,)}."""
+def parse_virtual(text: str, where: str = "--virtual-gpus") -> dict[int, tuple[int, ...]]:
+    """`GPU:0=2GiB,2GiB;GPU:1=1GiB` -> {0: (2 GiB, 2 GiB), 1: (1 GiB,)}; errors name `where`."""
     out: dict[int, tuple[int, ...]] = {}
     given: dict[int, str] = {}
     for part in text.split(";"):
         match = _VIRTUAL.match(part)
         if match is None:
             raise BadInput(
-                f"--virtual-gpus: cannot read {part.strip()!r}; expected GPU:N=SIZE[,SIZE...] "
+                f"{where}: cannot read {part.strip()!r}; expected GPU:N=SIZE[,SIZE...] "
                 "(e.g. GPU:0=2GiB,2GiB), several separated by ';'"
             )
-        sizes = tuple(parse_size(s.strip(), "--virtual-gpus") for s in match.group(2).split(","))
+        sizes = tuple(parse_size(s.strip(), where) for s in match.group(2).split(","))
         if any(s <= 0 for s in sizes):
-            raise BadInput(
-                f"--virtual-gpus: every logical GPU needs memory > 0, got {part.strip()!r}"
-            )
+            raise BadInput(f"{where}: every logical GPU needs memory > 0, got {part.strip()!r}")
         index = int(match.group(1))
         if index in given:
             raise BadInput(
-                f"--virtual-gpus: GPU:{index} is given twice ({given[index]!r} and "
+                f"{where}: GPU:{index} is given twice ({given[index]!r} and "
                 f"{part.strip()!r}); give each GPU once, with all its logical GPUs' sizes after "
                 f"one '=' (e.g. GPU:{index}=1GiB,2GiB,2GiB)"
             )
@@ -164,21 +164,23 @@ def _growth_from_env(env: Mapping[str, str], current: bool) -> tuple[bool, str |
 
 
 def _fraction_and_limit(
-    gpu_options: Mapping[str, Any], flags: Mapping[str, Any]
+    gpu_options: Mapping[str, Any], flags: Mapping[str, Any], naming: Naming
 ) -> tuple[float | None, int | None, str | None]:
     """The fraction and the per-GPU limit in force, and a warning when the limit flag overrides
     the spec's fraction. Both as flags is refused: a logical device's memory_limit wins over
     per_process_gpu_memory_fraction in TensorFlow, so the fraction would be dropped."""
     text = flags.get("memory_limit")
-    limit = parse_size(text, "--memory-limit") if text else None
-    if flags.get("memory_fraction") is not None:
+    limit = parse_size(text, naming.name("memory_limit")) if text else None
+    fraction_flag = flags.get("memory_fraction")
+    if fraction_flag is not None:
         if limit is not None:
             raise BadInput(
-                f"--memory-fraction {flags['memory_fraction']} conflicts with --memory-limit "
-                f"{text}: a per-GPU memory limit overrides the fraction (in TensorFlow a logical "
-                "device's memory_limit wins over per_process_gpu_memory_fraction); give one of them"
+                f"{naming.given('memory_fraction', fraction_flag)} conflicts with "
+                f"{naming.given('memory_limit', text)}: a per-GPU memory limit overrides the "
+                "fraction (in TensorFlow a logical device's memory_limit wins over "
+                "per_process_gpu_memory_fraction); give one of them"
             )
-        return _fraction(flags["memory_fraction"], "--memory-fraction"), None, None
+        return _fraction(fraction_flag, naming.name("memory_fraction")), None, None
     configured = gpu_options.get("per_process_gpu_memory_fraction")
     if configured is None:
         return None, limit, None
@@ -186,21 +188,26 @@ def _fraction_and_limit(
     if limit is None:
         return fraction, None, None
     warning = (
-        f"--memory-limit {text} overrides config.gpu_options.per_process_gpu_memory_fraction "
-        f"{fraction:g}: each GPU's limit is {text}"
+        f"{naming.given('memory_limit', text)} overrides "
+        f"config.gpu_options.per_process_gpu_memory_fraction {fraction:g}: each GPU's limit is "
+        f"{text}"
     )
     return None, limit, warning
 
 
 def resolve(
-    gpu_options: Mapping[str, Any], flags: Mapping[str, Any], env: Mapping[str, str]
+    gpu_options: Mapping[str, Any],
+    flags: Mapping[str, Any],
+    env: Mapping[str, str],
+    naming: Naming = CLI,
 ) -> Policy:
-    """The policy from the spec's gpu_options, command-line flags (win) and the environment."""
+    """The policy from the spec's gpu_options, the caller's settings (`flags`, by Options field
+    name; they win) and the environment; messages name the settings as `naming` does."""
     configured = bool(gpu_options.get("allow_growth", False))
     if flags.get("allow_growth") is not None:
         configured = bool(flags["allow_growth"])
     growth, warning = _growth_from_env(env, configured)
-    fraction, limit, overridden = _fraction_and_limit(gpu_options, flags)
+    fraction, limit, overridden = _fraction_and_limit(gpu_options, flags, naming)
     experimental = gpu_options.get("experimental") or {}
     source = "config.gpu_options.experimental.virtual_devices"
     virtual = (
@@ -209,9 +216,14 @@ def resolve(
         else {}
     )
     if flags.get("virtual_gpus"):
-        virtual, source = parse_virtual(str(flags["virtual_gpus"])), "--virtual-gpus"
+        source = naming.name("virtual_gpus")
+        virtual = parse_virtual(str(flags["virtual_gpus"]), source)
     if virtual and configured:  # TF's Python rule; the env var acts in the allocator, allowed
-        grown = "--allow-growth" if flags.get("allow_growth") else "config.gpu_options.allow_growth"
+        grown = (
+            naming.name("allow_growth")
+            if flags.get("allow_growth")
+            else "config.gpu_options.allow_growth"
+        )
         raise BadInput(
             "Memory growth cannot be configured on a PhysicalDevice with virtual devices configured "
             f"(TensorFlow's rule): drop {grown} or {source}"
@@ -222,7 +234,7 @@ def resolve(
             "same time (TensorFlow's config.proto): give each logical GPU its memory instead"
         )
     warnings = tuple(w for w in (warning, overridden) if w)
-    return Policy(growth, fraction, limit, virtual, warnings, source)
+    return Policy(growth, fraction, limit, virtual, warnings, source, naming)
 
 
 def _default_limit(gpu: VisibleGpu, policy: Policy) -> int:
@@ -242,7 +254,7 @@ def _size(n: int) -> str:
     return f"{n // GiB}GiB" if n % GiB == 0 else f"{n // MiB}MiB"
 
 
-def _check_virtual(gpu: VisibleGpu, sizes: Sequence[int], source: str) -> None:
+def _check_virtual(gpu: VisibleGpu, sizes: Sequence[int], policy: Policy) -> None:
     """Refuse logical GPUs that together ask more of a card than it has free (what TensorFlow
     reserves them from), before anything is placed: plan and run agree."""
     free = gpu.memory_free if gpu.memory_free is not None else gpu.memory_total
@@ -250,8 +262,10 @@ def _check_virtual(gpu: VisibleGpu, sizes: Sequence[int], source: str) -> None:
     if free is None or want <= free:
         return
     each = free // len(sizes) // MiB * MiB
-    if source == "--virtual-gpus":
-        example = f"--virtual-gpus GPU:{gpu.cuda_index}=" + ",".join([_size(each)] * len(sizes))
+    source, naming = policy.virtual_source, policy.naming
+    if source == naming.name("virtual_gpus"):
+        split = f"GPU:{gpu.cuda_index}=" + ",".join([_size(each)] * len(sizes))
+        example = naming.given("virtual_gpus", split)
     else:
         example = f"memory_limit_mb: [{', '.join([str(each // MiB)] * len(sizes))}]"
     used = f" (other processes use {human(gpu.memory_used)})" if gpu.memory_used else ""
@@ -265,7 +279,7 @@ def _check_virtual(gpu: VisibleGpu, sizes: Sequence[int], source: str) -> None:
 
 def logical_gpus(gpus: Sequence[VisibleGpu], policy: Policy) -> list[LogicalGpu]:
     """TensorFlow's GPU:0..n-1 under `policy`: virtual devices in order per visible GPU."""
-    source = policy.virtual_source
+    source, naming = policy.virtual_source, policy.naming
     unknown = sorted(set(policy.virtual) - {g.cuda_index for g in gpus})
     if unknown:
         raise BadInput(
@@ -279,15 +293,15 @@ def logical_gpus(gpus: Sequence[VisibleGpu], policy: Policy) -> list[LogicalGpu]
         and all(g.cuda_index in policy.virtual for g in gpus)
     ):
         raise BadInput(
-            f"--memory-limit {human(policy.memory_limit)} conflicts with {source}: every visible "
-            "GPU is split into logical GPUs with their own sizes, so the limit would apply to "
-            "none; drop --memory-limit"
+            f"{naming.given('memory_limit', human(policy.memory_limit))} conflicts with {source}: "
+            "every visible GPU is split into logical GPUs with their own sizes, so the limit "
+            f"would apply to none; drop {naming.name('memory_limit')}"
         )
     out: list[LogicalGpu] = []
     for gpu in gpus:
         sizes = policy.virtual.get(gpu.cuda_index)
         if sizes:
-            _check_virtual(gpu, sizes, source)
+            _check_virtual(gpu, sizes, policy)
         for limit in sizes or (_default_limit(gpu, policy),):
             reserve = 0 if policy.allow_growth else limit
             out.append(LogicalGpu(len(out), gpu, limit, reserve, policy.allow_growth))

@@ -7,7 +7,8 @@ from typing import Any
 
 from ..devices.model import View
 from ..memory.devices import DeviceMemory
-from ..session import DeviceLoad, PlanEstimate, Prepared, device_loads, planned_copies
+from ..placement.loads import DeviceLoad, device_loads, planned_copies
+from ..session import PlanEstimate, Prepared
 from ..units import human
 from .run import (
     EXPLAIN_HEADER,

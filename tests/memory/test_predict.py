@@ -15,7 +15,8 @@ from hypothesis import strategies as st
 from gpuplace.cli import AppContext
 from gpuplace.errors import RuntimeFailure
 from gpuplace.execute.ledger import OutOfMemory
-from gpuplace.session import Options, execute_prepared, predict_memory, prepare
+from gpuplace.options import Options
+from gpuplace.session import execute_prepared, predict_memory, prepare
 from tests.conftest import Run
 from tests.fakes.fake_pynvml import MiB
 from tests.memory.helpers import PREDICTED, matmul_graph, oom_10mib, spec

@@ -1,0 +1,135 @@
+"""The settings of a run, as `gpuplace run`'s flags or the Python API's `Options` give them,
+and the checks that need only the settings (and the graph's placeholders or GPU count)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from .errors import BadInput, RuntimeFailure
+from .graph.model import STRATEGIES, Graph
+from .naming import API, CLI, Naming
+
+# Options fields checked by type: the types accepted (a bool only where listed), and in words
+_FIELD_TYPES: dict[str, tuple[tuple[type, ...], str]] = {
+    "allow_soft_placement": ((bool,), "True, False or None"),
+    "log_device_placement": ((bool,), "True, False or None"),
+    "allow_growth": ((bool,), "True, False or None"),
+    "memory_fraction": ((int, float), "a number in (0, 1], e.g. 0.4"),
+    "memory_limit": ((str, int), "a size per GPU, e.g. '64MiB' (or int bytes)"),
+    "virtual_gpus": ((str,), "text such as 'GPU:0=2GiB,2GiB'"),
+    "replicate": ((int, str), "a number of GPUs (2 or more) or 'all'"),
+}
+
+
+@dataclass(frozen=True)
+class Options:
+    """How to place and run a spec, over its `config` (None keeps the spec's value); what
+    `gpuplace run`'s flags set. For `prepare`.
+
+    allow_soft_placement, log_device_placement: TensorFlow's session options.
+    feeds: placeholder name -> value: a .npy path or JSON text (as `--feed`), or an array or
+        nested list.
+    allow_growth, memory_fraction (0 < F <= 1), memory_limit (per GPU: '64MiB', or int bytes),
+        virtual_gpus ('GPU:0=2GiB,2GiB;GPU:1=1GiB'): TensorFlow's GPU memory policies.
+    strategy: 'tensorflow' (TensorFlow's placer, the default), 'balanced' or 'round-robin'.
+    replicate: data parallelism over N GPUs (an int >= 2, or 'all'), as Keras' multi_gpu_model.
+    naming: how errors name these settings: `gpuplace.naming.API` (`Options.memory_fraction=1.5`,
+        the default) or `CLI` (`--memory-fraction 1.5`, what the commands pass).
+
+    A value of the wrong type is refused here (BadInput); values are checked against the spec
+    and the machine by `prepare`.
+    """
+
+    allow_soft_placement: bool | None = None
+    log_device_placement: bool | None = None
+    feeds: Mapping[str, Any] = field(default_factory=dict)
+    allow_growth: bool | None = None
+    memory_fraction: float | None = None
+    memory_limit: str | int | None = None
+    virtual_gpus: str | None = None
+    strategy: str | None = None
+    replicate: int | str | None = None
+    naming: Naming = field(default=API, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        """Refuse a value of the wrong type (a str for a bool, a list for feeds) here, where
+        the caller wrote it, rather than as an AttributeError inside `prepare`."""
+        for name, (kinds, what) in _FIELD_TYPES.items():
+            value = getattr(self, name)
+            wrong = isinstance(value, bool) and bool not in kinds
+            if value is not None and (wrong or not isinstance(value, kinds)):
+                raise BadInput(f"{self.naming.given(name, value)}: expected {what}")
+        if self.strategy is not None and self.strategy not in STRATEGIES:
+            raise BadInput(
+                f"{self.naming.given('strategy', self.strategy)}: not a placement strategy; "
+                f"expected one of {', '.join(map(repr, STRATEGIES))}"
+            )
+        if not isinstance(self.feeds, Mapping) or not all(isinstance(k, str) for k in self.feeds):
+            raise BadInput(
+                f"{self.naming.given('feeds', self.feeds)}: expected a mapping of placeholder "
+                "names to values, e.g. {'x': '[[1.0, 2.0]]'}"
+            )
+
+    def memory_flags(self) -> dict[str, Any]:
+        """The memory policy's settings by field name, as `memory.policy.resolve` takes them."""
+        return {
+            "allow_growth": self.allow_growth, "memory_fraction": self.memory_fraction,
+            "memory_limit": self.memory_limit, "virtual_gpus": self.virtual_gpus,
+        }  # fmt: skip
+
+
+def replicate_count(given: int | str | None, naming: Naming = CLI) -> int | str | None:
+    """`--replicate N|all` (Options.replicate) as the loader takes it; BadInput naming the
+    setting for anything else."""
+    if given is None:
+        return None
+    value = given if isinstance(given, int) else given.strip()
+    if value == "all":
+        return value
+    if isinstance(value, str) and not value.isdigit():
+        raise BadInput(
+            f"{naming.given('replicate', given, quote=True)}: expected a number of GPUs (2 or "
+            f"more) or 'all' (e.g. {naming.given('replicate', 2)})"
+        )
+    if int(value) < 2:
+        raise BadInput(
+            f"{naming.given('replicate', given)}: data parallelism needs at least 2 GPUs (as "
+            f"Keras' multi_gpu_model: gpus >= 2); give {naming.given('replicate', 2)} or more, "
+            f"or {naming.given('replicate', 'all')}"
+        )
+    return int(value)
+
+
+def check_replicas(count: int | str, gpus: int, naming: Naming = CLI) -> None:
+    """`--replicate` (Options.replicate) against the logical GPUs this process has (exit 1:
+    this machine cannot)."""
+    if gpus >= (2 if count == "all" else int(count)):
+        return
+    seen = f"this process sees {gpus} GPU{'' if gpus == 1 else 's'}" + (
+        f" (GPU:0..GPU:{gpus - 1})" if gpus > 1 else ""
+    )
+    everything = naming.given("replicate", "all")
+    if gpus >= 2:
+        fix = f"give {naming.given('replicate', gpus)} or fewer, or {everything}"
+    elif gpus == 1:
+        split = naming.name("virtual_gpus")
+        fix = f"split its card into logical GPUs with {split} (e.g. GPU:0=1GiB,1GiB)"
+    else:
+        fix = "run it on a machine with 2 or more GPUs"
+    need = ", and data parallelism needs 2 or more" if count == "all" else ""
+    raise RuntimeFailure(f"{naming.given('replicate', count)}: {seen}{need}; {fix}")
+
+
+def check_feed_names(graph: Graph, feeds: Mapping[str, Any], naming: Naming = CLI) -> None:
+    """A feed for a graph without placeholders: say so, rather than list no placeholders."""
+    if not feeds or any(op.type == "placeholder" for op in graph.ops):
+        return
+    names = graph.by_name()
+    for name in feeds:
+        if name not in names:
+            raise BadInput(
+                f"{naming.feed(name)}: no op named {name!r} in {graph.source}, and the graph has "
+                f"no placeholders: there is nothing to feed; drop {naming.name('feeds')}"
+            )

@@ -1,0 +1,62 @@
+"""What `plan` reports per device before anything runs: the copies a placement implies (TF's
+Send/Recv pairs) and each device's ops, output bytes and incoming copies."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..graph.model import Graph
+from .model import Placement
+
+
+@dataclass(frozen=True)
+class PlannedCopy:
+    """A transfer the run will make: `tensor` from its producer's device to a consumer's."""
+
+    op: str
+    tensor: str
+    src: str
+    dst: str
+    nbytes: int
+
+
+def planned_copies(graph: Graph, placement: Placement) -> list[PlannedCopy]:
+    """Cross-device edges, one per (tensor, destination) as TF's Send/Recv pairs (linear)."""
+    by_name = graph.by_name()
+    seen: set[tuple[str, str]] = set()
+    out = []
+    for op in graph.ops:
+        dst = placement.decisions[op.name].device
+        for ref in op.inputs:
+            src = placement.decisions[ref.op].device
+            if src != dst and (str(ref), dst) not in seen:
+                seen.add((str(ref), dst))
+                nbytes = by_name[ref.op].outputs[ref.index].nbytes
+                out.append(PlannedCopy(op.name, str(ref), src, dst, nbytes))
+    return out
+
+
+@dataclass(frozen=True)
+class DeviceLoad:
+    device: str
+    ops: int
+    output_bytes: int
+    copies_in: int
+    copy_bytes_in: int
+
+
+def device_loads(graph: Graph, placement: Placement, copies: list[PlannedCopy]) -> list[DeviceLoad]:
+    """Per device in priority order: ops placed, bytes they output, copies coming in."""
+    ops: dict[str, int] = dict.fromkeys(placement.devices, 0)
+    outputs: dict[str, int] = dict.fromkeys(placement.devices, 0)
+    for op in graph.ops:
+        device = placement.decisions[op.name].device
+        ops[device] = ops.get(device, 0) + 1
+        outputs[device] = outputs.get(device, 0) + sum(s.nbytes for s in op.outputs)
+    return [
+        DeviceLoad(
+            d, ops[d], outputs[d],
+            sum(1 for c in copies if c.dst == d), sum(c.nbytes for c in copies if c.dst == d),
+        )
+        for d in ops
+    ]  # fmt: skip
