@@ -350,3 +350,27 @@ def test_the_readme_example_prints_what_the_readme_shows() -> None:
     )  # fmt: skip
     assert (done.returncode, done.stderr) == (0, "")
     assert done.stdout == shown.group(1)
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (lambda m: gpuplace.view(m, "0,1"), "view: env must be a mapping (os.environ, or a dict such as {'CUDA_VISIBLE_DEVICES': '0'}), got str '0,1'"),
+        (lambda m: gpuplace.view("4xK520", {}), "view: machine must be a Machine (what gpuplace.discover() returns), got str"),
+        (lambda m: gpuplace.visible(m, "0"), "visible: gpus must be a machine's GPUs (machine.gpus), got a Machine: pass machine.gpus"),
+        (lambda m: gpuplace.visible(m.gpus, 0), "visible: cuda_visible_devices must be the variable's text (e.g. '1,0') or None, got int 0"),
+        (lambda m: gpuplace.discover("9xFoo"), "discover(machine_spec): unknown GPU preset 'Foo'; presets: K40c, K20m, K520, T4, V100-16GB, V100-32GB, A100-40GB, A100-80GB, H100-80GB, H200; run `gpuplace devices --presets` to list them"),
+    ],
+)  # fmt: skip
+def test_device_functions_refuse_wrong_arguments_by_name(call: Any, message: str) -> None:
+    with pytest.raises(BadInput) as info:
+        call(gpuplace.discover("2xK520"))
+    assert str(info.value) == message
+
+
+def test_an_empty_machine_spec_from_python_says_how_to_use_the_real_machine() -> None:
+    with pytest.raises(
+        BadInput,
+        match=r"^discover\(machine_spec\): empty spec; .* call gpuplace\.discover\(\) without a spec$",
+    ):
+        gpuplace.discover("")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from ..errors import BadInput
 from .model import Gpu, GpuProcess, Host, Machine, MigInstance, View, VisibleGpu
 from .nvml import NvmlLoader, load_pynvml, probe
 from .simulated import load_machine
@@ -29,18 +30,29 @@ __all__ = [
 def discover(
     machine_spec: str | None = None,
     nvml_loader: NvmlLoader = load_pynvml,
-    source: str = "--machine",
+    source: str = "discover(machine_spec)",
 ) -> Machine:
     """The machine to work on: the simulated one named by `machine_spec` (an empty spec is an
-    error, never the real machine), else the real one. `source` (the flag or environment
-    variable the spec came from) is what errors name."""
+    error, never the real machine), else the real one. `source` (the argument, flag or
+    environment variable the spec came from) is what errors name."""
     if machine_spec is not None:
         return load_machine(machine_spec, source)
     return probe(nvml_loader)
 
 
 def view(machine: Machine, env: Mapping[str, str]) -> View:
-    """What a process started with environment `env` sees of `machine`."""
+    """What a process started with environment `env` (os.environ, or a dict) sees of `machine`:
+    its GPUs in CUDA order after CUDA_VISIBLE_DEVICES, warnings, and why the others are hidden."""
+    if not isinstance(machine, Machine):
+        raise BadInput(
+            f"view: machine must be a Machine (what gpuplace.discover() returns), got "
+            f"{type(machine).__name__}"
+        )
+    if not isinstance(env, Mapping):
+        raise BadInput(
+            f"view: env must be a mapping (os.environ, or a dict such as "
+            f"{{'CUDA_VISIBLE_DEVICES': '0'}}), got {type(env).__name__} {env!r:.40}"
+        )
     cvd = env.get("CUDA_VISIBLE_DEVICES")
     seen = resolve(machine.gpus, cvd)
     warnings = list(machine.warnings)

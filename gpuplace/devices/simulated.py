@@ -64,7 +64,11 @@ def load_machine(spec: str, source: str = "--machine") -> Machine:
     `source` is the flag or environment variable it came from, which errors name."""
     text = spec.strip()
     if not text:
-        leave = f"leave {source} out" if source.startswith("-") else f"unset {source}"
+        leave = (
+            f"leave {source} out" if source.startswith("-")
+            else f"unset {source}" if source.isupper()
+            else "call gpuplace.discover() without a spec"
+        )  # fmt: skip
         raise BadInput(
             f"{source}: empty spec; expected {SPEC_FORMS}. To use this machine's own GPUs, {leave}"
         )

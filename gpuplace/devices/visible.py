@@ -23,7 +23,8 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .model import Gpu, MigInstance, VisibleGpu
+from ..errors import BadInput
+from .model import Gpu, Machine, MigInstance, VisibleGpu
 
 _LEADING_INT = re.compile(r"^[+-]?\d+")
 _MIG_TRIPLE = re.compile(r"^MIG-(GPU-[0-9A-Fa-f-]+)/(\d+)/(\d+)$")
@@ -232,7 +233,17 @@ def resolve(gpus: Sequence[Gpu], cuda_visible_devices: str | None) -> Visibility
 
 
 def visible(gpus: Sequence[Gpu], cuda_visible_devices: str | None) -> list[VisibleGpu]:
-    """The GPUs a CUDA program sees, in CUDA order (see `resolve` for why others are not)."""
+    """The GPUs a CUDA program sees, in CUDA order (see `resolve` for why others are not):
+    `gpus` are a machine's (`machine.gpus`), `cuda_visible_devices` the variable's value (None:
+    unset)."""
+    if isinstance(gpus, Machine) or not all(isinstance(g, Gpu) for g in gpus):
+        got = "a Machine: pass machine.gpus" if isinstance(gpus, Machine) else f"{gpus!r:.40}"
+        raise BadInput(f"visible: gpus must be a machine's GPUs (machine.gpus), got {got}")
+    if cuda_visible_devices is not None and not isinstance(cuda_visible_devices, str):
+        raise BadInput(
+            "visible: cuda_visible_devices must be the variable's text (e.g. '1,0') or None, got "
+            f"{type(cuda_visible_devices).__name__} {cuda_visible_devices!r:.40}"
+        )
     return list(resolve(gpus, cuda_visible_devices).gpus)
 
 
