@@ -70,6 +70,16 @@ _LIBRARY = (
     "cupy cannot find a CUDA library it needs: install them from PyPI with cupy's [ctk] extra "
     "(gpuplace[cuda12] and gpuplace[cuda13] include it: {install}), or install the CUDA Toolkit"
 )
+_WORKSPACE = (
+    "cuBLAS could not allocate its handle or workspace, which live outside gpuplace's memory "
+    "pool: leave part of the card free (a smaller memory fraction or limit, or allow growth), "
+    "as TensorFlow's 'failed to create cublas handle' advice goes"
+)
+_CONTEXT = (
+    "CUDA could not allocate memory outside the pool (its context, a library's workspace): "
+    "other processes may hold the card's memory (nvidia-smi lists them); leave part of the card "
+    "free (a smaller memory fraction or limit, or allow growth)"
+)
 _FAULTS = (
     "cudaErrorIllegalAddress", "CUDA_ERROR_ILLEGAL_ADDRESS",
     "cudaErrorLaunchFailure", "CUDA_ERROR_LAUNCH_FAILED",
@@ -90,6 +100,8 @@ HINTS = {
         ("cudaErrorSystemDriverMismatch", "CUDA_ERROR_SYSTEM_DRIVER_MISMATCH"), _MISMATCH
     ),
     **dict.fromkeys(_FAULTS, _FAULT),
+    **dict.fromkeys(("CUBLAS_STATUS_NOT_INITIALIZED", "CUBLAS_STATUS_ALLOC_FAILED"), _WORKSPACE),
+    **dict.fromkeys(("cudaErrorMemoryAllocation", "CUDA_ERROR_OUT_OF_MEMORY"), _CONTEXT),
 }
 _OLD_DRIVER = (
     "cudaErrorInsufficientDriver", "CUDA_ERROR_UNSUPPORTED_PTX_VERSION",

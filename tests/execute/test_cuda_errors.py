@@ -192,3 +192,26 @@ def test_cupy_missing_and_cupy_broken_are_told_apart(
         "cupy is installed but does not import (CuPy is not correctly installed.). Fix: keep one "
         "cupy package (pip list | grep cupy) and reinstall it: pip install 'gpuplace[cuda12]'"
     )
+
+
+class CUBLASError(RuntimeError):
+    """cupy_backends.cuda.libs.cublas.CUBLASError: its text is the status name alone."""
+
+
+def test_a_cublas_handle_failure_says_to_leave_part_of_the_card_free(
+    run: Run, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cupy = make_fake_cupy(1)
+
+    def no_handle(*args: Any, **kwargs: Any) -> Any:
+        raise CUBLASError("CUBLAS_STATUS_NOT_INITIALIZED")
+
+    monkeypatch.setattr(cupy, "matmul", no_handle)
+    code, _, err = on_card(run, cupy, "run", matmul_graph(tmp_path / "g.yaml", 8))
+    assert code == 1
+    assert err == (
+        f"error: op 'c' failed on {GPU0}: CUBLASError: CUBLAS_STATUS_NOT_INITIALIZED. Fix: cuBLAS "
+        "could not allocate its handle or workspace, which live outside gpuplace's memory pool: "
+        "leave part of the card free (a smaller memory fraction or limit, or allow growth), as "
+        "TensorFlow's 'failed to create cublas handle' advice goes.\n"
+    )
