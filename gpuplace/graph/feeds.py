@@ -135,8 +135,9 @@ def _fit(op: Op, value: Any, given: str, naming: Naming) -> Any:
         )
     with np.errstate(over="ignore", invalid="ignore"):  # 1e39 -> float32 inf, as TF feeds it
         converted = value.astype(spec.dtype)
-    lossy = not np.can_cast(value.dtype, spec.dtype, "same_kind") or (
-        value.dtype.kind in "iu" and not np.array_equal(converted, value)
+    lossy = value.size > 0 and (  # `[]` reads as float64 but has no values to change
+        not np.can_cast(value.dtype, spec.dtype, "same_kind")
+        or (value.dtype.kind in "iu" and not np.array_equal(converted, value))
     )
     if lossy:
         raise BadInput(

@@ -89,7 +89,8 @@ def load(xp: ModuleType, inputs: Sequence[Array], attrs: Mapping[str, Any]) -> l
             f"load: {path!r} changed since the spec was loaded: it now holds {value.dtype.name} "
             f"{list(value.shape)}, expected {attrs['dtype']} {list(attrs['shape'])}; reload the spec"
         )
-    return [np.ascontiguousarray(value, dtype=value.dtype.newbyteorder("="))]
+    # native byte order, C order; asarray keeps a 0-d array 0-d (ascontiguousarray makes it [1])
+    return [np.asarray(value, dtype=value.dtype.newbyteorder("="), order="C")]
 
 
 def save(xp: ModuleType, inputs: Sequence[Array], attrs: Mapping[str, Any]) -> list[Array]:
@@ -131,6 +132,8 @@ def sigmoid(xp: ModuleType, inputs: Sequence[Array], attrs: Mapping[str, Any]) -
 
 def softmax(xp: ModuleType, inputs: Sequence[Array], attrs: Mapping[str, Any]) -> list[Array]:
     x = inputs[0]
+    if x.size == 0:  # nothing to normalise; numpy's max of an empty axis would raise
+        return [x.copy()]
     e = xp.exp(x - xp.max(x, axis=-1, keepdims=True))
     return [e / xp.sum(e, axis=-1, keepdims=True)]
 

@@ -100,10 +100,13 @@ def replica_gpus(
             where,
         )
     if len(gpus) < 2:
+        few = value == "all"  # the machine has too few GPUs, not the spec: exit 1
+        has = f": all; this machine only has: {_available(len(gpus))}" if few else ""
         raise _error(
             "For multi-gpu usage to be effective, call `multi_gpu_model` with `gpus >= 2`. "
-            f"Received: `gpus={len(gpus)}` (replicate: gpus)",
+            f"Received: `gpus={len(gpus)}` (replicate: gpus{has})",
             where,
+            machine=few,
         )
     if num_gpus is not None and max(gpus) >= num_gpus:
         wanted = str(["/cpu:0"] + [f"/gpu:{g}" for g in gpus])

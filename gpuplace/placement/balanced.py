@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+from ..devices.names import parse_device
 from ..graph.model import Graph, OpMeta
 from ..units import human
 from . import place
@@ -62,6 +63,13 @@ class NoFit(PlacementError):
             op,
         )
         self.need, self.rooms = need, tuple(rooms)
+
+
+def _cpu_allowed(flat: Flat, j: int) -> bool:
+    """Whether op j may run on CPU:0: it has a CPU kernel and its request (`/gpu:*` may leave
+    every GPU free to choose) matches the CPU."""
+    device = flat.graph.ops[j].device
+    return "CPU" in flat.kernels[j] and (not device or parse_device(device).matches("CPU", 0))
 
 
 class _Balancer:
@@ -188,9 +196,9 @@ class _Balancer:
     def _force(self, j: int, d: int, why: str) -> None:
         """Op j must go to d: bring generators it reads that cannot follow it, then check."""
         flat = self.flat
-        if d == len(self.models) - 1:  # the CPU: a generator without a CPU kernel stays on a GPU
+        if d == len(self.models) - 1:  # the CPU: a generator that may not go there stays on a GPU
             for p, _ in flat.inputs[j]:
-                if self.dev[p] < 0 and "CPU" not in flat.kernels[p]:
+                if self.dev[p] < 0 and not _cpu_allowed(flat, p):
                     g, excluded = self._choose(p, range(len(self.models) - 1))
                     self.decisions[p] = self._chosen(p, g, excluded)
                     self._commit(p, g)

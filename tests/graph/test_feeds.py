@@ -95,3 +95,15 @@ def test_unfed_placeholder_kernel_refuses_to_run() -> None:
     placeholder = get_op("placeholder")
     with pytest.raises(BadInput, match="a placeholder was not fed"):
         placeholder.compute(np, [], placeholder.normalize("x", {"shape": [1]}))
+
+
+def test_an_empty_json_list_feeds_an_empty_placeholder_of_any_dtype() -> None:
+    """`[]` reads as float64 in numpy, but it holds no values a cast could change."""
+    graph = loads(
+        "graph:\n  - {name: i, op: placeholder, shape: [0], dtype: int32}\n"
+        "  - {name: b, op: placeholder, shape: [2, 0], dtype: bool}\n",
+        "g.yaml",
+    )
+    fed = apply_feeds(graph, {"i": "[]", "b": "[[], []]"}).by_name()
+    assert (fed["i"].attrs["value"].dtype, fed["i"].attrs["value"].shape) == (np.int32, (0,))
+    assert (fed["b"].attrs["value"].dtype, fed["b"].attrs["value"].shape) == (np.bool_, (2, 0))

@@ -259,3 +259,33 @@ def test_save_and_load_roundtrip(tmp_path: Path) -> None:
     attrs = load.normalize("l", {"path": "out.npy"}, str(tmp_path))
     assert load.infer("l", attrs, ()) == (TensorSpec((2, 3), "float64"),)
     np.testing.assert_array_equal(load.compute(np, [], attrs)[0], x)
+
+
+@pytest.mark.parametrize(
+    "value",
+    [np.float32(-2.5), np.arange(6, dtype=">i4").reshape(2, 3), np.asfortranarray(np.eye(2))],
+    ids=["scalar", "big-endian", "fortran"],
+)
+def test_load_keeps_the_shape_of_the_file(tmp_path: Path, value: np.ndarray) -> None:
+    """A 0-d .npy file loads as a scalar (shape [], as declared at load time), not as [1];
+    other byte orders and Fortran order come back native and C-contiguous."""
+    np.save(tmp_path / "x.npy", value)
+    load = get_op("load")
+    attrs = load.normalize("l", {"path": "x.npy"}, str(tmp_path))
+    (spec,) = load.infer("l", attrs, ())
+    (got,) = load.compute(np, [], attrs)
+    assert (got.shape, got.dtype.name) == (spec.shape, spec.dtype)
+    assert spec == TensorSpec(value.shape, value.dtype.name)
+    assert got.dtype.isnative and got.flags.c_contiguous
+    np.testing.assert_array_equal(got, value)
+
+
+@pytest.mark.parametrize("shape", [(0,), (2, 0), (0, 3)])
+@pytest.mark.parametrize("op", ["softmax", "sigmoid", "relu", "log", "reduce_sum", "reduce_mean"])
+def test_a_tensor_without_elements_computes_to_its_inferred_shape(op: str, shape: Any) -> None:
+    """What the loader accepts runs: softmax of an empty last axis raised in numpy's max."""
+    opdef = get_op(op)
+    attrs = opdef.normalize(op, {})
+    (spec,) = opdef.infer(op, attrs, (TensorSpec(shape, "float32"),))
+    (out,) = opdef.compute(np, [np.zeros(shape, np.float32)], attrs)
+    assert (out.shape, out.dtype.name) == (spec.shape, spec.dtype)

@@ -88,6 +88,17 @@ def test_gpus_all_without_a_machine_names_the_library_way() -> None:
     assert graph.by_name()["y"].inputs[-1].op == "replica_3/y"
 
 
+def test_gpus_all_on_a_machine_with_one_gpu_is_this_machine_failing() -> None:
+    """The spec runs where there are 2 GPUs or more: exit 1 (as --replicate all), not 2."""
+    with pytest.raises(BadInput) as err:
+        loads(spec("{gpus: all, split: [x]}"), source="r.yaml", gpus=lambda config: 1)
+    assert err.value.exit_code == 1
+    assert str(err.value) == (
+        "r.yaml:4: For multi-gpu usage to be effective, call `multi_gpu_model` with `gpus >= 2`. "
+        "Received: `gpus=1` (replicate: gpus: all; this machine only has: ['/cpu:0', '/gpu:0'])"
+    )
+
+
 MERGED = """
 graph:
   - {name: x, op: placeholder, shape: [BATCH, 3]}

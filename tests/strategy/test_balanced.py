@@ -77,6 +77,20 @@ def test_a_partial_request_is_balanced_among_the_gpus_it_matches() -> None:
     assert p.decisions["y2"].reason.startswith("requested /device:GPU:*; balanced:")
 
 
+def test_a_generator_requesting_gpus_stays_on_one_when_its_consumer_runs_on_the_cpu() -> None:
+    """A constant under /GPU:* is free over every GPU, but it may not follow a consumer pinned
+    to the CPU (an int32 MatMul has no GPU kernel) there, as TF's placer would not."""
+    g = loads(
+        "graph:\n"
+        "  - {name: a, op: constant, value: [1, 2], shape: [1, 2], dtype: int32}\n"
+        "  - {name: b, op: constant, value: [3, 4], shape: [2, 1], dtype: int32, device: /GPU:*}\n"
+        "  - {name: m, op: matmul, inputs: [a, b]}\n"
+    )
+    p = place_balanced(g, models(2), LINK)
+    assert where(p) == {"a": "CPU:0", "b": "GPU:0", "m": "CPU:0"}
+    assert p.decisions["b"].reason == "requested /device:GPU:*; balanced: earliest finish on GPU:0"
+
+
 def mlp(layers: int, mib: int = 16) -> Graph:
     """x, then `layers` of (a `mib` MiB weight variable, matmul): a chain."""
     side = int((mib * MiB // 4) ** 0.5)
