@@ -9,8 +9,17 @@ commands build their Options. Imports nothing, so every layer may use it.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
+# The flags gpuplace's own fix sentences name, as the Python API spells them
+_API_WORDS = {
+    "--allow-soft-placement": "Options(allow_soft_placement=True)",
+    "--memory-limit": "Options.memory_limit",
+    "--memory-fraction": "Options.memory_fraction",
+    "--machine": "gpuplace.discover(machine_spec)",
+}
+_FLAG = re.compile("|".join(rf"{re.escape(flag)}(?![\w-])" for flag in _API_WORDS))
 # Options fields whose flag is not `--` and the field's name with dashes
 _FLAGS = {"log_device_placement": "--log-placement", "feeds": "--feed"}
 
@@ -46,6 +55,10 @@ class Naming:
         if self.cli:
             return f"--feed {name}" + ("" if value is None else f"={value}")
         return f"Options.feeds[{name!r}]" + ("" if value is None else f"={value!r}")
+
+    def words(self, text: str) -> str:
+        """A sentence written with the CLI's flags (a placement error's fix), in these names."""
+        return text if self.cli else _FLAG.sub(lambda m: _API_WORDS[m.group(0)], text)
 
 
 CLI = Naming(cli=True)

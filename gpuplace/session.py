@@ -36,9 +36,10 @@ from .memory.devices import (
     summary,
 )
 from .memory.policy import LogicalGpu, Policy, logical_gpus, resolve
+from .naming import Naming
 from .options import Options, check_feed_names, check_replicas, replicate_count
 from .placement import place
-from .placement.model import Placement
+from .placement.model import Placement, PlacementError
 from .units import human
 
 if TYPE_CHECKING:
@@ -173,9 +174,9 @@ def prepare(
     dropped: tuple[str, ...] = ()
     if keep is not None and strategy != "tensorflow":  # they weigh work: only what runs
         graph, dropped = _pruned(graph, keep)
-        placement = place_with(strategy, graph, view, logical, soft, rates.by_uuid)
+        placement = _placed(strategy, graph, view, logical, soft, rates.by_uuid, naming)
     else:
-        placement = place_with(strategy, graph, view, logical, soft, rates.by_uuid)
+        placement = _placed(strategy, graph, view, logical, soft, rates.by_uuid, naming)
         if keep is not None:  # TF's placer saw every op; the run needs fewer
             whole = (graph, placement)
             graph, dropped = _pruned(graph, keep)
@@ -268,6 +269,18 @@ def estimate_plan(prepared: Prepared, view: View) -> PlanEstimate:
     soft = prepared.allow_soft_placement
     bounds = lower_bounds(prepared.graph, models, link, allow_soft_placement=soft, tf=tf, flat=flat)
     return PlanEstimate(est, bounds)
+
+
+def _placed(
+    strategy: str, graph: Graph, view: View, logical: Sequence[LogicalGpu], soft: bool,
+    rates: Mapping[str, MeasuredRate], naming: Naming,
+) -> Placement:  # fmt: skip
+    """`place_with`, its error's fix sentence in the caller's names (`Options(...)` from Python)."""
+    try:
+        return place_with(strategy, graph, view, logical, soft, rates)
+    except PlacementError as exc:
+        exc.rename(naming)
+        raise
 
 
 def place_with(

@@ -374,3 +374,28 @@ def test_an_empty_machine_spec_from_python_says_how_to_use_the_real_machine() ->
         match=r"^discover\(machine_spec\): empty spec; .* call gpuplace\.discover\(\) without a spec$",
     ):
         gpuplace.discover("")
+
+
+def test_a_placement_error_from_python_names_the_options_field(tmp_path: Path, run: Run) -> None:
+    spec = write_spec(
+        tmp_path, "graph:\n  - {name: a, op: constant, value: [1.0], device: /gpu:7}\n"
+    )
+    with pytest.raises(RuntimeFailure) as info:
+        gpuplace.prepare(spec, SEEN, gpuplace.Options(), {})
+    tail = "request one of its devices, or pass {}."
+    assert str(info.value).endswith(tail.format("Options(allow_soft_placement=True)"))
+    assert run("--machine", "4xK520", "run", spec).err.endswith(
+        tail.format("--allow-soft-placement") + "\n"
+    )
+
+
+def test_fix_sentences_rename_whole_flags_only() -> None:
+    api = gpuplace.Options().naming
+    text = (
+        "add GPUs (--machine), give each more (--memory-limit, --memory-fraction); --machines stays"
+    )
+    assert api.words(text) == (
+        "add GPUs (gpuplace.discover(machine_spec)), give each more (Options.memory_limit, "
+        "Options.memory_fraction); --machines stays"
+    )
+    assert CLI.words(text) == text

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from ..errors import RuntimeFailure
+from ..naming import Naming
 
 KINDS = frozenset(
     {
@@ -60,3 +61,10 @@ class PlacementError(RuntimeFailure):
         self.tf_message = tf_message
         self.hint = hint
         self.op = op
+
+    def rename(self, naming: Naming) -> None:
+        """Name the settings in the fix sentence as `naming`'s caller does (TF's text stays)."""
+        hint = naming.words(self.hint)
+        if hint != self.hint:
+            joint = "\n" if "\n" in self.tf_message else " "
+            self.hint, self.args = hint, (f"{self.tf_message.rstrip()}{joint}{hint}",)
