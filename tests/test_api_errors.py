@@ -399,3 +399,24 @@ def test_fix_sentences_rename_whole_flags_only() -> None:
         "Options.memory_fraction); --machines stays"
     )
     assert CLI.words(text) == text
+
+
+@pytest.mark.parametrize(
+    ("given", "api", "cli"),
+    [
+        (0, "Options.memory_limit=0: each GPU needs a limit above 0 (e.g. Options.memory_limit='64MiB')", None),
+        ("0B", "Options.memory_limit='0B': each GPU needs a limit above 0 (e.g. Options.memory_limit='64MiB')",
+         "--memory-limit '0B': each GPU needs a limit above 0 (e.g. --memory-limit 64MiB)"),
+        ("", "Options.memory_limit: cannot read '' as a size; accepted: a number and a unit: B, KB, MB, GB, TB, KiB, MiB, GiB, TiB (e.g. 16GiB, 500MB, 1.5GiB)",
+         "--memory-limit: cannot read '' as a size; accepted: a number and a unit: B, KB, MB, GB, TB, KiB, MiB, GiB, TiB (e.g. 16GiB, 500MB, 1.5GiB)"),
+    ],
+)  # fmt: skip
+def test_a_zero_or_empty_memory_limit_is_refused_not_dropped(
+    run: Run, given: int | str, api: str, cli: str | None
+) -> None:
+    with pytest.raises(BadInput) as info:
+        gpuplace.prepare(TOWERS, SEEN, gpuplace.Options(memory_limit=given), {})
+    assert str(info.value) == api
+    if cli is not None:
+        result = run("--machine", "4xK520", "run", TOWERS, "--memory-limit", str(given))
+        assert (result.code, result.out, result.err) == (2, "", f"error: {cli}\n")

@@ -170,7 +170,12 @@ def _fraction_and_limit(
     the spec's fraction. Both as flags is refused: a logical device's memory_limit wins over
     per_process_gpu_memory_fraction in TensorFlow, so the fraction would be dropped."""
     text = flags.get("memory_limit")
-    limit = parse_size(text, naming.name("memory_limit")) if text else None
+    limit = None if text is None else parse_size(text, naming.name("memory_limit"))
+    if limit == 0:  # given, so never dropped: a GPU with no memory can hold nothing
+        raise BadInput(
+            f"{naming.given('memory_limit', text, quote=True)}: each GPU needs a limit above 0 "
+            f"(e.g. {naming.given('memory_limit', '64MiB')})"
+        )
     fraction_flag = flags.get("memory_fraction")
     if fraction_flag is not None:
         if limit is not None:
