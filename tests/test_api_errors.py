@@ -420,3 +420,11 @@ def test_a_zero_or_empty_memory_limit_is_refused_not_dropped(
     if cli is not None:
         result = run("--machine", "4xK520", "run", TOWERS, "--memory-limit", str(given))
         assert (result.code, result.out, result.err) == (2, "", f"error: {cli}\n")
+
+
+def test_empty_virtual_gpus_are_refused_not_dropped(run: Run) -> None:
+    syntax = "cannot read ''; expected GPU:N=SIZE[,SIZE...] (e.g. GPU:0=2GiB,2GiB), several separated by ';'"
+    with pytest.raises(BadInput, match=re.escape(f"Options.virtual_gpus: {syntax}")):
+        gpuplace.prepare(TOWERS, SEEN, gpuplace.Options(virtual_gpus=""), {})
+    result = run("--machine", "4xK520", "run", TOWERS, "--virtual-gpus", "")
+    assert (result.code, result.err) == (2, f"error: --virtual-gpus: {syntax}\n")

@@ -220,7 +220,7 @@ def resolve(
         if "virtual_devices" in experimental
         else {}
     )
-    if flags.get("virtual_gpus"):
+    if flags.get("virtual_gpus") is not None:  # given empty: refused by parse_virtual, not dropped
         source = naming.name("virtual_gpus")
         virtual = parse_virtual(str(flags["virtual_gpus"]), source)
     if virtual and configured:  # TF's Python rule; the env var acts in the allocator, allowed
