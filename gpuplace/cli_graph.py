@@ -38,6 +38,8 @@ def check_save_path(path: str) -> None:
     import os
 
     fix = "give a file name ending in .npz"
+    if not path:
+        raise BadInput(f"--save '': no file name; {fix} (e.g. --save values.npz)")
     if os.path.isdir(path):
         raise BadInput(
             f"--save {path}: is a directory; {fix} (e.g. --save {os.path.join(path, 'values.npz')})"
@@ -151,7 +153,7 @@ def run(app: AppContext, /, spec: str, log: bool | None, soft: bool | None, expl
     from .session import execute_prepared, predict_memory, prepare
 
     memory = pop_memory_flags(kw)
-    if save:
+    if save is not None:  # given empty: refused, not dropped
         check_save_path(save)
     view = app.view()
     for w in view.warnings:
@@ -166,7 +168,7 @@ def run(app: AppContext, /, spec: str, log: bool | None, soft: bool | None, expl
     outcome = execute_prepared(prepared, view, app.cupy_loader)
     result = outcome.result
     checked = _verify(prepared, result, view) if verify else []
-    if save:
+    if save is not None:
         _save(save, result.values)
     if as_json:
         doc = report.run_json(view, prepared, outcome)

@@ -276,6 +276,14 @@ def test_save_refuses_a_path_numpy_would_change(
     assert sorted(p.name for p in tmp_path.iterdir()) == ["adir", "g.yaml"]  # nothing ran
 
 
+def test_an_empty_save_path_is_refused_not_dropped(run: Run, tmp_path: Path) -> None:
+    assert k520(run, "run", write(tmp_path, OK), "--save", "") == (
+        2,
+        "",
+        "error: --save '': no file name; give a file name ending in .npz (e.g. --save values.npz)\n",
+    )
+
+
 def test_save_writes_the_npz_named(run: Run, tmp_path: Path) -> None:
     path = tmp_path / "values.npz"
     assert k520(run, "run", write(tmp_path, OK), "--save", str(path))[0] == 0
