@@ -428,3 +428,11 @@ def test_empty_virtual_gpus_are_refused_not_dropped(run: Run) -> None:
         gpuplace.prepare(TOWERS, SEEN, gpuplace.Options(virtual_gpus=""), {})
     result = run("--machine", "4xK520", "run", TOWERS, "--virtual-gpus", "")
     assert (result.code, result.err) == (2, f"error: --virtual-gpus: {syntax}\n")
+
+
+def test_load_machine_from_python_names_its_argument() -> None:
+    with pytest.raises(BadInput) as info:
+        gpuplace.load_machine("4xK502")
+    assert str(info.value).startswith(
+        "load_machine(spec): unknown GPU preset 'K502' (did you mean 'K520'?); presets: K40c,"
+    )

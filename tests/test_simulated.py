@@ -40,7 +40,7 @@ def test_seed_presets_carry_the_seed_bus_ids() -> None:
 )
 def test_bad_specs(spec: str, message: str) -> None:
     with pytest.raises(BadInput) as err:
-        load_machine(spec)
+        load_machine(spec, "--machine")
     assert str(err.value).startswith(message)
 
 
@@ -98,14 +98,14 @@ gpus:
 )
 def test_bad_machine_files(tmp_path: Path, text: str, message: str) -> None:
     with pytest.raises(BadInput) as err:
-        load_machine(write(tmp_path, text))
+        load_machine(write(tmp_path, text), "--machine")
     assert message in str(err.value)
     assert str(tmp_path / "node.yaml") in str(err.value)
 
 
 def test_yaml_error_has_line_and_column(tmp_path: Path) -> None:
     with pytest.raises(BadInput, match=r"node\.yaml:3:1: YAML syntax error: expected .,. or .}."):
-        load_machine(write(tmp_path, "gpus:\n  - {name: T4\n"))
+        load_machine(write(tmp_path, "gpus:\n  - {name: T4\n"), "--machine")
 
 
 def test_bad_machine_is_exit_2_with_one_line(run: Run) -> None:
@@ -149,7 +149,7 @@ def test_large_machines_up_to_one_gpu_per_bus() -> None:
     ids = bus_ids("255xT4")
     assert ids == sorted(ids) and (ids[0], ids[-1]) == ("00000000:01:00.0", "00000000:FF:00.0")
     with pytest.raises(BadInput) as err:
-        load_machine("200xT4,56xK520")
+        load_machine("200xT4,56xK520", "--machine")
     assert str(err.value) == (
         "--machine: '200xT4,56xK520' makes 256 GPUs; a simulated machine has at most 255 "
         "(one per PCI bus, 01-FF): ask for fewer"

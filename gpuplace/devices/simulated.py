@@ -59,7 +59,7 @@ def _suggest(word: str, options: list[str]) -> str:
     return f" (did you mean {close[0]!r}?)" if close else ""
 
 
-def load_machine(spec: str, source: str = "--machine") -> Machine:
+def load_machine(spec: str, source: str = "load_machine(spec)") -> Machine:
     """Build the simulated machine named by `spec` (a preset list or a machine file path);
     `source` is the flag or environment variable it came from, which errors name."""
     text = spec.strip()
