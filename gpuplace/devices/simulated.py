@@ -61,7 +61,7 @@ def _suggest(word: str, options: list[str]) -> str:
 
 def load_machine(spec: str, source: str = "load_machine(spec)") -> Machine:
     """Build the simulated machine named by `spec` (a preset list or a machine file path);
-    `source` is the flag or environment variable it came from, which errors name."""
+    `source` is the argument, flag or environment variable it came from, which errors name."""
     text = spec.strip()
     if not text:
         leave = (
