@@ -46,9 +46,12 @@ def main() -> int:
 
     try:
         import cupy
-
+    except ImportError:
+        print("bench_gpu: cupy is not installed; skipped")
+        return 0
+    try:
         cupy.cuda.runtime.getDeviceCount()
-    except Exception as exc:  # no cupy, or no driver or device for it
+    except Exception as exc:  # no driver or device for cupy
         if shutil.which("nvidia-smi") is None:
             print(f"bench_gpu: no NVIDIA driver here ({type(exc).__name__}); skipped")
             return 0
