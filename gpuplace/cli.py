@@ -44,6 +44,12 @@ class AppContext:
     is_terminal: bool | None = None  # None: ask stdout
     machine_spec: str | None = None  # --machine; None: GPUPLACE_MACHINE, else the real machine
     debug: bool = False
+    installed: Callable[[str], str | None] | None = None  # distribution -> version; None: look
+
+    def installed_version(self, name: str) -> str | None:
+        from .devices.cuda_match import installed_version
+
+        return (self.installed or installed_version)(name)
 
     def terminal(self) -> bool:
         if self.is_terminal is None:
@@ -280,6 +286,12 @@ def devices(
     doc = devices_json(v)
     for w in v.warnings:
         warn(w)
+    if v.gpus and not v.machine.host.simulated:  # a real driver: does the installed cupy fit it?
+        from .devices.cuda_match import cupy_driver_warning
+
+        mismatch = cupy_driver_warning(v.machine.cuda_version, app.installed_version)
+        if mismatch:
+            warn(mismatch)
     if not as_json:
         if app.terminal():
             note = notice(v)  # the plain layout ends with it; the table does not

@@ -1,0 +1,49 @@
+"""Whether the installed cupy can run on this driver, told before anything runs.
+
+nvidia-smi's header shows `CUDA Version`: the newest CUDA the driver supports. A cupy wheel is
+built for one CUDA major version (`cupy-cuda12x`, `cupy-cuda13x`) and, within it, runs on any
+driver of that major (CUDA's minor version compatibility); on an older major every CUDA call fails
+with cudaErrorInsufficientDriver. `devices` warns about it, so a CI smoke check on a GPU node says
+what `run` would hit.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+CUPY_WHEELS = ("cupy-cuda11x", "cupy-cuda12x", "cupy-cuda13x")
+_MAJOR = re.compile(r"^cupy-cuda(\d+)x$")
+
+
+def cupy_driver_warning(
+    driver_cuda: str | None, installed: Callable[[str], str | None]
+) -> str | None:
+    """A warning when a cupy wheel `installed` (distribution name -> version, or None) needs a
+    newer CUDA major than the driver's (`driver_cuda`, e.g. "12.4"); None when it fits, when no
+    cupy wheel is installed, or when the driver's version is unknown."""
+    if not driver_cuda or not driver_cuda.split(".")[0].isdigit():
+        return None
+    driver = int(driver_cuda.split(".")[0])
+    for wheel in CUPY_WHEELS:
+        version = installed(wheel)
+        match = _MAJOR.match(wheel)
+        if version is None or match is None or int(match.group(1)) <= driver:
+            continue
+        return (
+            f"{wheel} {version} needs a driver for CUDA {match.group(1)}, but this driver supports "
+            f"CUDA {driver_cuda} at most (nvidia-smi's 'CUDA Version'): run and devices --check "
+            f"will fail on these GPUs; install the cupy for CUDA {driver}: pip install "
+            f"'gpuplace[cuda{driver}]' (and uninstall {wheel}), or update the driver"
+        )
+    return None
+
+
+def installed_version(name: str) -> str | None:
+    """The installed version of distribution `name`, or None (importlib.metadata, no import)."""
+    from importlib import metadata
+
+    try:
+        return metadata.version(name)
+    except metadata.PackageNotFoundError:
+        return None
