@@ -36,7 +36,6 @@ from .memory.devices import (
     summary,
 )
 from .memory.policy import LogicalGpu, Policy, logical_gpus, resolve
-from .naming import Naming
 from .options import Options, check_feed_names, check_replicas, replicate_count
 from .placement import place
 from .placement.model import Placement, PlacementError
@@ -172,15 +171,18 @@ def prepare(
     rates = load_rates(env)
     whole: tuple[Graph, Placement] | None = None
     dropped: tuple[str, ...] = ()
-    if keep is not None and strategy != "tensorflow":  # they weigh work: only what runs
+    whole_graph = strategy == "tensorflow"  # TF's placer sees every op; the others weigh work
+    if keep is not None and not whole_graph:
         graph, dropped = _pruned(graph, keep)
-        placement = _placed(strategy, graph, view, logical, soft, rates.by_uuid, naming)
-    else:
-        placement = _placed(strategy, graph, view, logical, soft, rates.by_uuid, naming)
-        if keep is not None:  # TF's placer saw every op; the run needs fewer
-            whole = (graph, placement)
-            graph, dropped = _pruned(graph, keep)
-            placement = _kept(placement, keep)
+    try:
+        placement = place_with(strategy, graph, view, logical, soft, rates.by_uuid)
+    except PlacementError as exc:
+        exc.rename(naming)  # its fix sentence in the caller's names (`Options(...)` from Python)
+        raise
+    if keep is not None and whole_graph:  # placed whole; the run needs fewer
+        whole = (graph, placement)
+        graph, dropped = _pruned(graph, keep)
+        placement = _kept(placement, keep)
     check_fits(graph, placement, device_limits(view, logical))
     log = options.log_device_placement
     log = graph.config.log_device_placement if log is None else log
@@ -269,18 +271,6 @@ def estimate_plan(prepared: Prepared, view: View) -> PlanEstimate:
     soft = prepared.allow_soft_placement
     bounds = lower_bounds(prepared.graph, models, link, allow_soft_placement=soft, tf=tf, flat=flat)
     return PlanEstimate(est, bounds)
-
-
-def _placed(
-    strategy: str, graph: Graph, view: View, logical: Sequence[LogicalGpu], soft: bool,
-    rates: Mapping[str, MeasuredRate], naming: Naming,
-) -> Placement:  # fmt: skip
-    """`place_with`, its error's fix sentence in the caller's names (`Options(...)` from Python)."""
-    try:
-        return place_with(strategy, graph, view, logical, soft, rates)
-    except PlacementError as exc:
-        exc.rename(naming)
-        raise
 
 
 def place_with(

@@ -9,11 +9,20 @@ what `run` would hit.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 
-CUPY_WHEELS = ("cupy-cuda11x", "cupy-cuda12x", "cupy-cuda13x")
-_MAJOR = re.compile(r"^cupy-cuda(\d+)x$")
+CUPY_WHEELS = {"cupy-cuda11x": 11, "cupy-cuda12x": 12, "cupy-cuda13x": 13}  # wheel -> CUDA major
+
+
+def cuda_text(version: int) -> str:
+    """CUDA's integer version (12040, as NVML and the CUDA runtime give it) as nvidia-smi prints
+    it (12.4)."""
+    return f"{version // 1000}.{version % 1000 // 10}"
+
+
+def cupy_for(major: int) -> str:
+    """The fix that installs the cupy built for CUDA `major`."""
+    return f"install the cupy for CUDA {major}: pip install 'gpuplace[cuda{major}]'"
 
 
 def cupy_driver_warning(
@@ -25,17 +34,15 @@ def cupy_driver_warning(
     if not driver_cuda or not driver_cuda.split(".")[0].isdigit():
         return None
     driver = int(driver_cuda.split(".")[0])
-    for wheel in CUPY_WHEELS:
-        version = installed(wheel)
-        match = _MAJOR.match(wheel)
-        if version is None or match is None or int(match.group(1)) <= driver:
-            continue
-        return (
-            f"{wheel} {version} needs a driver for CUDA {match.group(1)}, but this driver supports "
-            f"CUDA {driver_cuda} at most (nvidia-smi's 'CUDA Version'): run and devices --check "
-            f"will fail on these GPUs; install the cupy for CUDA {driver}: pip install "
-            f"'gpuplace[cuda{driver}]' (and uninstall {wheel}), or update the driver"
-        )
+    for wheel, major in CUPY_WHEELS.items():
+        version = installed(wheel) if major > driver else None
+        if version is not None:
+            return (
+                f"{wheel} {version} needs a driver for CUDA {major}, but this driver supports "
+                f"CUDA {driver_cuda} at most (nvidia-smi's 'CUDA Version'): run and devices "
+                f"--check will fail on these GPUs; {cupy_for(driver)} (and uninstall {wheel}), "
+                "or update the driver"
+            )
     return None
 
 

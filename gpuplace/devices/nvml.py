@@ -15,6 +15,7 @@ from types import ModuleType
 from typing import Any, TypeVar
 
 from ..errors import MissingDependency
+from .cuda_match import cuda_text
 from .host import probe_host
 from .model import Gpu, GpuProcess, Machine, MigInstance
 
@@ -127,7 +128,7 @@ def probe(loader: NvmlLoader = load_pynvml) -> Machine:
         gpus=gpus,
         description="NVML",
         driver_version=_text(driver) if driver is not None else None,
-        cuda_version=f"{cuda // 1000}.{(cuda % 1000) // 10}" if isinstance(cuda, int) else None,
+        cuda_version=cuda_text(cuda) if isinstance(cuda, int) else None,
         no_gpu_reason=None if gpus else "NVML reports no GPU on this machine",
     )
 

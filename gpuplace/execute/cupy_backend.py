@@ -15,6 +15,7 @@ from typing import Any, Concatenate, ParamSpec, TypeVar
 
 import numpy as np
 
+from ..devices.cuda_match import cuda_text, cupy_for
 from ..errors import GpuplaceError, MissingDependency, RuntimeFailure
 
 INSTALL = "pip install 'gpuplace[cuda12]' (CUDA 12) or 'gpuplace[cuda13]' (CUDA 13)"
@@ -109,11 +110,6 @@ _OLD_DRIVER = (
 )  # fmt: skip
 
 
-def _cuda(version: int) -> str:
-    """CUDA's integer version (12040) as nvidia-smi prints it (12.4)."""
-    return f"{version // 1000}.{version % 1000 // 10}"
-
-
 def _old_driver(cupy: ModuleType | None) -> str:
     """The fix for a driver older than cupy's CUDA, with both versions when cupy can tell."""
     try:
@@ -122,11 +118,10 @@ def _old_driver(cupy: ModuleType | None) -> str:
     except Exception:  # the versions only sharpen the hint
         runtime = driver = 0
     if runtime and driver:
-        major = driver // 1000
         return (
-            f"this cupy uses CUDA {_cuda(runtime)} but the NVIDIA driver supports CUDA "
-            f"{_cuda(driver)} at most (nvidia-smi's 'CUDA Version'): update the driver, or "
-            f"install the cupy for CUDA {major}: pip install 'gpuplace[cuda{major}]'"
+            f"this cupy uses CUDA {cuda_text(runtime)} but the NVIDIA driver supports CUDA "
+            f"{cuda_text(driver)} at most (nvidia-smi's 'CUDA Version'): update the driver, or "
+            f"{cupy_for(driver // 1000)}"
         )
     return (
         "the NVIDIA driver is older than the CUDA this cupy was built for (nvidia-smi's "
