@@ -11,7 +11,6 @@ from pathlib import Path
 
 import pytest
 
-from gpuplace.cli import cli
 from tests.conftest import Run
 
 GUIDE = Path(__file__).resolve().parent.parent / "examples" / "guide" / "01_log_placement.yaml"
@@ -168,8 +167,7 @@ def test_reader_that_goes_away_is_silent() -> None:
     assert head.stderr == ""
 
 
-# `run`, `plan` and `mem` take --machine / --debug after the command once `@global_options` is on
-# them (gpuplace/cli_graph.py, gpuplace/cli_mem.py, edited elsewhere); until then these skip.
+# `run`, `plan` and `mem` take --machine / --debug after the command (`@global_options`)
 COMMANDS = [
     ("run", [str(GUIDE), "--json"]),
     ("plan", [str(GUIDE), "--json"]),
@@ -177,16 +175,10 @@ COMMANDS = [
 ]
 
 
-def _needs_global_options(command: str) -> None:
-    if "sub_debug" not in {p.name for p in cli.commands[command].params}:
-        pytest.skip(f"`{command}` does not have @global_options yet")
-
-
 @pytest.mark.parametrize(("command", "args"), COMMANDS)
 def test_graph_commands_take_machine_after_the_command(
     run: Run, command: str, args: list[str]
 ) -> None:
-    _needs_global_options(command)
     before = run("--machine", "1xK40c", command, *args)
     after = run(command, *args, "--machine", "1xK40c")
     assert before.code == after.code == 0
@@ -197,7 +189,6 @@ def test_graph_commands_take_machine_after_the_command(
 def test_graph_commands_take_debug_after_the_command(
     run: Run, command: str, tmp_path: Path
 ) -> None:
-    _needs_global_options(command)
     result = run(command, str(tmp_path / "missing.yaml"), "--machine", "1xK40c", "--debug")
     assert result.code == 2
     assert result.err.startswith("Traceback (most recent call last):\n")

@@ -8,12 +8,13 @@ from typing import Any
 
 import click
 
-from .cli import AppContext, cli, global_options, gpus_required, warn
-from .cli_graph import memory_options, parse_feeds, pop_memory_flags, warn_no_gpu, warn_prepared
-from .errors import BadInput, CheckFailed
+from ..errors import BadInput, CheckFailed
+from .context import AppContext
+from .flags import global_options, memory_options, options_from_flags, pop_memory_flags
+from .output import gpus_required, warn, warn_no_gpu, warn_prepared
 
 
-@cli.command()
+@click.command()
 @click.argument("spec", metavar="[GRAPH.yaml]", required=False)
 @click.option("--json", "as_json", is_flag=True, help="One JSON document (sizes in bytes).")
 @click.option("--compare", is_flag=True,
@@ -27,9 +28,9 @@ from .errors import BadInput, CheckFailed
 def mem(app: AppContext, /, spec: str | None, as_json: bool, compare: bool,
         require_gpus: int | None, feed: tuple[str, ...], **kw: Any) -> None:  # fmt: skip
     """nvidia-smi's memory view; with a graph, run it under a memory policy and show the result."""
-    from .report import mem as report
-    from .report.devices import notice, title
-    from .report.run import json_text, machine_record, pruned_line, rate_records
+    from ..report import mem as report
+    from ..report.devices import notice, title
+    from ..report.run import json_text, machine_record, pruned_line, rate_records
 
     if spec is None:
         _needs_graph(compare, feed, kw)
@@ -71,7 +72,7 @@ def mem(app: AppContext, /, spec: str | None, as_json: bool, compare: bool,
     elif not view.gpus:
         click.echo(notice(view) or "No GPU listed.")
     else:
-        from .report.smi import smi_text
+        from ..report.smi import smi_text
 
         click.echo(smi_text(view.machine, cards, datetime.now()))
     if require_gpus is not None and len(view.gpus) < require_gpus:
@@ -119,9 +120,7 @@ def _with_graph(app: AppContext, view: Any, spec: str, feed: tuple[str, ...], kw
     """Run `spec` under the policy (or each compared policy): (policy name, logical GPUs,
     memory) per run, nvidia-smi's cards while the last run held its memory, and the last
     run's prepared graph (what its fetches pruned is the same for every policy)."""
-    from .naming import CLI
-    from .options import Options
-    from .session import prepare
+    from ..session import prepare
 
     memory = pop_memory_flags(kw)
     runs: list[tuple[str, Any, Any]] = []
@@ -131,7 +130,7 @@ def _with_graph(app: AppContext, view: Any, spec: str, feed: tuple[str, ...], kw
     labels: dict[str, str] = {}  # policy name -> the compared label that ran it
     prepared: Any = None
     for label, variant in _variants(memory, compare):
-        options = Options(feeds=parse_feeds(feed), naming=CLI, **variant)
+        options = options_from_flags(variant, feed=feed)
         prepared = prepare(spec, view, options, app.env)
         if compare and prepared.policy.virtual:
             raise BadInput(
@@ -157,7 +156,7 @@ def _with_graph(app: AppContext, view: Any, spec: str, feed: tuple[str, ...], kw
 
 def _run_observed(app: AppContext, view: Any, prepared: Any) -> tuple[Any, list[Any]]:
     """Run, capturing nvidia-smi's cards while the run still holds its memory."""
-    from .session import execute_prepared
+    from ..session import execute_prepared
 
     seen: list[Any] = []
 
@@ -169,7 +168,7 @@ def _run_observed(app: AppContext, view: Any, prepared: Any) -> tuple[Any, list[
 
 def _observe(app: AppContext, view: Any, prepared: Any, memory: Any) -> list[Any]:
     """nvidia-smi's cards while the run holds its memory: NVML again on a real machine."""
-    from .report import mem as report
+    from ..report import mem as report
 
     if view.machine.simulated:
         return report.with_process(

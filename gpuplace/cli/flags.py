@@ -1,0 +1,125 @@
+"""Flags shared by several commands: --machine / --debug after a command, the memory and
+strategy flags of run, plan and mem, --feed, --allow-soft-placement, --json."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar, cast
+
+import click
+
+from ..errors import BadInput
+from .context import MACHINE_ENV, AppContext
+
+if TYPE_CHECKING:
+    from ..options import Options
+
+F = TypeVar("F", bound=Callable[..., Any])
+MACHINE_HELP = (
+    "Simulate a machine: a preset list (4xK520, 2xA100-80GB,1xT4) or a YAML machine file. "
+    f"Env: {MACHINE_ENV} (ignored when empty). Accepted before or after the command."
+)
+DEBUG_HELP = "Show tracebacks for errors (the exit code stays the same)."
+MEMORY_FLAGS = ("allow_growth", "memory_fraction", "memory_limit", "virtual_gpus", "strategy",
+                "replicate")  # fmt: skip
+
+
+def _merge_globals(app: AppContext, machine_spec: str | None, debug: bool) -> None:
+    """Fold --machine / --debug given after the command into the app (see `global_options`)."""
+    app.debug = app.debug or debug
+    if machine_spec is None:
+        return
+    before = click.get_current_context().meta.get("gpuplace.machine")
+    if before is not None and before != machine_spec:
+        raise BadInput(
+            f"--machine is given twice with different values: {before!r} before the command and "
+            f"{machine_spec!r} after it; give it once"
+        )
+    app.machine_spec = machine_spec
+
+
+def global_options(command: F) -> F:
+    """Accept the group's --machine and --debug after a command too (`gpuplace run g.yaml
+    --debug`), with the same meaning; a --machine given on both sides must be the same.
+
+    Put it right above `@click.pass_obj`, so the two options are listed last in --help."""
+
+    @functools.wraps(command)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        app = click.get_current_context().find_object(AppContext)
+        if app is not None:
+            _merge_globals(app, kwargs.pop("sub_machine_spec"), kwargs.pop("sub_debug"))
+        return command(*args, **kwargs)
+
+    click.option("--debug", "sub_debug", is_flag=True, help=DEBUG_HELP)(wrapper)
+    click.option("--machine", "sub_machine_spec", metavar="SPEC", help=MACHINE_HELP)(wrapper)
+    return cast(F, wrapper)
+
+
+def memory_options(f: Any) -> Any:
+    """The machine-shaping flags shared by run, plan and mem: memory policy (overrides
+    config.gpu_options), --replicate and --strategy (overrides config.placement)."""
+    options = [
+        click.option("--allow-growth/--no-allow-growth", "allow_growth", default=None,
+                     help="TensorFlow's allow_growth: start at 2 MiB and grow (overrides config; "
+                          "env TF_FORCE_GPU_ALLOW_GROWTH wins)."),
+        click.option("--memory-fraction", "memory_fraction", type=float, metavar="F",
+                     help="per_process_gpu_memory_fraction: limit = total x F, F in (0, 1]."),
+        click.option("--memory-limit", "memory_limit", metavar="SIZE",
+                     help="Memory limit per GPU (e.g. 64MiB), preallocated unless growing."),
+        click.option("--virtual-gpus", "virtual_gpus", metavar="SPEC",
+                     help="Logical GPUs: GPU:0=2GiB,2GiB splits GPU:0 into two (';' between GPUs)."),
+        click.option("--replicate", "replicate", metavar="N|all",
+                     help="Data-parallel: split the top-level placeholders over N GPUs (or all) and "
+                          "merge the outputs on the CPU, as Keras' multi_gpu_model."),
+        click.option("--strategy", type=click.Choice(["tensorflow", "balanced", "round-robin"]),
+                     default=None, help="Placement strategy (config placement.strategy); "
+                     "default tensorflow: TensorFlow's rules."),
+    ]  # fmt: skip
+    for option in reversed(options):
+        f = option(f)
+    return f
+
+
+def pop_memory_flags(kwargs: dict[str, Any]) -> dict[str, Any]:
+    """Take `memory_options`' values out of a command's keyword arguments."""
+    return {k: kwargs.pop(k) for k in MEMORY_FLAGS}
+
+
+SOFT = click.option(
+    "--allow-soft-placement/--no-allow-soft-placement", "soft", default=None,
+    help="TensorFlow's allow_soft_placement: fall back to an existing device (overrides config).",
+)  # fmt: skip
+JSON = click.option("--json", "as_json", is_flag=True, help="One JSON document.")
+
+
+def parse_feeds(values: Sequence[str]) -> dict[str, str]:
+    """`--feed NAME=VALUE` items by name; a placeholder fed twice is refused, not overwritten."""
+    feeds: dict[str, str] = {}
+    for item in values:
+        name, sep, value = item.partition("=")
+        if not sep or not name.strip():
+            raise BadInput(f"--feed {item!r}: expected NAME=FILE.npy or NAME=JSON (e.g. x=[[1,2]])")
+        name = name.strip()
+        if name in feeds:
+            raise BadInput(
+                f"--feed {name} is given twice ({name}={feeds[name]} and {name}={value}); "
+                f"feed each placeholder once"
+            )
+        feeds[name] = value
+    return feeds
+
+
+def options_from_flags(
+    memory: dict[str, Any], soft: bool | None = None, log: bool | None = None,
+    feed: Sequence[str] = (),
+) -> Options:  # fmt: skip
+    """The library's Options for what the flags asked (the Python API takes the same)."""
+    from ..naming import CLI
+    from ..options import Options
+
+    return Options(
+        allow_soft_placement=soft, log_device_placement=log, feeds=parse_feeds(feed),
+        naming=CLI, **memory,
+    )  # fmt: skip

@@ -1,0 +1,122 @@
+"""The `gpuplace` command line: the group, its commands (registered here, one module each), and
+the entry point that maps gpuplace's errors to one line and an exit code. Commands parse flags,
+call the library and print; nothing below `cli/` prints.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import sys
+from typing import Any, TextIO, cast
+
+import click
+
+from ..errors import GpuplaceError, OutputError
+from .context import AppContext
+from .devices import devices
+from .flags import DEBUG_HELP, MACHINE_HELP
+from .mem import mem
+from .output import say
+from .plan import plan
+from .run import run
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--machine", "machine_spec", metavar="SPEC", help=MACHINE_HELP)
+@click.option("--debug", is_flag=True, help=DEBUG_HELP)
+@click.version_option(package_name="gpuplace")
+@click.pass_context
+def cli(ctx: click.Context, machine_spec: str | None, debug: bool) -> None:
+    """See the GPUs a CUDA program would see, and place work on them the way TensorFlow does."""
+    app = ctx.ensure_object(AppContext)
+    if machine_spec is not None:
+        app.machine_spec = machine_spec
+        ctx.meta["gpuplace.machine"] = machine_spec
+    app.debug = app.debug or debug
+
+
+class _GuardedStdout:
+    """sys.stdout, with its write failures raised as OutputError, so that a full disk, a closed
+    descriptor or a reader that went away is told apart from other OSErrors and gets one line."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        try:
+            return self._stream.write(text)
+        except OSError as exc:
+            raise OutputError(exc.strerror or str(exc), exc.errno) from exc
+        except ValueError as exc:  # I/O operation on closed file
+            raise OutputError(str(exc)) from exc
+
+    def flush(self) -> None:
+        try:
+            self._stream.flush()
+        except OSError as exc:
+            raise OutputError(exc.strerror or str(exc), exc.errno) from exc
+        except ValueError as exc:
+            raise OutputError(str(exc)) from exc
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
+def main(argv: list[str] | None = None, app: AppContext | None = None) -> int:
+    """Console entry point: run the group, map gpuplace errors to one message and an exit code
+    (with --debug, the traceback too; the exit code stays the error's)."""
+    app = app or AppContext()
+    stdout = sys.stdout
+    if stdout is None:
+        return _report(app, OutputError("standard output is closed"))
+    sys.stdout = cast(TextIO, _GuardedStdout(stdout))
+    try:
+        code = _invoke(argv, app)
+        sys.stdout.flush()
+    except GpuplaceError as exc:
+        return _report(app, exc)
+    finally:
+        sys.stdout = stdout
+    return code
+
+
+def _invoke(argv: list[str] | None, app: AppContext) -> int:
+    try:
+        cli.main(args=argv, obj=app, standalone_mode=False, prog_name="gpuplace")
+    except click.ClickException as exc:
+        exc.show()
+        return exc.exit_code
+    except click.exceptions.Exit as exc:
+        return exc.exit_code
+    except click.Abort:
+        say("Aborted.")
+        return 1
+    return 0
+
+
+def _report(app: AppContext, exc: GpuplaceError) -> int:
+    if isinstance(exc, OutputError) and exc.errno == errno.EPIPE:
+        return 1  # the reader went away (`| head`): nothing to say, as cat and grep
+    if app.debug:
+        import traceback  # only here: it costs `devices` a few ms to import
+
+        say("".join(traceback.format_exception(exc)).rstrip("\n"))
+    say(f"error: {exc}")
+    return exc.exit_code
+
+
+def entry() -> None:  # pragma: no cover - thin console-script wrapper
+    code = main()
+    try:
+        if sys.stdout is not None:
+            sys.stdout.flush()
+    except (OSError, ValueError):  # already reported: let the interpreter's last flush go nowhere
+        with contextlib.suppress(OSError, ValueError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    sys.exit(code)
+
+
+for command in (devices, run, plan, mem):
+    cli.add_command(command)

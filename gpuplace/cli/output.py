@@ -1,0 +1,100 @@
+"""How commands print: rich renderables fitted to the terminal (or their plain layout), and
+one-line warnings on stderr. With `context.py`, the only place that prints."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Sequence
+from typing import Any
+
+import click
+
+from .context import AppContext
+
+
+def echo_renderable(app: AppContext, renderable: Any, fallback: str | None = None) -> bool:
+    """Print one rich renderable (see `echo_renderables`)."""
+    return echo_renderables(app, [renderable], fallback)
+
+
+def echo_renderables(
+    app: AppContext, renderables: Sequence[Any], fallback: str | None = None
+) -> bool:
+    """Print rich renderables: styled on a terminal, with no style at all under NO_COLOR, and
+    never cutting a value short. When a table among them is too wide for the terminal, print
+    `fallback` (the plain layout) instead and return False; without one, fold its cells."""
+    from rich.console import Console
+    from rich.table import Table
+
+    columns = app.env.get("COLUMNS", "")
+    console = Console(
+        force_terminal=app.terminal(),
+        color_system=None if app.env.get("NO_COLOR") else "auto",
+        width=int(columns) if columns.isdigit() and int(columns) > 0 else None,
+        soft_wrap=False,
+        highlight=False,
+        markup=False,
+        emoji=False,
+    )
+    tables = [r for r in renderables if isinstance(r, Table)]
+    too_wide = [t for t in tables if not _fits(console, t)]
+    if too_wide and fallback is not None:
+        click.echo(fallback)
+        return False
+    for table in tables:  # a word wider than its column folds onto the next line, never "…"
+        for column in table.columns:
+            column.no_wrap = column.no_wrap and table not in too_wide
+            column.overflow = "ellipsis" if column.no_wrap else "fold"
+    for renderable in renderables:
+        console.print(renderable)
+    return True
+
+
+def _fits(console: Any, table: Any) -> bool:
+    """Whether `table` fits the console with every no-wrap cell whole and every other cell
+    wrapped at spaces only (rich squeezes wrapping columns first, then truncates)."""
+    from rich.measure import Measurement
+
+    _top, right, _bottom, left = table.padding
+    width = (2 if table.box and table.show_edge else 0) + (
+        len(table.columns) - 1 if table.box else 0
+    )
+    for column in table.columns:
+        sizes = [
+            Measurement.get(console, console.options, c) for c in [column.header, *column.cells]
+        ]
+        width += left + right + max(m.maximum if column.no_wrap else m.minimum for m in sizes)
+    return bool(width <= console.width)
+
+
+def warn(message: str) -> None:
+    say(f"warning: {message}")
+
+
+def say(message: str) -> None:
+    """One line on stderr, if stderr can take it (nothing else can be done when it cannot)."""
+    with contextlib.suppress(OSError, ValueError):
+        click.echo(message, err=True)
+
+
+def gpus_required(required: int, visible: int) -> str:
+    """`--require-gpus`' failure: '1 GPU required, 0 visible'."""
+    return f"{required} GPU{'' if required == 1 else 's'} required, {visible} visible"
+
+
+def warn_no_gpu(view: Any, prepared: Any) -> None:
+    """One warning when a graph runs without any GPU: everything is on CPU:0, and why."""
+    if not prepared.logical:
+        from ..report.run import no_gpu_warning
+
+        warn(no_gpu_warning(view))
+
+
+def warn_prepared(prepared: Any, rates: bool, seen: set[str] | None = None) -> None:
+    """The memory policy's warnings, and (where the cost model used them) the rates file's;
+    each once where `seen` collects those already given (mem --compare prepares many times)."""
+    seen = set() if seen is None else seen
+    for w in (*prepared.policy.warnings, *(prepared.rates.warnings if rates else ())):
+        if w not in seen:
+            seen.add(w)
+            warn(w)

@@ -1,0 +1,168 @@
+"""`gpuplace run`: place a graph the way TensorFlow does, run it, print the log and results.
+
+Heavy modules (numpy, the loader, the executor) are imported inside the command so that
+`gpuplace devices` stays fast.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from ..errors import BadInput, CheckFailed
+from .context import AppContext
+from .flags import JSON, SOFT, global_options, memory_options, options_from_flags, pop_memory_flags
+from .output import echo_renderable, warn, warn_no_gpu, warn_prepared
+
+
+def check_save_path(path: str) -> None:
+    """`--save` writes exactly the path given: numpy would add `.npz` to any other name (and
+    write `adir.npz` beside a directory), so those are refused before anything runs."""
+    import os
+
+    fix = "give a file name ending in .npz"
+    if not path:
+        raise BadInput(f"--save '': no file name; {fix} (e.g. --save values.npz)")
+    if os.path.isdir(path):
+        raise BadInput(
+            f"--save {path}: is a directory; {fix} (e.g. --save {os.path.join(path, 'values.npz')})"
+        )
+    if not path.endswith(".npz"):
+        raise BadInput(
+            f"--save {path}: numpy would write {path}.npz instead; {fix} (e.g. --save values.npz)"
+        )
+    parent = os.path.dirname(path)
+    if parent and not os.path.isdir(parent):
+        raise BadInput(
+            f"--save {path}: the directory {parent} does not exist; create it first, or save "
+            "somewhere that exists"
+        )
+
+
+@click.command()
+@click.argument("spec", metavar="GRAPH.yaml")
+@click.option("--log-placement/--no-log-placement", "log", default=None,
+              help="Print TensorFlow's device mapping and placement log (overrides config; "
+                   "--json always carries both).")  # fmt: skip
+@SOFT
+@click.option(
+    "--explain",
+    is_flag=True,
+    help="Print why each op went where it did "
+    "(--json always carries it: each op's device and reason, and the copies).",
+)
+@JSON
+@click.option(
+    "--save",
+    metavar="FILE.npz",
+    help="Write the fetched values to FILE.npz (the name must end in .npz).",
+)
+@click.option(
+    "--verify", is_flag=True, help="Compare every fetch with a float64 CPU run; exit 1 on mismatch."
+)
+@click.option(
+    "--feed",
+    multiple=True,
+    metavar="NAME=VALUE",
+    help="Feed a placeholder: NAME=FILE.npy or NAME=JSON.",
+)
+@click.option(
+    "--force", is_flag=True, help="Run even when the plan predicts running out of memory."
+)
+@memory_options
+@global_options
+@click.pass_obj
+def run(app: AppContext, /, spec: str, log: bool | None, soft: bool | None, explain: bool,
+        as_json: bool, save: str | None, verify: bool, feed: tuple[str, ...], force: bool,
+        **kw: Any) -> None:  # fmt: skip
+    """Place a graph the way TensorFlow does, run it, print the placement log and the results."""
+    from ..report import run as report
+    from ..session import execute_prepared, predict_memory, prepare
+
+    memory = pop_memory_flags(kw)
+    if save is not None:  # given empty: refused, not dropped
+        check_save_path(save)
+    view = app.view()
+    for w in view.warnings:
+        warn(w)
+    prepared = prepare(spec, view, options_from_flags(memory, soft, log, feed), app.env)
+    warn_prepared(prepared, rates=prepared.strategy == "balanced")
+    warn_no_gpu(view, prepared)
+    if not force:
+        oom = predict_memory(prepared, view)[1]
+        if oom is not None:
+            raise oom
+    outcome = execute_prepared(prepared, view, app.cupy_loader)
+    result = outcome.result
+    checked = _verify(prepared, result, view) if verify else []
+    if save is not None:
+        _save(save, result.values)
+    if as_json:
+        doc = report.run_json(view, prepared, outcome)
+        if verify:
+            doc["verify"] = [c.__dict__ for c in checked]
+        click.echo(report.json_text(doc))
+    else:
+        _print_run(app, view, prepared, result, explain, checked)
+    bad = [c for c in checked if not c.ok]
+    if bad:
+        raise CheckFailed("; ".join(
+            f"--verify: {c.fetch} differs from the float64 CPU run by {c.max_rel_error:.2e} "
+            f"(relative; tolerance for {c.dtype} is {c.tolerance:.0e})"
+            + (f"; {c.hint}" if c.hint else "") for c in bad
+        ))  # fmt: skip
+
+
+def _verify(prepared: Any, result: Any, view: Any) -> list[Any]:
+    from ..session import verify
+
+    return verify(prepared, result, view)
+
+
+def _save(path: str, values: dict[str, Any]) -> None:
+    import numpy as np
+
+    try:
+        np.savez(path, **values)
+    except OSError as exc:
+        raise BadInput(f"--save {path!r}: cannot write: {exc.strerror}") from exc
+
+
+def _print_run(app: AppContext, view: Any, prepared: Any, result: Any, explain: bool,
+               checked: list[Any]) -> None:  # fmt: skip
+    from ..report import run as report
+
+    mapping = prepared.log_device_placement
+    if view.machine.simulated and not (mapping and prepared.logical):
+        # the device mapping marks each simulated GPU; without it, one line says so
+        click.echo(report.title(view, prepared.strategy, "Run"))
+    if mapping:
+        click.echo(report.device_mapping(prepared.logical))
+        click.echo(report.placement_log(*prepared.placed()))
+    pruned = report.pruned_line(prepared)
+    if pruned:
+        click.echo(pruned)
+    for line in result.printed:
+        click.echo(line, err=True)
+    if explain:
+        _explain(app, prepared, result.copies)
+    if result.values:
+        click.echo(report.results_text(result.values))
+    elif prepared.graph.targets:  # fetch: named only ops run for their effect (save)
+        click.echo(f"ran {', '.join(prepared.graph.targets)}; nothing fetched to show or verify")
+    for c in checked:
+        verdict = "ok" if c.ok else "MISMATCH" + (f" ({c.hint})" if c.hint else "")
+        click.echo(f"verify {c.fetch}: max relative error {c.max_rel_error:.1e} vs float64 CPU "
+                   f"({c.dtype}, tolerance {c.tolerance:.0e}): {verdict}")  # fmt: skip
+
+
+def _explain(app: AppContext, prepared: Any, copies: Any) -> None:
+    from ..report import run as report
+
+    plain = report.explain_plain(prepared.graph, prepared.placement, copies)
+    if app.terminal():
+        table = report.explain_table(prepared.graph, prepared.placement, copies)
+        echo_renderable(app, table, fallback=plain)
+    else:
+        click.echo(plain)
