@@ -24,7 +24,8 @@ from .ops import suggest
 from .parse import Document, key_line, parse, parse_json_lines
 from .replicate import FlagSettings, Synthetic, replica_error
 from .resolve import Inputs, Lookup, direct, new_op, new_ref, order, resolve
-from .walk import Entry, Scope, SpecError, Walker
+from .scope import Scope, SpecError
+from .walk import Entry, Walker
 
 TOP_KEYS = ("config", "graph", "fetch")
 CONFIG_KEYS = ("log_device_placement", "allow_soft_placement", "gpu_options", "placement")

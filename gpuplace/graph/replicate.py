@@ -16,15 +16,41 @@ of Keras' template model are.
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from .attrs import show
 from .infer import fmt
 from .ops import REGISTRY, suggest
+from .scope import Device, Namespace, Scope, SpecError, check_keys
 
 if TYPE_CHECKING:
     from .model import TensorSpec
-    from .walk import Device, Scope, Walker, _Namespace
+
+
+class _Entry(Protocol):
+    raw: dict[str, Any]
+
+
+class Walker(Protocol):
+    """What a replicate block needs of `walk.Walker` (which imports this module, not the
+    reverse): walk ops into a scope, repeat a body, resolve device strings, add its own ops."""
+
+    num_gpus: int | None
+
+    @property
+    def entries(self) -> Sequence[_Entry]: ...
+
+    def walk_items(self, items: list[Any], scope: Scope, ns: Namespace, device: Device,
+                   where: object) -> None: ...  # fmt: skip
+
+    def expand(self, body: list[Any], copies: Sequence[tuple[Device, str]], scope: Scope,
+               where: object, slices: Sequence[tuple[str, int, int]] = ()) -> None: ...  # fmt: skip
+
+    def device(self, text: Any, outer: Device, where: object, label: str) -> Device: ...
+
+    def add_synthetic(self, raw: dict[str, Any], resolve_in: Scope, bind_in: Scope, local: str,
+                      device: Device, name: str) -> None: ...  # fmt: skip
+
 
 SETTINGS = ("gpus", "split", "merge", "merge_device")
 MERGES = {"concat": "concat", "add_n": "add_n", "mean": "average_n"}
@@ -57,8 +83,6 @@ class FlagSettings(dict[str, Any]):
 
 def _error(message: str, where: object, machine: bool = False) -> Exception:
     """A spec error; `machine`: this machine cannot do it (exit 1, like a placement failure)."""
-    from .walk import SpecError
-
     err = SpecError(message, where)
     if machine:
         err.exit_code = 1
@@ -155,13 +179,10 @@ def _referenced(items: Sequence[Any]) -> Iterator[str]:
             yield from _referenced(item["graph"])
 
 
-def expand_replicate(walker: Walker, item: dict[str, Any], scope: Scope, ns: _Namespace,
+def expand_replicate(walker: Walker, item: dict[str, Any], scope: Scope, ns: Namespace,
                      device: Device) -> None:  # fmt: skip
     """Walk a replicate block: shared variables, per-GPU slices and body copies, merges."""
-    from .walk import Scope as ScopeClass
-    from .walk import _check_keys
-
-    _check_keys(item, ("replicate", "graph"), "a replicate block")
+    check_keys(item, ("replicate", "graph"), "a replicate block")
     settings = _settings(item)
     spec = item["replicate"]
     flag = spec.flag if isinstance(spec, FlagSettings) else None
@@ -180,7 +201,7 @@ def expand_replicate(walker: Walker, item: dict[str, Any], scope: Scope, ns: _Na
         for g in gpus
     ]
     slices = [(x, k, len(gpus)) for x in settings["split"] for k in range(len(gpus))]
-    exports = ScopeClass(scope)
+    exports = Scope(scope)
     start = len(walker.entries)
     walker.expand(rest, copies, exports, item, slices=slices)
     for i in range(start, len(walker.entries)):  # this block's slices: tie them to it

@@ -19,7 +19,8 @@ from typing import Any, NamedTuple, NoReturn
 from .attrs import show
 from .model import Op, TensorRef, TensorSpec
 from .ops import EMPTY, REGISTRY, OpDef, suggest
-from .walk import UNCONSTRAINED, Entry, Names, Scope, SpecError, Walker, is_op_name
+from .scope import UNCONSTRAINED, Names, Scope, SpecError
+from .walk import Entry, Walker, is_op_name
 
 Inputs = list[tuple[int, int]]  # (entry index, output index) per input
 

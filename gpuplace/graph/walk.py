@@ -22,8 +22,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
 from typing import Any, NoReturn
 
 from ..devices.names import DeviceNameError, DeviceSpec, parse_device
@@ -31,95 +30,11 @@ from ..errors import BadInput
 from .attrs import show
 from .ops import EMPTY, REGISTRY, OpDef, suggest
 from .replicate import expand_replicate, slice_item
+from .scope import UNCONSTRAINED, Device, Names, Namespace, Scope, SpecError, check_keys
 
 BLOCK_KEYS = ("device", "graph")
 TOWER_KEYS = ("towers", "graph")
 _NAME = re.compile(r"[A-Za-z0-9.][A-Za-z0-9_.\-/>]*\Z")  # TensorFlow's op name rule
-
-
-class SpecError(BadInput):
-    """A spec error about one raw mapping (`where`), which the loader turns into file:line."""
-
-    def __init__(self, message: str, where: object = None, other: object = None) -> None:
-        super().__init__(message)
-        self.where = where
-        self.other = other  # a second mapping to cite, e.g. the first of two duplicates
-
-
-@dataclass(frozen=True)
-class Device:
-    """A device scope: the merged spec and its canonical string ("" for unconstrained)."""
-
-    spec: DeviceSpec
-    text: str
-
-
-UNCONSTRAINED = Device(DeviceSpec(), "")
-
-
-class Names:
-    """TensorFlow's `Graph.unique_name`: name, then name_1, name_2, ... skipping taken names.
-
-    The names written in the namespace's `items` are taken from the start, so generated names
-    skip them wherever they appear; they are collected on the first `unique` call, so a spec
-    whose ops are all named never pays for it.
-    """
-
-    def __init__(self, items: list[Any]) -> None:
-        self.used: dict[str, int] = {}
-        self._pending: list[Any] | None = items
-
-    def unique(self, name: str) -> str:
-        """`name` made unique; an op's TF type (`TfType`, as the loader's fast path passes it)
-        stands for that op's default name."""
-        if type(name) is not str:
-            name = getattr(name, "default_name", name)
-        if self._pending is not None:
-            self.used.update((written.lower(), 1) for written in _written(self._pending))
-            self._pending = None
-        key = name.lower()
-        i = self.used.get(key, 0)
-        self.used[key] = i + 1
-        if i == 0:
-            return name
-        base = key
-        while key in self.used:
-            key = f"{base}_{i}"
-            i += 1
-        self.used[key] = 1
-        return f"{name}_{i - 1}"
-
-
-@dataclass
-class Scope:
-    """Names visible in one namespace -> entry indices (one per copy), chained to the outer."""
-
-    parent: Scope | None = None
-    names: dict[str, list[int]] = field(default_factory=dict)
-    written: dict[str, object] = field(default_factory=dict)  # names from `name:` -> mapping
-
-    def find(self, name: str) -> list[int] | None:
-        scope: Scope | None = self
-        while scope is not None:
-            found = scope.names.get(name)
-            if found is not None:
-                return found
-            scope = scope.parent
-        return None
-
-    def define(self, name: str, indices: list[int], written: object) -> None:
-        """Bind `name`; `written` is the mapping whose `name:` it is, None if generated.
-
-        A written name beats a generated one; two written ones clash.
-        """
-        if written is None:
-            if name in self.names:
-                return
-        else:
-            first = self.written.setdefault(name, written)
-            if first is not written:
-                raise SpecError(f"duplicate op name {name!r}; rename one of them", written, first)
-        self.names[name] = indices
 
 
 class Entry:
@@ -138,12 +53,6 @@ class Entry:
         self.attrs = attrs
 
 
-@dataclass(frozen=True)
-class _Namespace:
-    names: Names | None  # None: the top level, whose names are the global ones
-    prefix: str
-
-
 class Walker:
     """Turns `graph:` lists into `entries` in file order, each with its name, device and scope."""
 
@@ -158,7 +67,7 @@ class Walker:
     def top(self, items: list[Any], scope: Scope) -> None:
         """The top-level list: names written here are kept as they are."""
         self.names = Names(items)
-        self._walk(items, scope, _Namespace(None, ""), UNCONSTRAINED, None)
+        self._walk(items, scope, Namespace(None, ""), UNCONSTRAINED, None)
 
     def expand(self, body: list[Any], copies: Sequence[tuple[Device, str]], scope: Scope,
                where: object, slices: Sequence[tuple[str, int, int]] = ()) -> None:  # fmt: skip
@@ -173,7 +82,7 @@ class Walker:
                 if index == k:
                     raw = slice_item(x, index, parts)
                     self.add_synthetic(raw, scope, local, x, UNCONSTRAINED, prefix + x)
-            self._walk(body, local, _Namespace(Names(body), prefix), device, where)
+            self._walk(body, local, Namespace(Names(body), prefix), device, where)
             for name, indices in local.names.items():
                 if not any(x == name for x, _, _ in slices):
                     exported.setdefault(name, []).extend(indices)
@@ -181,7 +90,7 @@ class Walker:
         for name, indices in exported.items():
             scope.define(name, indices, written.get(name))
 
-    def _walk(self, items: list[Any], scope: Scope, ns: _Namespace, device: Device,
+    def _walk(self, items: list[Any], scope: Scope, ns: Namespace, device: Device,
               where: object) -> None:  # fmt: skip
         for item in items:
             if type(item) is not dict:
@@ -197,7 +106,7 @@ class Walker:
             elif "replicate" in item:
                 expand_replicate(self, item, scope, ns, device)
             elif "graph" in item:
-                _check_keys(item, BLOCK_KEYS, "a device block")
+                check_keys(item, BLOCK_KEYS, "a device block")
                 inner = device  # a block without `device` keeps the enclosing scope
                 if "device" in item:
                     inner = self.device(item["device"], device, item, "device block")
@@ -209,7 +118,7 @@ class Walker:
                     item,
                 )
 
-    def walk_items(self, items: list[Any], scope: Scope, ns: _Namespace, device: Device,
+    def walk_items(self, items: list[Any], scope: Scope, ns: Namespace, device: Device,
                    where: object) -> None:  # fmt: skip
         """Walk ops into `scope` (replicate's shared variables)."""
         self._walk(items, scope, ns, device, where)
@@ -226,7 +135,7 @@ class Walker:
             Entry(raw, opdef, opdef.tf_type, unique, device.text, resolve_in, attrs)
         )
 
-    def _op(self, item: dict[str, Any], scope: Scope, ns: _Namespace, device: Device) -> None:
+    def _op(self, item: dict[str, Any], scope: Scope, ns: Namespace, device: Device) -> None:
         kind = item["op"]
         opdef = REGISTRY.get(kind) if type(kind) is str else None
         if opdef is None:
@@ -264,8 +173,8 @@ class Walker:
                 raise SpecError(str(err), item) from None
         self.entries.append(Entry(item, opdef, tf_type, name, device.text, scope, attrs))
 
-    def _towers(self, item: dict[str, Any], scope: Scope, ns: _Namespace, device: Device) -> None:
-        _check_keys(item, TOWER_KEYS, "a towers block")
+    def _towers(self, item: dict[str, Any], scope: Scope, ns: Namespace, device: Device) -> None:
+        check_keys(item, TOWER_KEYS, "a towers block")
         towers = item["towers"]
         if type(towers) is not list or not towers:
             raise SpecError(
@@ -306,36 +215,11 @@ class Walker:
         return found
 
 
-def _written(items: list[Any]) -> Iterator[str]:
-    """Names written in one namespace: its ops and device blocks, not its tower bodies."""
-    for item in items:
-        if type(item) is not dict:
-            continue
-        name = item.get("name")
-        if "op" in item:
-            if type(name) is str:
-                yield name
-        elif "towers" not in item and "replicate" not in item and type(item.get("graph")) is list:
-            yield from _written(item["graph"])
-
-
 def is_op_name(name: str) -> bool:
     """TensorFlow's op name rule; most names are ASCII identifiers, checked without the regex."""
     return (name.isidentifier() and name.isascii() and name[0] != "_") or (
         _NAME.match(name) is not None
     )
-
-
-def _check_keys(item: dict[str, Any], allowed: Sequence[str], what: str) -> None:
-    for key in item:
-        if key not in allowed:
-            raise SpecError(
-                f"{what} takes {' and '.join(allowed)}; unknown key {show(key)}"
-                f"{suggest(key, allowed)}",
-                item,
-            )
-    if type(item.get("graph")) is not list:
-        raise SpecError(f"{what} needs 'graph', a list of ops", item)
 
 
 def _unknown_op(item: dict[str, Any]) -> NoReturn:

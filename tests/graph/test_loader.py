@@ -17,7 +17,8 @@ import yaml
 from gpuplace.devices.names import DeviceSpec
 from gpuplace.graph import Graph, Op, TensorRef, TensorSpec, load, loads
 from gpuplace.graph.loader import new_op, new_ref
-from gpuplace.graph.walk import Device, Scope, Walker
+from gpuplace.graph.scope import Device, Scope
+from gpuplace.graph.walk import Walker
 
 GUIDE = Path(__file__).resolve().parents[2] / "examples" / "guide"
 

@@ -1,0 +1,133 @@
+"""The walker's plain parts, shared by `walk.py` and `replicate.py`: spec errors, device scopes,
+namespaces and TensorFlow's unique-name rule. Imports neither of them (no cycle)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..devices.names import DeviceSpec
+from ..errors import BadInput
+from .attrs import show
+from .ops import suggest
+
+
+class SpecError(BadInput):
+    """A spec error about one raw mapping (`where`), which the loader turns into file:line."""
+
+    def __init__(self, message: str, where: object = None, other: object = None) -> None:
+        super().__init__(message)
+        self.where = where
+        self.other = other  # a second mapping to cite, e.g. the first of two duplicates
+
+
+@dataclass(frozen=True)
+class Device:
+    """A device scope: the merged spec and its canonical string ("" for unconstrained)."""
+
+    spec: DeviceSpec
+    text: str
+
+
+UNCONSTRAINED = Device(DeviceSpec(), "")
+
+
+class Names:
+    """TensorFlow's `Graph.unique_name`: name, then name_1, name_2, ... skipping taken names.
+
+    The names written in the namespace's `items` are taken from the start, so generated names
+    skip them wherever they appear; they are collected on the first `unique` call, so a spec
+    whose ops are all named never pays for it.
+    """
+
+    def __init__(self, items: list[Any]) -> None:
+        self.used: dict[str, int] = {}
+        self._pending: list[Any] | None = items
+
+    def unique(self, name: str) -> str:
+        """`name` made unique; an op's TF type (`TfType`, as the loader's fast path passes it)
+        stands for that op's default name."""
+        if type(name) is not str:
+            name = getattr(name, "default_name", name)
+        if self._pending is not None:
+            self.used.update((written.lower(), 1) for written in _written(self._pending))
+            self._pending = None
+        key = name.lower()
+        i = self.used.get(key, 0)
+        self.used[key] = i + 1
+        if i == 0:
+            return name
+        base = key
+        while key in self.used:
+            key = f"{base}_{i}"
+            i += 1
+        self.used[key] = 1
+        return f"{name}_{i - 1}"
+
+
+@dataclass
+class Scope:
+    """Names visible in one namespace -> entry indices (one per copy), chained to the outer."""
+
+    parent: Scope | None = None
+    names: dict[str, list[int]] = field(default_factory=dict)
+    written: dict[str, object] = field(default_factory=dict)  # names from `name:` -> mapping
+
+    def find(self, name: str) -> list[int] | None:
+        scope: Scope | None = self
+        while scope is not None:
+            found = scope.names.get(name)
+            if found is not None:
+                return found
+            scope = scope.parent
+        return None
+
+    def define(self, name: str, indices: list[int], written: object) -> None:
+        """Bind `name`; `written` is the mapping whose `name:` it is, None if generated.
+
+        A written name beats a generated one; two written ones clash.
+        """
+        if written is None:
+            if name in self.names:
+                return
+        else:
+            first = self.written.setdefault(name, written)
+            if first is not written:
+                raise SpecError(f"duplicate op name {name!r}; rename one of them", written, first)
+        self.names[name] = indices
+
+
+@dataclass(frozen=True)
+class Namespace:
+    """One namespace of names: the top level (`names` None: the global ones) or one copy of
+    a tower or replica body, whose ops' names start with `prefix`."""
+
+    names: Names | None  # None: the top level, whose names are the global ones
+    prefix: str
+
+
+def _written(items: list[Any]) -> Iterator[str]:
+    """Names written in one namespace: its ops and device blocks, not its tower bodies."""
+    for item in items:
+        if type(item) is not dict:
+            continue
+        name = item.get("name")
+        if "op" in item:
+            if type(name) is str:
+                yield name
+        elif "towers" not in item and "replicate" not in item and type(item.get("graph")) is list:
+            yield from _written(item["graph"])
+
+
+def check_keys(item: dict[str, Any], allowed: Sequence[str], what: str) -> None:
+    """SpecError unless `item` (a block) has only `allowed` keys and a `graph:` list."""
+    for key in item:
+        if key not in allowed:
+            raise SpecError(
+                f"{what} takes {' and '.join(allowed)}; unknown key {show(key)}"
+                f"{suggest(key, allowed)}",
+                item,
+            )
+    if type(item.get("graph")) is not list:
+        raise SpecError(f"{what} needs 'graph', a list of ops", item)
