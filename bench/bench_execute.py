@@ -19,8 +19,8 @@ import numpy as np
 
 from gpuplace.execute.backends import Backend, NumpyBackend
 from gpuplace.execute.executor import Kernel, execute, plan, run
-from gpuplace.execute.ledger import new_ledgers
 from gpuplace.graph.model import Graph, Op, TensorRef, TensorSpec
+from gpuplace.memory.ledger import new_ledgers
 
 CPU = "/job:localhost/replica:0/task:0/device:CPU:0"
 CHAIN = 100_000

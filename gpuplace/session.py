@@ -21,7 +21,6 @@ from .devices.model import View
 from .devices.names import full_name
 from .devices.rates import MeasuredRate, Rates, load_rates
 from .errors import BadInput, RuntimeFailure
-from .execute.ledger import OutOfMemory
 from .graph import apply_feeds, get_op, load
 from .graph.model import STRATEGIES, Config, Graph
 from .graph.prune import needed, prune
@@ -35,6 +34,7 @@ from .memory.devices import (
     release_pools,
     summary,
 )
+from .memory.ledger import OutOfMemory
 from .memory.policy import LogicalGpu, Policy, logical_gpus, resolve
 from .options import Options, check_feed_names, check_replicas, replicate_count
 from .placement import place
@@ -224,7 +224,7 @@ def predict_memory(
     reserved, peak, limit) and the OutOfMemory a run would hit (None when it fits), with advice
     and `anyway`, how to run it regardless (by default `run`'s --force, or execute_prepared
     for a Python caller). Returns (memory, oom); the OOM is returned, not raised."""
-    from .memory.predict import predict
+    from .execute.predict import predict
 
     _expect_prepared(prepared, "predict_memory")
     _expect_view(view, "predict_memory")

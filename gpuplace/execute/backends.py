@@ -1,7 +1,8 @@
 """Array backends behind one small protocol; chosen explicitly per device, never by fallback.
 
 numpy runs the CPU and simulated GPUs (so a simulated run computes real values); cupy runs real
-GPUs, each under its `cupy.cuda.Device`. Every backend says whether it is simulated.
+GPUs, each under its `cupy.cuda.Device`; the null backend stores nothing (memory prediction).
+Every backend says whether it is simulated.
 """
 
 from __future__ import annotations
@@ -52,6 +53,32 @@ class NumpyBackend:
 
     def get(self, array: Any) -> np.ndarray:
         return np.asarray(array)
+
+    def synchronize(self) -> None:
+        return None
+
+
+class NullBackend:
+    """A device that stores nothing (every array is None): `predict` walks the real schedule
+    over it, charging the ledgers as a run would without computing anything."""
+
+    simulated = True
+
+    def __init__(self, label: str) -> None:
+        self.label = label
+
+    @property
+    def xp(self) -> ModuleType:
+        return np
+
+    def device(self) -> AbstractContextManager[Any]:
+        return nullcontext()
+
+    def put(self, host: np.ndarray) -> Any:
+        return None
+
+    def get(self, array: Any) -> Any:
+        return None
 
     def synchronize(self) -> None:
         return None

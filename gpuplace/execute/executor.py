@@ -28,9 +28,9 @@ import numpy as np
 from ..errors import GpuplaceError, RuntimeFailure
 from ..gc_pause import gc_paused
 from ..graph.model import Graph, Op
+from ..memory.ledger import Ledger, OutOfMemory, new_ledgers
 from .backends import Backend
 from .cupy_backend import CupyBackend, cuda_failure
-from .ledger import Ledger, OutOfMemory, new_ledgers
 from .schedule import (
     HOST,
     KERNEL,

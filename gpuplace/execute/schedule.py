@@ -28,9 +28,9 @@ from typing import Any, NamedTuple, Protocol
 from ..errors import BadInput
 from ..gc_pause import gc_paused
 from ..graph.model import Graph, Op, TensorRef, TensorSpec
+from ..memory.ledger import allocation_size
 from .backends import Backend, NumpyBackend
 from .cupy_backend import CupyBackend
-from .ledger import allocation_size
 
 Compute = Callable[[ModuleType, list[Any], Mapping[str, Any]], list[Any]]
 KERNEL, HOST, PRINT = 0, 1, 2  # a step's kind

@@ -15,9 +15,9 @@ from typing import Any
 from ..devices.model import View
 from ..devices.names import full_name
 from ..errors import GpuplaceError, RuntimeFailure
-from ..execute.ledger import Ledger, OutOfMemory
 from ..naming import CLI, Naming
 from ..units import human
+from .ledger import Ledger, OutOfMemory
 from .policy import LogicalGpu, Policy
 
 POOL_UNIT = 512  # cupy's allocation unit (`cupy/cuda/memory.pyx`, _round_size)

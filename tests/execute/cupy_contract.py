@@ -18,7 +18,7 @@ import pytest
 from gpuplace.execute.backends import Backend, NumpyBackend
 from gpuplace.execute.cupy_backend import CupyBackend
 from gpuplace.execute.executor import execute
-from gpuplace.execute.ledger import OutOfMemory
+from gpuplace.memory.ledger import OutOfMemory
 from tests.execute.helpers import CPU, gpu, graph, kernel_table, op
 
 MiB = 1024**2

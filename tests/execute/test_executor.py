@@ -16,8 +16,8 @@ import pytest
 from gpuplace.errors import BadInput, RuntimeFailure
 from gpuplace.execute.backends import Backend, NumpyBackend
 from gpuplace.execute.executor import Schedule, execute, plan, run
-from gpuplace.execute.ledger import OutOfMemory, new_ledgers
 from gpuplace.graph.model import Graph
+from gpuplace.memory.ledger import OutOfMemory, new_ledgers
 from tests.execute.helpers import CPU, Apply, gpu, graph, kernel_table, op
 
 GPU0, GPU1 = gpu(0), gpu(1)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from gpuplace.execute.ledger import Ledger, OutOfMemory, allocation_size, new_ledgers
+from gpuplace.memory.ledger import Ledger, OutOfMemory, allocation_size, new_ledgers
 
 GPU = "/job:localhost/replica:0/task:0/device:GPU:0"
 

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from gpuplace.devices.model import Gpu, VisibleGpu
 from gpuplace.errors import BadInput
-from gpuplace.execute.ledger import Ledger
+from gpuplace.memory.ledger import Ledger
 from gpuplace.memory.policy import Policy, logical_gpus, min_system_memory, parse_virtual, resolve
 from tests.fakes.fake_pynvml import MiB
 

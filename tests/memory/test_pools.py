@@ -76,7 +76,7 @@ def test_virtual_gpus_share_their_card_pool_without_double_counting(tmp_path: Pa
 
 @pytest.mark.parametrize("options", [{}, {"allow_growth": True}])
 def test_out_of_memory_releases_the_pools(tmp_path: Path, options: dict[str, Any]) -> None:
-    from gpuplace.execute.ledger import OutOfMemory
+    from gpuplace.memory.ledger import OutOfMemory
 
     cupy = make_fake_cupy(2, 1024 * MiB)
     with pytest.raises(OutOfMemory) as err:

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from gpuplace.cli import AppContext
 from gpuplace.errors import RuntimeFailure
-from gpuplace.execute.ledger import OutOfMemory
+from gpuplace.memory.ledger import OutOfMemory
 from gpuplace.options import Options
 from gpuplace.session import execute_prepared, predict_memory, prepare
 from tests.conftest import Run

@@ -10,8 +10,8 @@ import pytest
 from gpuplace.devices import load_machine, view
 from gpuplace.devices.presets import PRESETS
 from gpuplace.errors import BadInput
-from gpuplace.execute.ledger import allocation_size as ledger_rounding
 from gpuplace.graph import loads
+from gpuplace.memory.ledger import allocation_size as ledger_rounding
 from gpuplace.memory.policy import Policy, logical_gpus, parse_virtual
 from gpuplace.placement.cost import (
     DEFAULT_GPU,

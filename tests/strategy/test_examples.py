@@ -8,10 +8,10 @@ from pathlib import Path
 from gpuplace.devices import load_machine, view
 from gpuplace.execute.backends import NumpyBackend
 from gpuplace.execute.executor import execute
+from gpuplace.execute.predict import predict
 from gpuplace.graph import get_op, load
 from gpuplace.memory.policy import LogicalGpu, resolve
 from gpuplace.memory.policy import logical_gpus as logical
-from gpuplace.memory.predict import predict
 from gpuplace.placement import place
 from gpuplace.placement.balanced import place_balanced
 from gpuplace.placement.cost import DeviceModel, device_models

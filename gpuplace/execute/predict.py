@@ -1,54 +1,28 @@
 """Predict each device's memory for a run without computing anything.
 
 The real executor walks the real schedule (same copies, same frees after the last consumer,
-same resident variables, same 256-byte rounding) over null backends and kernels that produce
-nothing, charging the same ledgers a run would. So `plan` predicts what `run` will hold.
+same resident variables, same 256-byte rounding) over null backends (`backends.NullBackend`)
+and kernels that produce nothing, charging the same ledgers a run would. So `plan` predicts what `run` will hold.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
-import numpy as np
-
 from ..devices.names import full_name
-from ..execute.ledger import Ledger, OutOfMemory
 from ..graph import get_op
 from ..graph.model import Graph
+from ..memory.devices import DeviceMemory, ledgers, summary
+from ..memory.ledger import Ledger, OutOfMemory
+from ..memory.policy import LogicalGpu
 from ..placement.model import Placement
-from .devices import DeviceMemory, ledgers, summary
-from .policy import LogicalGpu
+from .backends import NullBackend
+from .executor import plan, run
 
 CPU0 = full_name("CPU", 0)
-
-
-class _NullBackend:
-    """A device that stores nothing: every array is None."""
-
-    simulated = True
-
-    def __init__(self, label: str) -> None:
-        self.label = label
-
-    @property
-    def xp(self) -> ModuleType:
-        return np
-
-    def device(self) -> AbstractContextManager[Any]:
-        return nullcontext()
-
-    def put(self, host: Any) -> Any:
-        return None
-
-    def get(self, array: Any) -> Any:
-        return None
-
-    def synchronize(self) -> None:
-        return None
 
 
 @dataclass(frozen=True)
@@ -75,10 +49,8 @@ class Prediction:
 
 
 def _walk(graph: Graph, placement: Placement, books: Sequence[Ledger]) -> None:
-    from ..execute.executor import plan, run
-
     devices = {name: d.device for name, d in placement.decisions.items()}
-    backends = {lg.device: _NullBackend(lg.device) for lg in books}
+    backends = {lg.device: NullBackend(lg.device) for lg in books}
     schedule = plan(graph, devices, backends, _kernel)
     by_name = {lg.device: lg for lg in books}
     run(schedule, [by_name[d] for d in schedule.devices])
