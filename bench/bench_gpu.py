@@ -60,7 +60,7 @@ def main() -> int:
     from gpuplace.devices import discover, view
     from gpuplace.execute.cupy_backend import CupyBackend
     from gpuplace.options import Options
-    from gpuplace.session import execute_prepared, prepare
+    from gpuplace.pipeline import execute_prepared, prepare
 
     sync = cupy.cuda.Device(0).synchronize
     backend = CupyBackend("/device:GPU:0", 0, cupy)

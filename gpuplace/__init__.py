@@ -11,6 +11,7 @@ The public API is imported lazily so that `import gpuplace` stays cheap (no nump
     outcome = gpuplace.execute_prepared(prepared, seen)  # values, copies, memory per device
     estimate = gpuplace.estimate_plan(prepared, seen)  # makespan and lower bounds (plan's)
     checks = gpuplace.verify(prepared, outcome, seen)  # against a float64 CPU run
+    runs = gpuplace.compare_policies("graph.yaml", seen, gpuplace.Options(), os.environ)  # mem --compare
 
 `view(machine, env)` is what a process with environment `env` sees (its GPUs in CUDA order, with
 warnings and why others are hidden); `visible(machine.gpus, "2,0")` is the same rule as a pure
@@ -35,12 +36,13 @@ if TYPE_CHECKING:  # the real signatures for type checkers; at run time, __getat
     from .graph import load as load
     from .graph import loads as loads
     from .options import Options as Options
+    from .pipeline import compare_policies as compare_policies
+    from .pipeline import estimate_plan as estimate_plan
+    from .pipeline import execute_prepared as execute_prepared
+    from .pipeline import predict_memory as predict_memory
+    from .pipeline import prepare as prepare
+    from .pipeline import verify as verify
     from .placement import place as place
-    from .session import estimate_plan as estimate_plan
-    from .session import execute_prepared as execute_prepared
-    from .session import predict_memory as predict_memory
-    from .session import prepare as prepare
-    from .session import verify as verify
 
 __version__ = "0.1.0"
 _EXPORTS = {
@@ -52,11 +54,12 @@ _EXPORTS = {
     "loads": "gpuplace.graph",
     "place": "gpuplace.placement",
     "Options": "gpuplace.options",
-    "prepare": "gpuplace.session",
-    "execute_prepared": "gpuplace.session",
-    "predict_memory": "gpuplace.session",
-    "estimate_plan": "gpuplace.session",
-    "verify": "gpuplace.session",
+    "prepare": "gpuplace.pipeline",
+    "execute_prepared": "gpuplace.pipeline",
+    "predict_memory": "gpuplace.pipeline",
+    "estimate_plan": "gpuplace.pipeline",
+    "compare_policies": "gpuplace.pipeline",
+    "verify": "gpuplace.pipeline",
     "GpuplaceError": "gpuplace.errors",
     "BadInput": "gpuplace.errors",
     "RuntimeFailure": "gpuplace.errors",

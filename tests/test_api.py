@@ -29,3 +29,49 @@ def test_end_to_end_through_the_api() -> None:
 def test_unknown_attribute() -> None:
     with pytest.raises(AttributeError, match="no attribute 'nope'"):
         gpuplace.nope  # noqa: B018
+
+
+GUIDE_TOWERS = "examples/guide/04_multi_tower.yaml"
+
+
+def test_compare_policies_runs_what_mem_compare_shows() -> None:
+    seen = gpuplace.view(gpuplace.discover("4xK520"), {})
+    held: list[str] = []
+    runs = gpuplace.compare_policies(
+        GUIDE_TOWERS, seen, gpuplace.Options(memory_fraction=0.3), {},
+        observe=lambda prepared, memory: held.append(prepared.policy.name()),
+    )  # fmt: skip
+    assert [(r.label, r.name, r.repeat_of) for r in runs] == [
+        ("default", "default", ""),
+        ("allow_growth", "allow_growth", ""),
+        ("fraction 0.3", "fraction 0.3", ""),
+    ]
+    assert held == ["default", "allow_growth", "fraction 0.3"]  # seen while each run held it
+    reserved = [
+        {m.device[-5:]: m.reserved >> 20 for m in r.outcome.memory if "GPU" in m.device}
+        for r in runs
+        if r.outcome is not None
+    ]
+    assert reserved == [
+        {f"GPU:{i}": 3596 for i in range(4)},
+        {"GPU:0": 0, "GPU:1": 0, "GPU:2": 2, "GPU:3": 2},
+        {f"GPU:{i}": 1228 for i in range(4)},
+    ]
+
+
+def test_compare_policies_runs_a_repeated_policy_once() -> None:
+    seen = gpuplace.view(gpuplace.discover("4xK520"), {})
+    env = {"TF_FORCE_GPU_ALLOW_GROWTH": "true"}
+    runs = gpuplace.compare_policies(GUIDE_TOWERS, seen, gpuplace.Options(), env)
+    assert [(r.label, r.name, r.repeat_of, r.outcome is None) for r in runs] == [
+        ("default", "allow_growth", "", False),
+        ("allow_growth", "allow_growth", "default", True),
+    ]
+
+
+def test_compare_policies_refuses_a_policy_it_would_override() -> None:
+    seen = gpuplace.view(gpuplace.discover("2xK520"), {})
+    with pytest.raises(
+        gpuplace.BadInput, match=r"^compare_policies: Options.allow_growth=True conflicts"
+    ):
+        gpuplace.compare_policies(GUIDE_TOWERS, seen, gpuplace.Options(allow_growth=True), {})

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -12,6 +12,11 @@ from ..errors import BadInput, CheckFailed
 from .context import AppContext
 from .flags import global_options, memory_options, options_from_flags, pop_memory_flags
 from .output import gpus_required, warn, warn_no_gpu, warn_prepared
+
+if TYPE_CHECKING:
+    from ..devices.model import View
+    from ..memory.devices import DeviceMemory
+    from ..results import PolicyRun, Prepared
 
 
 @click.command()
@@ -48,15 +53,13 @@ def mem(app: AppContext, /, spec: str | None, as_json: bool, compare: bool,
                                        "cuda_version": view.machine.cuda_version,
                                        "no_gpu_reason": notice(view)}}  # fmt: skip
     cards = report.visible_cards(view)
-    runs: list[tuple[str, Any, Any]] = []
+    runs: list[PolicyRun] = []
     pruned: str | None = None
     if spec is not None:
-        runs, seen, prepared = _with_graph(app, view, spec, feed, kw, compare)
+        runs, seen = _with_graph(app, view, spec, feed, kw, compare)
         cards = seen or cards
-        doc["policies"] = [
-            {"policy": name, "devices": report.memory_records(logical, memory)}
-            for name, logical, memory in runs
-        ]
+        doc["policies"] = report.policy_records(runs)
+        prepared = runs[-1].prepared  # what the fetches prune is the same for every policy
         doc["strategy"], doc["rates"] = prepared.strategy, rate_records(prepared)
         doc["pruned"] = list(prepared.pruned)
         pruned = pruned_line(prepared)
@@ -64,7 +67,7 @@ def mem(app: AppContext, /, spec: str | None, as_json: bool, compare: bool,
         click.echo(title(view))  # first, above the policy table and nvidia-smi's view alike
     if pruned and not as_json:
         click.echo(pruned)
-    if any(logical for _, logical, _ in runs) and not as_json:  # no GPU: no rows (warned)
+    if any(run.prepared.logical for run in runs) and not as_json:  # no GPU: no rows (warned)
         click.echo(report.memory_plain(runs) + "\n")
     if as_json:
         doc["gpus"] = report.smi_records(cards)
@@ -101,72 +104,42 @@ def _needs_graph(compare: bool, feed: tuple[str, ...], kw: dict[str, Any]) -> No
         )
 
 
-def _variants(memory: dict[str, Any], compare: bool) -> list[tuple[str, dict[str, Any]]]:
-    """The policies to run, each with the label `--compare` asked for it under."""
-    if not compare:
-        return [("", memory)]
-    base = {**memory, "allow_growth": None, "memory_fraction": None}
-    variants = [("default", {**base, "allow_growth": False}),
-                ("allow_growth", {**base, "allow_growth": True})]  # fmt: skip
-    fraction = memory["memory_fraction"]
-    if fraction is not None:
-        variants.append((f"fraction {fraction:g}", {**base, "allow_growth": False,
-                                                   "memory_fraction": fraction}))  # fmt: skip
-    return variants
+def _with_graph(app: AppContext, view: View, spec: str, feed: tuple[str, ...], kw: dict[str, Any],
+                compare: bool) -> tuple[list[PolicyRun], list[Any]]:  # fmt: skip
+    """Run `spec` under the policy (or each compared policy): the runs, in order, and
+    nvidia-smi's cards while the last run held its memory. Each run's warnings are given once
+    it is prepared, before it runs; the no-GPU warning once."""
+    from ..pipeline import compare_policies, run_policies
 
-
-def _with_graph(app: AppContext, view: Any, spec: str, feed: tuple[str, ...], kw: dict[str, Any],
-                compare: bool) -> tuple[list[tuple[str, Any, Any]], list[Any], Any]:  # fmt: skip
-    """Run `spec` under the policy (or each compared policy): (policy name, logical GPUs,
-    memory) per run, nvidia-smi's cards while the last run held its memory, and the last
-    run's prepared graph (what its fetches pruned is the same for every policy)."""
-    from ..session import prepare
-
-    memory = pop_memory_flags(kw)
-    runs: list[tuple[str, Any, Any]] = []
+    options = options_from_flags(pop_memory_flags(kw), feed=feed)
     shown: list[Any] = []
     warned: set[str] = set()
-    warned_no_gpu = False
-    labels: dict[str, str] = {}  # policy name -> the compared label that ran it
-    prepared: Any = None
-    for label, variant in _variants(memory, compare):
-        options = options_from_flags(variant, feed=feed)
-        prepared = prepare(spec, view, options, app.env)
-        if compare and prepared.policy.virtual:
-            raise BadInput(
-                f"--compare conflicts with {prepared.policy.virtual_source}: --compare runs "
-                "allow_growth, which TensorFlow does not allow on a GPU with virtual devices; "
-                "drop one of them"
-            )
-        warn_prepared(prepared, rates=prepared.strategy == "balanced", seen=warned)
-        if not warned_no_gpu:
-            warn_no_gpu(view, prepared)
-            warned_no_gpu = True
-        name = prepared.policy.name()
-        if name in labels:  # e.g. TF_FORCE_GPU_ALLOW_GROWTH makes default and allow_growth one
-            warn(f"--compare: the {label} run would repeat the {labels[name]} run (both are "
-                 f"{name} here); shown once")  # fmt: skip
-            continue
-        labels[name] = label
-        outcome, seen = _run_observed(app, view, prepared)
-        runs.append((name, prepared.logical, outcome.memory))
-        shown = seen or shown
-    return runs, shown, prepared
+    prepared_runs: list[PolicyRun] = []
+
+    def prepared(run: PolicyRun) -> None:
+        warn_prepared(run.prepared, rates=run.prepared.strategy == "balanced", seen=warned)
+        if not prepared_runs:
+            warn_no_gpu(view, run.prepared)
+        prepared_runs.append(run)
+        if run.repeat_of:  # e.g. TF_FORCE_GPU_ALLOW_GROWTH makes default and allow_growth one
+            warn(f"--compare: the {run.label} run would repeat the {run.repeat_of} run (both are "
+                 f"{run.name} here); shown once")  # fmt: skip
+
+    def observe(prepared: Prepared, memory: list[DeviceMemory]) -> None:
+        shown[:] = _observe(app, view, prepared, memory) or shown
+
+    if compare:
+        runs = compare_policies(spec, view, options, app.env, app.cupy_loader, observe, prepared)
+    else:
+        runs = run_policies(
+            spec, view, [("", options)], app.env, app.cupy_loader, observe, prepared
+        )
+    return runs, shown
 
 
-def _run_observed(app: AppContext, view: Any, prepared: Any) -> tuple[Any, list[Any]]:
-    """Run, capturing nvidia-smi's cards while the run still holds its memory."""
-    from ..session import execute_prepared
-
-    seen: list[Any] = []
-
-    def observe(memory: Any) -> None:
-        seen.extend(_observe(app, view, prepared, memory))
-
-    return execute_prepared(prepared, view, app.cupy_loader, observe=observe), seen
-
-
-def _observe(app: AppContext, view: Any, prepared: Any, memory: Any) -> list[Any]:
+def _observe(
+    app: AppContext, view: View, prepared: Prepared, memory: list[DeviceMemory]
+) -> list[Any]:
     """nvidia-smi's cards while the run holds its memory: NVML again on a real machine."""
     from ..report import mem as report
 

@@ -5,11 +5,15 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from .context import AppContext
+
+if TYPE_CHECKING:
+    from ..devices.model import View
+    from ..results import Prepared
 
 
 def echo_renderable(app: AppContext, renderable: Any, fallback: str | None = None) -> bool:
@@ -82,7 +86,7 @@ def gpus_required(required: int, visible: int) -> str:
     return f"{required} GPU{'' if required == 1 else 's'} required, {visible} visible"
 
 
-def warn_no_gpu(view: Any, prepared: Any) -> None:
+def warn_no_gpu(view: View, prepared: Prepared) -> None:
     """One warning when a graph runs without any GPU: everything is on CPU:0, and why."""
     if not prepared.logical:
         from ..report.run import no_gpu_warning
@@ -90,7 +94,7 @@ def warn_no_gpu(view: Any, prepared: Any) -> None:
         warn(no_gpu_warning(view))
 
 
-def warn_prepared(prepared: Any, rates: bool, seen: set[str] | None = None) -> None:
+def warn_prepared(prepared: Prepared, rates: bool, seen: set[str] | None = None) -> None:
     """The memory policy's warnings, and (where the cost model used them) the rates file's;
     each once where `seen` collects those already given (mem --compare prepares many times)."""
     seen = set() if seen is None else seen

@@ -26,9 +26,9 @@ def plan(app: AppContext, /, spec: str, soft: bool | None, as_json: bool, fmt: s
          **kw: Any) -> None:  # fmt: skip
     """Everything but execute: placement with reasons, shapes, bytes per device, copies."""
     from ..memory.devices import check_reservations
+    from ..pipeline import estimate_plan, predict_memory, prepare
     from ..report import plan as report
     from ..report.run import json_text, pruned_line
-    from ..session import estimate_plan, predict_memory, prepare
 
     if as_json and fmt not in (None, "json"):
         raise BadInput(

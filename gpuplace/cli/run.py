@@ -6,7 +6,7 @@ Heavy modules (numpy, the loader, the executor) are imported inside the command 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -14,6 +14,14 @@ from ..errors import BadInput, CheckFailed
 from .context import AppContext
 from .flags import JSON, SOFT, global_options, memory_options, options_from_flags, pop_memory_flags
 from .output import echo_renderable, warn, warn_no_gpu, warn_prepared
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from ..devices.model import View
+    from ..execute.executor import CopyRecord, RunResult
+    from ..execute.verify import Verified
+    from ..results import Prepared
 
 
 def check_save_path(path: str) -> None:
@@ -77,8 +85,8 @@ def run(app: AppContext, /, spec: str, log: bool | None, soft: bool | None, expl
         as_json: bool, save: str | None, verify: bool, feed: tuple[str, ...], force: bool,
         **kw: Any) -> None:  # fmt: skip
     """Place a graph the way TensorFlow does, run it, print the placement log and the results."""
+    from ..pipeline import execute_prepared, predict_memory, prepare
     from ..report import run as report
-    from ..session import execute_prepared, predict_memory, prepare
 
     memory = pop_memory_flags(kw)
     if save is not None:  # given empty: refused, not dropped
@@ -114,8 +122,8 @@ def run(app: AppContext, /, spec: str, log: bool | None, soft: bool | None, expl
         ))  # fmt: skip
 
 
-def _verify(prepared: Any, result: Any, view: Any) -> list[Any]:
-    from ..session import verify
+def _verify(prepared: Prepared, result: RunResult, view: View) -> list[Verified]:
+    from ..pipeline import verify
 
     return verify(prepared, result, view)
 
@@ -129,8 +137,8 @@ def _save(path: str, values: dict[str, Any]) -> None:
         raise BadInput(f"--save {path!r}: cannot write: {exc.strerror}") from exc
 
 
-def _print_run(app: AppContext, view: Any, prepared: Any, result: Any, explain: bool,
-               checked: list[Any]) -> None:  # fmt: skip
+def _print_run(app: AppContext, view: View, prepared: Prepared, result: RunResult, explain: bool,
+               checked: list[Verified]) -> None:  # fmt: skip
     from ..report import run as report
 
     mapping = prepared.log_device_placement
@@ -157,7 +165,7 @@ def _print_run(app: AppContext, view: Any, prepared: Any, result: Any, explain: 
                    f"({c.dtype}, tolerance {c.tolerance:.0e}): {verdict}")  # fmt: skip
 
 
-def _explain(app: AppContext, prepared: Any, copies: Any) -> None:
+def _explain(app: AppContext, prepared: Prepared, copies: Sequence[CopyRecord]) -> None:
     from ..report import run as report
 
     plain = report.explain_plain(prepared.graph, prepared.placement, copies)

@@ -147,3 +147,19 @@ class View:
     cuda_visible_devices: str | None
     warnings: tuple[str, ...] = field(default=())
     hidden: tuple[str, ...] = field(default=())
+
+
+@dataclass(frozen=True)
+class LogicalGpu:
+    """A TensorFlow GPU:i: a whole visible GPU, or one virtual device carved out of it, with the
+    memory the policy (`memory/policy.py`) lets it use."""
+
+    index: int
+    gpu: VisibleGpu
+    limit: int  # bytes this device may hold
+    reserve: int  # bytes reserved at start (0 with allow_growth)
+    growth: bool
+
+    @property
+    def name(self) -> str:
+        return f"/device:GPU:{self.index}"

@@ -7,14 +7,15 @@ Every backend says whether it is simulated.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from types import ModuleType
 from typing import Any, Protocol
 
 import numpy as np
 
-from ..devices.model import Machine, VisibleGpu
+from ..devices.model import LogicalGpu, Machine, VisibleGpu
+from ..devices.names import full_name
 
 CupyLoader = Callable[[], ModuleType]
 
@@ -100,3 +101,14 @@ def backend_for(
     from .cupy_backend import CupyBackend, load_cupy
 
     return CupyBackend(label, gpu.cuda_index, (cupy_loader or load_cupy)())
+
+
+def device_backends(
+    machine: Machine, logical: Sequence[LogicalGpu], cupy_loader: CupyLoader | None = None
+) -> dict[str, Backend]:
+    """One backend per device, by full name: numpy for CPU:0 and simulated GPUs, cupy for each
+    logical GPU of a real card."""
+    out: dict[str, Backend] = {full_name("CPU", 0): backend_for(machine, None)}
+    for g in logical:
+        out[full_name("GPU", g.index)] = backend_for(machine, g.gpu, cupy_loader, g.index)
+    return out

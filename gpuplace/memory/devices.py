@@ -12,13 +12,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..devices.model import View
+from ..devices.model import LogicalGpu, View
 from ..devices.names import full_name
 from ..errors import GpuplaceError, RuntimeFailure
 from ..naming import CLI, Naming
 from ..units import human
 from .ledger import Ledger, OutOfMemory
-from .policy import LogicalGpu, Policy
+from .policy import Policy
 
 POOL_UNIT = 512  # cupy's allocation unit (`cupy/cuda/memory.pyx`, _round_size)
 

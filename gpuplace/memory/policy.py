@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..devices.model import VisibleGpu
+from ..devices.model import LogicalGpu, VisibleGpu
 from ..errors import BadInput
 from ..naming import CLI, Naming
 from ..units import GiB, MiB, human, parse_size
@@ -63,21 +63,6 @@ class Policy:
         if self.allow_growth:
             parts.append("allow_growth")
         return " + ".join(parts) or "default"
-
-
-@dataclass(frozen=True)
-class LogicalGpu:
-    """A TensorFlow GPU:i: a whole visible GPU, or one virtual device carved out of it."""
-
-    index: int
-    gpu: VisibleGpu
-    limit: int  # bytes this device may hold
-    reserve: int  # bytes reserved at start (0 with allow_growth)
-    growth: bool
-
-    @property
-    def name(self) -> str:
-        return f"/device:GPU:{self.index}"
 
 
 def _fraction(value: object, where: str) -> float:

@@ -28,9 +28,8 @@ from ..errors import BadInput
 from ..graph.model import Op, TensorSpec
 
 if TYPE_CHECKING:
-    from ..devices.model import Host, VisibleGpu
+    from ..devices.model import Host, LogicalGpu, VisibleGpu
     from ..devices.rates import MeasuredRate
-    from ..memory.policy import LogicalGpu
 
 GPU_OVERHEAD = 5e-6
 CPU_OVERHEAD = 2e-6

@@ -6,10 +6,10 @@ import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
-from ..devices.model import Gpu, GpuProcess, View
+from ..devices.model import Gpu, GpuProcess, LogicalGpu, View
 from ..devices.names import full_name
 from ..memory.devices import DeviceMemory
-from ..memory.policy import LogicalGpu
+from ..results import PolicyRun
 from ..units import mib
 from .text import NA, columns
 
@@ -99,10 +99,24 @@ def memory_rows(
     return rows
 
 
-def memory_plain(runs: Sequence[tuple[str, Sequence[LogicalGpu], Sequence[DeviceMemory]]]) -> str:
-    """One table for one or several policies (`--compare`)."""
-    rows = [row for policy, logical, memory in runs for row in memory_rows(policy, logical, memory)]
+def memory_plain(runs: Sequence[PolicyRun]) -> str:
+    """One table for one or several policies (`--compare`): the runs that ran."""
+    rows = [
+        row
+        for run in runs
+        if run.outcome is not None
+        for row in memory_rows(run.name, run.prepared.logical, run.outcome.memory)
+    ]
     return columns(MEMORY_HEADER, rows)
+
+
+def policy_records(runs: Sequence[PolicyRun]) -> list[dict[str, Any]]:
+    """`mem --json`'s policies: each run's devices."""
+    return [
+        {"policy": run.name, "devices": memory_records(run.prepared.logical, run.outcome.memory)}
+        for run in runs
+        if run.outcome is not None
+    ]
 
 
 def memory_records(

@@ -8,7 +8,7 @@ from typing import Any
 from ..devices.model import View
 from ..memory.devices import DeviceMemory
 from ..placement.loads import DeviceLoad, device_loads, planned_copies
-from ..session import PlanEstimate, Prepared
+from ..results import PlanEstimate, Prepared
 from ..units import human
 from .run import (
     EXPLAIN_HEADER,

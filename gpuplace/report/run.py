@@ -6,16 +6,19 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..devices.model import View
+from ..devices.model import LogicalGpu, View
 from ..graph.model import Graph
-from ..memory.policy import LogicalGpu
 from ..placement.model import Placement
 from ..units import human
 from .text import columns
+
+if TYPE_CHECKING:
+    from ..execute.executor import CopyRecord
+    from ..results import Outcome, Prepared
 
 SIM = " [simulated]"
 
@@ -69,7 +72,7 @@ def short_device(full: str) -> str:
     return full.rsplit("device:", 1)[-1]
 
 
-def copies_in(copies: Sequence[Any]) -> dict[str, list[str]]:
+def copies_in(copies: Sequence[CopyRecord]) -> dict[str, list[str]]:
     """Per consumer op, the copies it needed, as `tensor CPU:0->GPU:0 96 B`."""
     out: dict[str, list[str]] = {}
     for c in copies:
@@ -82,7 +85,7 @@ EXPLAIN_HEADER = ("OP", "TYPE", "DEVICE", "REASON", "SHAPE", "DTYPE", "BYTES", "
 
 
 def explain_rows(
-    graph: Graph, placement: Placement, copies: Sequence[Any]
+    graph: Graph, placement: Placement, copies: Sequence[CopyRecord]
 ) -> list[tuple[str, ...]]:
     incoming = copies_in(copies)
     rows: list[tuple[str, ...]] = []
@@ -98,11 +101,11 @@ def explain_rows(
     return rows
 
 
-def explain_plain(graph: Graph, placement: Placement, copies: Sequence[Any]) -> str:
+def explain_plain(graph: Graph, placement: Placement, copies: Sequence[CopyRecord]) -> str:
     return columns(EXPLAIN_HEADER, explain_rows(graph, placement, copies))
 
 
-def explain_table(graph: Graph, placement: Placement, copies: Sequence[Any]) -> Any:
+def explain_table(graph: Graph, placement: Placement, copies: Sequence[CopyRecord]) -> Any:
     from rich.table import Table
 
     table = Table(title="Placement", title_justify="left")
@@ -128,7 +131,7 @@ def placement_records(graph: Graph, placement: Placement,
     ]  # fmt: skip
 
 
-def copy_records(copies: Sequence[Any]) -> list[dict[str, Any]]:
+def copy_records(copies: Sequence[CopyRecord]) -> list[dict[str, Any]]:
     return [
         {"op": c.op, "tensor": c.tensor, "src": c.src, "dst": c.dst, "bytes": c.nbytes,
          **({"seconds": c.seconds} if hasattr(c, "seconds") else {})}
@@ -160,7 +163,7 @@ def memory_records(memory: Sequence[Any]) -> list[dict[str, Any]]:
     ]
 
 
-def rate_records(prepared: Any) -> list[dict[str, str]]:
+def rate_records(prepared: Prepared) -> list[dict[str, str]]:
     """Where each GPU's rates in the cost model come from (`plan`'s `rates:` line), as data."""
     from ..placement.cost import rate_sources
 
@@ -168,13 +171,13 @@ def rate_records(prepared: Any) -> list[dict[str, str]]:
     return [{"gpus": gpus, "source": source} for gpus, source in sources]
 
 
-def placed_ops(prepared: Any) -> tuple[Graph, Placement]:
+def placed_ops(prepared: Prepared) -> tuple[Graph, Placement]:
     """Every op as placed (`Prepared.placed`), typed for the records."""
     placed: tuple[Graph, Placement] = prepared.placed()
     return placed
 
 
-def run_json(view: View, prepared: Any, outcome: Any) -> dict[str, Any]:
+def run_json(view: View, prepared: Prepared, outcome: Outcome) -> dict[str, Any]:
     """`gpuplace run --json`: the device mapping, placement with reasons (what --log-placement and
     --explain print), results (shape, dtype, value), copies, memory, the strategy and the rates'
     sources, and `pruned`: the ops the fetches do not need, which did not run."""
@@ -245,7 +248,7 @@ def listed(names: Sequence[str]) -> str:
     return text + (f" and {len(names) - LISTED} more" if len(names) > LISTED else "")
 
 
-def pruned_line(prepared: Any) -> str | None:
+def pruned_line(prepared: Prepared) -> str | None:
     """`fetch [b] needs 2 of 6 ops; not run (as TensorFlow's session.run): p, q, big, bigr`, or
     None when every op runs."""
     pruned = prepared.pruned

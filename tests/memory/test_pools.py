@@ -11,7 +11,7 @@ import pytest
 from gpuplace.cli import AppContext
 from gpuplace.memory.devices import DeviceMemory
 from gpuplace.options import Options
-from gpuplace.session import execute_prepared, prepare
+from gpuplace.pipeline import execute_prepared, prepare
 from tests.fakes.fake_cupy import make_fake_cupy
 from tests.fakes.fake_pynvml import MiB
 from tests.memory.helpers import GPU0, GPU1, LinkedNvml, matmul_graph, pool_state, small_gpus

@@ -16,7 +16,7 @@ from gpuplace.cli import AppContext
 from gpuplace.errors import RuntimeFailure
 from gpuplace.memory.ledger import OutOfMemory
 from gpuplace.options import Options
-from gpuplace.session import execute_prepared, predict_memory, prepare
+from gpuplace.pipeline import execute_prepared, predict_memory, prepare
 from tests.conftest import Run
 from tests.fakes.fake_pynvml import MiB
 from tests.memory.helpers import PREDICTED, matmul_graph, oom_10mib, spec

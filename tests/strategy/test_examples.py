@@ -6,12 +6,13 @@ from __future__ import annotations
 from pathlib import Path
 
 from gpuplace.devices import load_machine, view
+from gpuplace.devices.model import LogicalGpu
 from gpuplace.execute.backends import NumpyBackend
 from gpuplace.execute.executor import execute
 from gpuplace.execute.predict import predict
 from gpuplace.graph import get_op, load
-from gpuplace.memory.policy import LogicalGpu, resolve
 from gpuplace.memory.policy import logical_gpus as logical
+from gpuplace.memory.policy import resolve
 from gpuplace.placement import place
 from gpuplace.placement.balanced import place_balanced
 from gpuplace.placement.cost import DeviceModel, device_models

@@ -1,9 +1,10 @@
-"""Load -> place -> (check fit) -> execute -> verify: the library behind `gpuplace run` and `plan`.
+"""The pipeline behind `gpuplace run`, `plan` and `mem`, and the Python API: load -> place ->
+check fit -> predict memory -> execute -> verify, each stage a call into the layer that owns it.
 
-Each stage is a pure function of its inputs (DESIGN's data flow); the CLI only parses flags and
-prints. Device names here are TensorFlow's full names (`/job:localhost/replica:0/task:0/...`).
-These functions are the Python API (`gpuplace.prepare`, ...): they check what a caller passes and
-raise gpuplace's errors (BadInput, exit code 2), naming settings as the caller did
+This module only sequences the stages and checks what a Python caller passes (BadInput naming
+the argument); the work is in `graph/`, `placement/`, `memory/` and `execute/`, and the results
+are the plain types of `results.py`. Device names are TensorFlow's full names
+(`/job:localhost/replica:0/task:0/...`). Errors name settings as the caller did
 (`Options.memory_fraction` from Python, `--memory-fraction` from the CLI: `Options.naming`).
 """
 
@@ -11,18 +12,16 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
 from .devices.model import View
 from .devices.names import full_name
-from .devices.rates import MeasuredRate, Rates, load_rates
-from .errors import BadInput, RuntimeFailure
-from .graph import apply_feeds, get_op, load
-from .graph.model import STRATEGIES, Config, Graph
+from .devices.rates import load_rates
+from .errors import BadInput
+from .graph import apply_feeds, load
+from .graph.model import Config, Graph
 from .graph.prune import needed, prune
 from .memory.devices import (
     DeviceMemory,
@@ -34,52 +33,21 @@ from .memory.devices import (
     release_pools,
     summary,
 )
+from .memory.fit import check_fits, device_limits
 from .memory.ledger import OutOfMemory
-from .memory.policy import LogicalGpu, Policy, logical_gpus, resolve
+from .memory.policy import logical_gpus, resolve
 from .options import Options, check_feed_names, check_replicas, replicate_count
-from .placement import place
 from .placement.model import Placement, PlacementError
-from .units import human
+from .placement.strategies import place_with
+from .results import Outcome, PlanEstimate, PolicyRun, Prepared
 
 if TYPE_CHECKING:
+    from .execute.backends import CupyLoader
     from .execute.executor import RunResult
-    from .placement.baselines import Bounds
-    from .placement.estimate import Estimate
+    from .execute.verify import Verified
 
 CPU0 = full_name("CPU", 0)
-# Relative tolerance per dtype when --verify compares against a float64 CPU run.
-TOLERANCE = {"float16": 1e-2, "float32": 1e-4, "float64": 1e-9}
-
-
-@dataclass(frozen=True)
-class Prepared:
-    """A placed graph ready to run. `graph` and `placement` hold the ops the fetches need (what
-    runs); `pruned` names the others, and `whole` is the whole graph as it was placed (TF's
-    placer sees every op: the placement log lists them all), or None when nothing was pruned."""
-
-    graph: Graph
-    placement: Placement
-    log_device_placement: bool
-    policy: Policy
-    logical: tuple[LogicalGpu, ...]
-    strategy: str = "tensorflow"
-    rates: Rates = field(default_factory=Rates)  # measured by `devices --check`, from env's file
-    allow_soft_placement: bool = False  # in effect: the flag, else the spec's config
-    pruned: tuple[str, ...] = ()  # ops the fetches do not need, in graph order: not run
-    whole: tuple[Graph, Placement] | None = None
-
-    def placed(self) -> tuple[Graph, Placement]:
-        """Every op as placed (the placement log's view), pruned or not."""
-        return self.whole or (self.graph, self.placement)
-
-
-@dataclass(frozen=True)
-class Outcome:
-    """A finished run: `result` holds the fetched values (numpy arrays, by fetch name), the
-    copies and the `print` output; `memory` what each device reserved, peaked at and may use."""
-
-    result: RunResult
-    memory: list[DeviceMemory]
+Observer = Callable[[Prepared, list[DeviceMemory]], None]  # a run's memory while it is held
 
 
 def _expect(value: object, kind: type | tuple[type, ...], what: str, fix: str) -> None:
@@ -99,28 +67,6 @@ def _expect_view(view: object, function: str) -> None:
 def _expect_prepared(prepared: object, function: str) -> None:
     what = f"{function}: prepared must be a Prepared"
     _expect(prepared, Prepared, what, "what gpuplace.prepare(...) returns")
-
-
-def device_limits(view: View, logical: Sequence[LogicalGpu]) -> dict[str, int | None]:
-    """The memory each device may use: the host's for CPU:0, the policy's limit for GPU:i."""
-    sizes: dict[str, int | None] = {CPU0: view.machine.host.memory_total}
-    for g in logical:
-        sizes[full_name("GPU", g.index)] = g.limit
-    return sizes
-
-
-def check_fits(graph: Graph, placement: Placement, limits: Mapping[str, int | None]) -> None:
-    """Refuse, before anything is allocated, a tensor larger than its device's memory."""
-    for op in graph.ops:
-        device = placement.decisions[op.name].device
-        limit = limits.get(device)
-        for spec in op.outputs:
-            if limit is not None and spec.nbytes > limit:
-                raise RuntimeFailure(
-                    f"op {op.name!r} ({op.type}) outputs a {list(spec.shape)} {spec.dtype} tensor of "
-                    f"{human(spec.nbytes)}, larger than all {human(limit)} {device} may use; nothing "
-                    "was allocated. Place it on a device with more memory or make the tensor smaller"
-                )
 
 
 def prepare(
@@ -175,7 +121,7 @@ def prepare(
     if keep is not None and not whole_graph:
         graph, dropped = _pruned(graph, keep)
     try:
-        placement = place_with(strategy, graph, view, logical, soft, rates.by_uuid)
+        placement = place_with(strategy, graph, logical, view.machine.host, soft, rates.by_uuid)
     except PlacementError as exc:
         exc.rename(naming)  # its fix sentence in the caller's names (`Options(...)` from Python)
         raise
@@ -238,20 +184,6 @@ def predict_memory(
     return prediction.memory, oom
 
 
-@dataclass(frozen=True)
-class PlanEstimate:
-    """The cost model's view of a placement: per-device busy time and copies, the makespan,
-    and the lower bounds no placement can beat (reference notes A.5, and stage by stage)."""
-
-    estimate: Estimate  # makespan, and per device busy seconds, peak bytes, copies in and out
-    bounds: Bounds  # critical_path, work, stages (seconds)
-
-    @property
-    def bound(self) -> float:
-        """The tightest lower bound (seconds): `estimate.makespan / bound` is plan's ratio."""
-        return float(self.bounds.best)
-
-
 def estimate_plan(prepared: Prepared, view: View) -> PlanEstimate:
     """The cost model's estimate of the ops that run, under the soft placement `prepare` used
     (the flag, else the spec's config): a PlanEstimate with the makespan and the lower bounds
@@ -273,43 +205,8 @@ def estimate_plan(prepared: Prepared, view: View) -> PlanEstimate:
     return PlanEstimate(est, bounds)
 
 
-def place_with(
-    strategy: str, graph: Graph, view: View, logical: Sequence[LogicalGpu], soft: bool,
-    rates: Mapping[str, MeasuredRate] | None = None,
-) -> Placement:  # fmt: skip
-    """Place by TensorFlow's rules, or spread the ops it would pile on GPU:0 (balanced,
-    round-robin); explicit devices, colocation and CPU-only ops are honoured by all three.
-    Balanced costs ops with `rates` (measured, by GPU UUID) where a card has them."""
-    if strategy == "tensorflow":
-        return place(graph, len(logical), allow_soft_placement=soft)
-    if strategy == "round-robin":
-        from .placement.baselines import round_robin
-
-        return round_robin(graph, len(logical), allow_soft_placement=soft)
-    if strategy == "balanced":
-        from .placement.balanced import place_balanced
-        from .placement.cost import device_models
-
-        models = device_models(logical, view.machine.host, rates)
-        return place_balanced(graph, models, allow_soft_placement=soft)
-    raise BadInput(
-        f"placement strategy {strategy!r} is not one of {', '.join(STRATEGIES)} "
-        "(--strategy, or config placement.strategy)"
-    )
-
-
-def backends(view: View, logical: Sequence[LogicalGpu], cupy_loader: Any = None) -> dict[str, Any]:
-    """One backend per device: numpy for the CPU and simulated GPUs, cupy for real GPUs."""
-    from .execute.backends import backend_for
-
-    out: dict[str, Any] = {CPU0: backend_for(view.machine, None)}
-    for g in logical:
-        out[full_name("GPU", g.index)] = backend_for(view.machine, g.gpu, cupy_loader, g.index)
-    return out
-
-
 def execute_prepared(
-    prepared: Prepared, view: View, cupy_loader: Any = None,
+    prepared: Prepared, view: View, cupy_loader: CupyLoader | None = None,
     observe: Callable[[list[DeviceMemory]], None] | None = None,
 ) -> Outcome:  # fmt: skip
     """Run the prepared graph under its memory policy: reserve, run with per-device ledgers,
@@ -317,12 +214,14 @@ def execute_prepared(
     OutOfMemory (a RuntimeFailure) with advice when a device runs out, after freeing
     everything. `observe` sees the memory while it is still held (nvidia-smi's view of this
     process); `cupy_loader` imports cupy for real GPUs (tests pass a fake)."""
+    from .execute.backends import device_backends
     from .execute.executor import plan, run
+    from .graph import get_op
 
     _expect_prepared(prepared, "execute_prepared")
     _expect_view(view, "execute_prepared")
     logical = prepared.logical
-    backs = backends(view, logical, cupy_loader)
+    backs = device_backends(view.machine, logical, cupy_loader)
     devices = {name: d.device for name, d in prepared.placement.decisions.items()}
     schedule = plan(prepared.graph, devices, backs, get_op)
     check_reservations(logical, prepared.policy.naming)
@@ -342,40 +241,6 @@ def execute_prepared(
     return Outcome(result, summary(list(books.values()), pools))
 
 
-@dataclass(frozen=True)
-class Verified:
-    """One fetch compared with the float64 CPU run: the largest error relative to the
-    reference's largest finite magnitude, against the dtype's tolerance."""
-
-    fetch: str
-    dtype: str
-    max_rel_error: float
-    tolerance: float
-    ok: bool
-    hint: str = ""  # why it differs, when gpuplace can tell (float16 overflow, ...)
-
-
-# Where a float dtype overflows to inf: the hint for a value infinite only in that dtype.
-OVERFLOWS = {"float16": "65504", "float32": "3.4e38"}
-
-
-class _Float64:
-    """Kernels as registered, computing in float64: host values (constants, random draws,
-    variables) are drawn as specified, then widened, so both runs start from the same numbers."""
-
-    def __init__(self, kernel: Any) -> None:
-        self.kernel = kernel
-        self.host_value = kernel.host_value
-
-    def compute(self, xp: Any, inputs: list[Any], attrs: Mapping[str, Any]) -> list[Any]:
-        if self.host_value:
-            outs = self.kernel.compute(xp, inputs, attrs)
-            return [o.astype(np.float64) if o.dtype.kind == "f" else o for o in outs]
-        if attrs.get("dtype") in TOLERANCE:
-            attrs = {**attrs, "dtype": "float64"}
-        return list(self.kernel.compute(xp, inputs, attrs))
-
-
 def verify(prepared: Prepared, result: RunResult | Outcome, view: View) -> list[Verified]:
     """Run the graph again in float64 on the CPU and compare every fetch of `result` (what
     execute_prepared returned, or its `.result`): one Verified per fetch (`ok` when within
@@ -383,7 +248,8 @@ def verify(prepared: Prepared, result: RunResult | Outcome, view: View) -> list[
 
     The reference run has no side effects: `save` ops are skipped and `print` ops forward their
     input without printing (the run being checked already wrote and printed)."""
-    from .execute.executor import RunResult, execute
+    from .execute.executor import RunResult
+    from .execute.verify import verify_values
 
     _expect_prepared(prepared, "verify")
     _expect_view(view, "verify")
@@ -391,25 +257,77 @@ def verify(prepared: Prepared, result: RunResult | Outcome, view: View) -> list[
         result = result.result
     what = "verify: result must be a RunResult"
     _expect(result, RunResult, what, "what gpuplace.execute_prepared(...) returns, or its .result")
-    graph = prepared.graph
-    devices = {op.name: CPU0 for op in graph.ops}
-    cpu = backends(view, ())[CPU0]
-    reference = execute(graph, devices, {CPU0: cpu}, lambda t: _Float64(get_op(t)), effects=False)
-    out = []
-    for name, value in result.values.items():
-        ref = np.asarray(reference.values[name], dtype=np.float64)
-        got = np.asarray(value, dtype=np.float64)
-        with np.errstate(invalid="ignore", over="ignore"):  # inf - inf: equal values, no warning
-            same = (got == ref) | (np.isnan(got) & np.isnan(ref))
-            finite = np.abs(ref[np.isfinite(ref)])
-            scale = float(np.max(finite)) if finite.size else 0.0
-            diff = np.where(same, 0.0, np.abs(got - ref))
-            err = float(np.max(diff)) / (scale or 1.0) if ref.size else 0.0
-        dtype = str(value.dtype)
-        tol = TOLERANCE.get(dtype, 0.0)
-        ok = bool(np.isfinite(err) and err <= tol)
-        hint = ""
-        if not ok and dtype in OVERFLOWS and bool(np.any(~np.isfinite(got) & np.isfinite(ref))):
-            hint = f"{dtype} overflows above {OVERFLOWS[dtype]}"
-        out.append(Verified(name, dtype, err, tol, ok, hint))
-    return out
+    return verify_values(prepared.graph, result.values, view.machine.host.simulated)
+
+
+def compared_options(options: Options) -> list[tuple[str, Options]]:
+    """The policies `mem --compare` runs, each with its label: TensorFlow's default
+    (preallocate), allow_growth, and the given memory fraction if there is one."""
+    base = replace(options, allow_growth=None, memory_fraction=None)
+    variants = [("default", replace(base, allow_growth=False)),
+                ("allow_growth", replace(base, allow_growth=True))]  # fmt: skip
+    if options.memory_fraction is not None:
+        fraction = replace(base, allow_growth=False, memory_fraction=options.memory_fraction)
+        variants.append((f"fraction {options.memory_fraction:g}", fraction))
+    return variants
+
+
+def compare_policies(
+    path: str | Path, view: View, options: Options, env: Mapping[str, str],
+    cupy_loader: CupyLoader | None = None, observe: Observer | None = None,
+    on_prepared: Callable[[PolicyRun], None] | None = None,
+) -> list[PolicyRun]:  # fmt: skip
+    """Run the spec at `path` under each of `compared_options(options)` (`gpuplace mem
+    --compare`): one PolicyRun per policy, in that order (see `run_policies`)."""
+    _expect(options, Options, "compare_policies: options must be an Options", "gpuplace.Options()")
+    if options.allow_growth is not None:
+        raise BadInput(
+            f"compare_policies: Options.allow_growth={options.allow_growth!r} conflicts with "
+            "comparing policies, which runs the default policy and allow_growth side by side; "
+            "leave Options.allow_growth unset"
+        )
+
+    def check(run: PolicyRun) -> None:
+        policy = run.prepared.policy
+        if policy.virtual:
+            raise BadInput(
+                f"--compare conflicts with {policy.virtual_source}: --compare runs allow_growth, "
+                "which TensorFlow does not allow on a GPU with virtual devices; drop one of them"
+            )
+        if on_prepared is not None:
+            on_prepared(run)
+
+    variants = compared_options(options)
+    return run_policies(path, view, variants, env, cupy_loader, observe, check)
+
+
+def run_policies(
+    path: str | Path, view: View, variants: Sequence[tuple[str, Options]],
+    env: Mapping[str, str], cupy_loader: CupyLoader | None = None,
+    observe: Observer | None = None, on_prepared: Callable[[PolicyRun], None] | None = None,
+) -> list[PolicyRun]:  # fmt: skip
+    """Prepare and run the spec at `path` once per (label, options), in order. A policy that
+    resolves to one run before (TF_FORCE_GPU_ALLOW_GROWTH makes default and allow_growth the
+    same) is not run again: its PolicyRun has no outcome and names the run it repeats.
+    `on_prepared(run)` sees each run once prepared, before it runs (outcome None: the CLI warns
+    then); `observe(prepared, memory)` sees a run's memory while it is still held."""
+    runs: list[PolicyRun] = []
+    by_name: dict[str, str] = {}  # policy name -> the label that ran it
+    for label, options in variants:
+        prepared = prepare(path, view, options, env)
+        name = prepared.policy.name()
+        pending = PolicyRun(label, name, prepared, None, repeat_of=by_name.get(name, ""))
+        if on_prepared is not None:
+            on_prepared(pending)
+        if pending.repeat_of:
+            runs.append(pending)
+            continue
+        by_name[name] = label
+
+        def seen(memory: list[DeviceMemory], prepared: Prepared = prepared) -> None:
+            if observe is not None:
+                observe(prepared, memory)
+
+        outcome = execute_prepared(prepared, view, cupy_loader, observe=seen)
+        runs.append(replace(pending, outcome=outcome))
+    return runs

@@ -1,0 +1,77 @@
+"""What the pipeline (`pipeline.py`) hands to the reports and the CLI: plain, typed results.
+
+A leaf module: it imports the types it names and no behaviour, so `report/` and `cli/` can name
+a Prepared graph or an Outcome without importing the orchestrator.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .devices.model import LogicalGpu
+from .devices.rates import Rates
+from .execute.executor import RunResult
+from .graph.model import Graph
+from .memory.devices import DeviceMemory
+from .memory.policy import Policy
+from .placement.baselines import Bounds
+from .placement.estimate import Estimate
+from .placement.model import Placement
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """A placed graph ready to run. `graph` and `placement` hold the ops the fetches need (what
+    runs); `pruned` names the others, and `whole` is the whole graph as it was placed (TF's
+    placer sees every op: the placement log lists them all), or None when nothing was pruned."""
+
+    graph: Graph
+    placement: Placement
+    log_device_placement: bool
+    policy: Policy
+    logical: tuple[LogicalGpu, ...]
+    strategy: str = "tensorflow"
+    rates: Rates = field(default_factory=Rates)  # measured by `devices --check`, from env's file
+    allow_soft_placement: bool = False  # in effect: the flag, else the spec's config
+    pruned: tuple[str, ...] = ()  # ops the fetches do not need, in graph order: not run
+    whole: tuple[Graph, Placement] | None = None
+
+    def placed(self) -> tuple[Graph, Placement]:
+        """Every op as placed (the placement log's view), pruned or not."""
+        return self.whole or (self.graph, self.placement)
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """A finished run: `result` holds the fetched values (numpy arrays, by fetch name), the
+    copies and the `print` output; `memory` what each device reserved, peaked at and may use."""
+
+    result: RunResult
+    memory: list[DeviceMemory]
+
+
+@dataclass(frozen=True)
+class PlanEstimate:
+    """The cost model's view of a placement: per-device busy time and copies, the makespan,
+    and the lower bounds no placement can beat (reference notes A.5, and stage by stage)."""
+
+    estimate: Estimate  # makespan, and per device busy seconds, peak bytes, copies in and out
+    bounds: Bounds  # critical_path, work, stages (seconds)
+
+    @property
+    def bound(self) -> float:
+        """The tightest lower bound (seconds): `estimate.makespan / bound` is plan's ratio."""
+        return float(self.bounds.best)
+
+
+@dataclass(frozen=True)
+class PolicyRun:
+    """One run of `compare_policies` (`gpuplace mem --compare`): `label` is the policy it was
+    asked for ("default", "allow_growth", "fraction 0.3"; "" for a single run), `name` what it
+    resolved to (TF_FORCE_GPU_ALLOW_GROWTH can make two the same), and the run itself."""
+
+    label: str
+    name: str
+    prepared: Prepared
+    outcome: Outcome | None  # None: the same policy as the run labelled `repeat_of`: not rerun
+    repeat_of: str = ""
