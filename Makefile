@@ -25,6 +25,7 @@ demo: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check gpuplace tests bench examples
 	$(BIN)/ruff format --check gpuplace tests bench examples
+	$(BIN)/lint-imports --no-cache
 
 typecheck: $(STAMP)
 	$(BIN)/mypy
