@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from gpuplace.devices import Gpu, MigInstance, visible
-from gpuplace.devices.visible import order_warning, resolve
+from gpuplace.devices.visible import order_warning, visibility
 
 U = [
     "GPU-18ef14e9-0000-4000-8000-000000000000",
@@ -186,11 +186,11 @@ REASONS = [
 
 @pytest.mark.parametrize(("rule", "cvd", "reasons"), REASONS, ids=[c[0] for c in REASONS])
 def test_reasons_name_the_entry_and_the_rule(rule: str, cvd: str, reasons: list[str]) -> None:
-    assert list(resolve(machine(), cvd).reasons) == reasons
+    assert list(visibility(machine(), cvd).reasons) == reasons
 
 
 def test_mig_hides_the_other_gpus_and_says_how_to_see_them() -> None:
-    seen = resolve(machine(mig_on=2), None)
+    seen = visibility(machine(mig_on=2), None)
     assert [(v.gpu.nvml_index, v.mig and v.mig.index) for v in seen.gpus] == [(2, 0)]
     assert seen.reasons == (
         "MIG is enabled on nvml 2 (A100) and CUDA enumerates a single MIG device, so it uses MIG "
@@ -198,7 +198,7 @@ def test_mig_hides_the_other_gpus_and_says_how_to_see_them() -> None:
         "without MIG, set CUDA_VISIBLE_DEVICES=0,1,3. To use another MIG device, set "
         f"CUDA_VISIBLE_DEVICES to its UUID, e.g. {MIG[1].uuid} for MIG device 1 of nvml 2.",
     )
-    named = resolve(machine(mig_on=2), "3,2")
+    named = visibility(machine(mig_on=2), "3,2")
     assert [v.gpu.nvml_index for v in named.gpus] == [2]
     assert "hides nvml 3 and MIG device 1 of nvml 2" in named.reasons[0]
     assert "set CUDA_VISIBLE_DEVICES=3." in named.reasons[0]
@@ -211,18 +211,18 @@ def test_the_advised_cuda_visible_devices_shows_the_hidden_gpus() -> None:
 
 
 def test_only_the_first_named_mig_device_counts() -> None:
-    seen = resolve(machine(mig_on=2), "MIG-aaaa1111,MIG-bbbb2222")
+    seen = visibility(machine(mig_on=2), "MIG-aaaa1111,MIG-bbbb2222")
     assert seen.reasons == (
         "With a MIG device in CUDA_VISIBLE_DEVICES, CUDA enumerates that one MIG device only "
         "(the first named, 'MIG-aaaa1111'), so 'MIG-bbbb2222' is ignored.",
     )
-    assert resolve(machine(mig_on=2), "MIG-bbbb2222").reasons == ()
+    assert visibility(machine(mig_on=2), "MIG-bbbb2222").reasons == ()
 
 
 def test_mig_gpu_without_instances_says_why_it_is_skipped() -> None:
     gpus = machine()
     gpus[1] = Gpu(1, "A100", U[1], "x", mig_enabled=True)
-    assert resolve(gpus, None).reasons == (
+    assert visibility(gpus, None).reasons == (
         "nvml 1 (A100) has MIG enabled but no MIG device, so CUDA cannot use it: create MIG "
         "devices (nvidia-smi mig) or disable MIG.",
     )
@@ -230,4 +230,4 @@ def test_mig_gpu_without_instances_says_why_it_is_skipped() -> None:
 
 def test_a_single_mig_gpu_with_one_instance_needs_no_reason() -> None:
     gpu = Gpu(0, "A100", U[0], "x", mig_enabled=True, mig_instances=(MIG[0],))
-    assert resolve([gpu], None).reasons == ()
+    assert visibility([gpu], None).reasons == ()

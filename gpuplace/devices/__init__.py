@@ -8,7 +8,7 @@ from ..errors import BadInput
 from .model import Gpu, GpuProcess, Host, Machine, MigInstance, View, VisibleGpu
 from .nvml import NvmlLoader, load_pynvml, probe
 from .simulated import load_machine
-from .visible import Visibility, order_warning, resolve, visible
+from .visible import Visibility, order_warning, visibility, visible
 
 __all__ = [
     "Gpu",
@@ -21,8 +21,8 @@ __all__ = [
     "VisibleGpu",
     "discover",
     "load_machine",
-    "resolve",
     "view",
+    "visibility",
     "visible",
 ]
 
@@ -54,7 +54,7 @@ def view(machine: Machine, env: Mapping[str, str]) -> View:
             f"{{'CUDA_VISIBLE_DEVICES': '0'}}), got {type(env).__name__} {env!r:.40}"
         )
     cvd = env.get("CUDA_VISIBLE_DEVICES")
-    seen = resolve(machine.gpus, cvd)
+    seen = visibility(machine.gpus, cvd)
     warnings = list(machine.warnings)
     warning = order_warning(seen.gpus, env.get("CUDA_DEVICE_ORDER"))
     if warning:

@@ -13,7 +13,7 @@ enumerates that one MIG device (the first named) and nothing else; otherwise, at
 MIG enabled and MIG devices, CUDA enumerates that GPU's first MIG device and hides every other GPU
 and MIG device. A MIG-enabled GPU without MIG devices is skipped.
 
-`resolve` also says, one sentence per cause, why GPUs or entries are not visible, so that no GPU
+`visibility` also says, one sentence per cause, why GPUs or entries are not visible, so that no GPU
 disappears without a word.
 """
 
@@ -70,7 +70,7 @@ def _resolve_mig(gpus: Sequence[Gpu], entry: str) -> Target | None:
     return found[0] if len(found) == 1 else None
 
 
-def _resolve(gpus: Sequence[Gpu], entry: str) -> tuple[str, Target | None]:
+def _target(gpus: Sequence[Gpu], entry: str) -> tuple[str, Target | None]:
     """Return (kind, target) for one trimmed entry; kind is 'index', 'uuid' or 'invalid'."""
     number = _LEADING_INT.match(entry)
     if number:
@@ -131,7 +131,7 @@ def _parse(gpus: Sequence[Gpu], cuda_visible_devices: str) -> tuple[list[Named],
     seen: dict[tuple[str, str], str] = {}
     mode: str | None = None
     for i, entry in enumerate(entries):
-        kind, target = _resolve(gpus, entry)
+        kind, target = _target(gpus, entry)
         if target is None:
             return named, _stopped(_why_invalid(gpus, entry), entries[i + 1 :])
         if mode is not None and kind != mode:
@@ -214,7 +214,7 @@ def _single_mig(named: list[Named]) -> tuple[list[Target], list[str]]:
     return [t for _, t in named if not t[0].mig_enabled], reasons
 
 
-def resolve(gpus: Sequence[Gpu], cuda_visible_devices: str | None) -> Visibility:
+def visibility(gpus: Sequence[Gpu], cuda_visible_devices: str | None) -> Visibility:
     """The GPUs a CUDA program sees, in CUDA order, given the value of CUDA_VISIBLE_DEVICES,
     and one sentence per cause for what it does not see.
 
@@ -233,7 +233,7 @@ def resolve(gpus: Sequence[Gpu], cuda_visible_devices: str | None) -> Visibility
 
 
 def visible(gpus: Sequence[Gpu], cuda_visible_devices: str | None) -> list[VisibleGpu]:
-    """The GPUs a CUDA program sees, in CUDA order (see `resolve` for why others are not):
+    """The GPUs a CUDA program sees, in CUDA order (see `visibility` for why others are not):
     `gpus` are a machine's (`machine.gpus`), `cuda_visible_devices` the variable's value (None:
     unset)."""
     if isinstance(gpus, Machine) or not all(isinstance(g, Gpu) for g in gpus):
@@ -244,7 +244,7 @@ def visible(gpus: Sequence[Gpu], cuda_visible_devices: str | None) -> list[Visib
             "visible: cuda_visible_devices must be the variable's text (e.g. '1,0') or None, got "
             f"{type(cuda_visible_devices).__name__} {cuda_visible_devices!r:.40}"
         )
-    return list(resolve(gpus, cuda_visible_devices).gpus)
+    return list(visibility(gpus, cuda_visible_devices).gpus)
 
 
 def order_warning(visible_gpus: Sequence[VisibleGpu], cuda_device_order: str | None) -> str | None:

@@ -1,1 +1,2 @@
-"""Running work on devices: array backends (numpy, cupy), the device check, later the executor."""
+"""Running placed graphs: array backends (numpy, cupy, null), the executor and its schedule,
+memory prediction, --verify and the device check."""

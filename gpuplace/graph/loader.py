@@ -23,7 +23,7 @@ from .model import STRATEGIES, Config, Graph, Op, TensorRef, TensorSpec
 from .ops import suggest
 from .parse import Document, key_line, parse, parse_json_lines
 from .replicate import FlagSettings, Synthetic, replica_error
-from .resolve import Inputs, Lookup, direct, new_op, new_ref, order, resolve
+from .resolve import Inputs, Lookup, direct, new_op, new_ref, order, resolve_inputs
 from .scope import Scope, SpecError
 from .walk import Entry, Walker
 
@@ -193,7 +193,7 @@ def _build(doc: Document, source: str, base: str, extra: Extra) -> Graph:
     walker.top(items, top)
     entries = walker.entries
     names = Lookup(entries)
-    inputs, colocate, forward = resolve(entries, names)
+    inputs, colocate, forward = resolve_inputs(entries, names)
     run_order = order(entries, inputs) if forward else range(len(entries))
     ops, outputs = _infer(entries, inputs, colocate, run_order, doc.lines)
     fetch, targets = _fetch(data, top, names, inputs, outputs, run_order)

@@ -30,6 +30,7 @@ from typing import Any
 from ..errors import BadInput
 from . import infer as inf
 from . import kernels as k
+from .attr_rules import check_constant, check_load, check_random, check_split, check_variable
 from .attrs import (
     AXES,
     BOOL,
@@ -53,7 +54,6 @@ from .attrs import (
     number_hint,
     show,
 )
-from .checks import check_constant, check_load, check_random, check_split, check_variable
 from .model import OpMeta, TensorSpec
 
 BOTH = frozenset({"CPU", "GPU"})

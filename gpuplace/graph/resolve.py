@@ -70,7 +70,9 @@ class Lookup:
         return sorted(seen)
 
 
-def resolve(entries: list[Entry], names: Lookup) -> tuple[list[Inputs], dict[int, str], bool]:
+def resolve_inputs(
+    entries: list[Entry], names: Lookup
+) -> tuple[list[Inputs], dict[int, str], bool]:
     """Each entry's inputs as (entry, output) pairs, its colocation target, and whether any
     input points forward (then the file order is not an execution order)."""
     all_inputs: list[Inputs] = []
