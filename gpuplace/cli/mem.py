@@ -35,7 +35,8 @@ def mem(app: AppContext, /, spec: str | None, as_json: bool, compare: bool,
     """nvidia-smi's memory view; with a graph, run it under a memory policy and show the result."""
     from ..report import mem as report
     from ..report.devices import notice, title
-    from ..report.run import json_text, machine_record, pruned_line, rate_records
+    from ..report.lines import pruned_line
+    from ..report.records import json_text, machine_record, rate_records
 
     if spec is None:
         _needs_graph(compare, feed, kw)

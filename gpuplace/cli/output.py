@@ -89,7 +89,7 @@ def gpus_required(required: int, visible: int) -> str:
 def warn_no_gpu(view: View, prepared: Prepared) -> None:
     """One warning when a graph runs without any GPU: everything is on CPU:0, and why."""
     if not prepared.logical:
-        from ..report.run import no_gpu_warning
+        from ..report.lines import no_gpu_warning
 
         warn(no_gpu_warning(view))
 

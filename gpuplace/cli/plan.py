@@ -28,7 +28,8 @@ def plan(app: AppContext, /, spec: str, soft: bool | None, as_json: bool, fmt: s
     from ..memory.devices import check_reservations
     from ..pipeline import estimate_plan, predict_memory, prepare
     from ..report import plan as report
-    from ..report.run import json_text, pruned_line
+    from ..report.lines import pruned_line
+    from ..report.records import json_text
 
     if as_json and fmt not in (None, "json"):
         raise BadInput(

@@ -87,6 +87,7 @@ def run(app: AppContext, /, spec: str, log: bool | None, soft: bool | None, expl
     """Place a graph the way TensorFlow does, run it, print the placement log and the results."""
     from ..pipeline import execute_prepared, predict_memory, prepare
     from ..report import run as report
+    from ..report.records import json_text
 
     memory = pop_memory_flags(kw)
     if save is not None:  # given empty: refused, not dropped
@@ -110,7 +111,7 @@ def run(app: AppContext, /, spec: str, log: bool | None, soft: bool | None, expl
         doc = report.run_json(view, prepared, outcome)
         if verify:
             doc["verify"] = [c.__dict__ for c in checked]
-        click.echo(report.json_text(doc))
+        click.echo(json_text(doc))
     else:
         _print_run(app, view, prepared, result, explain, checked)
     bad = [c for c in checked if not c.ok]
@@ -140,15 +141,16 @@ def _save(path: str, values: dict[str, Any]) -> None:
 def _print_run(app: AppContext, view: View, prepared: Prepared, result: RunResult, explain: bool,
                checked: list[Verified]) -> None:  # fmt: skip
     from ..report import run as report
+    from ..report.lines import pruned_line, title
 
     mapping = prepared.log_device_placement
     if view.machine.simulated and not (mapping and prepared.logical):
         # the device mapping marks each simulated GPU; without it, one line says so
-        click.echo(report.title(view, prepared.strategy, "Run"))
+        click.echo(title(view, prepared.strategy, "Run"))
     if mapping:
         click.echo(report.device_mapping(prepared.logical))
         click.echo(report.placement_log(*prepared.placed()))
-    pruned = report.pruned_line(prepared)
+    pruned = pruned_line(prepared)
     if pruned:
         click.echo(pruned)
     for line in result.printed:
@@ -166,11 +168,11 @@ def _print_run(app: AppContext, view: View, prepared: Prepared, result: RunResul
 
 
 def _explain(app: AppContext, prepared: Prepared, copies: Sequence[CopyRecord]) -> None:
-    from ..report import run as report
+    from ..report.explain import explain_plain, explain_table
 
-    plain = report.explain_plain(prepared.graph, prepared.placement, copies)
+    plain = explain_plain(prepared.graph, prepared.placement, copies)
     if app.terminal():
-        table = report.explain_table(prepared.graph, prepared.placement, copies)
+        table = explain_table(prepared.graph, prepared.placement, copies)
         echo_renderable(app, table, fallback=plain)
     else:
         click.echo(plain)

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from ..graph.model import Graph
 from ..placement.model import Placement
 from ..units import human
-from .run import short_device
+from .explain import short_device
 
 PALETTE = ("#8dd3c7", "#ffffb3", "#bebada", "#fb8072", "#80b1d3", "#fdb462", "#b3de69", "#fccde5")
 CPU_COLOR = "#d9d9d9"

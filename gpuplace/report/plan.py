@@ -10,18 +10,10 @@ from ..memory.devices import DeviceMemory
 from ..placement.loads import DeviceLoad, device_loads, planned_copies
 from ..results import PlanEstimate, Prepared
 from ..units import human
-from .run import (
-    EXPLAIN_HEADER,
-    copy_records,
-    explain_rows,
-    machine_record,
-    placed_ops,
-    placement_records,
-    pruned_line,
-    rate_records,
-    short_device,
-)
-from .run import title as run_title
+from .explain import EXPLAIN_HEADER, explain_rows, short_device
+from .lines import pruned_line
+from .lines import title as run_title
+from .records import copy_records, machine_record, placed_ops, placement_records, rate_records
 from .text import columns
 
 LOAD_HEADER = (

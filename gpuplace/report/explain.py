@@ -1,0 +1,64 @@
+"""`--explain`'s view of a placement, shared by `run` and `plan`: one row per op with its device,
+the reason, its output and the copies it receives."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from ..graph.model import Graph
+from ..placement.model import Placement
+from ..units import human
+from .text import columns
+
+if TYPE_CHECKING:
+    from ..execute.executor import CopyRecord
+
+
+def short_device(full: str) -> str:
+    """`/job:localhost/replica:0/task:0/device:GPU:0` -> `GPU:0` for tables."""
+    return full.rsplit("device:", 1)[-1]
+
+
+def copies_in(copies: Sequence[CopyRecord]) -> dict[str, list[str]]:
+    """Per consumer op, the copies it needed, as `tensor CPU:0->GPU:0 96 B`."""
+    out: dict[str, list[str]] = {}
+    for c in copies:
+        text = f"{c.tensor} {short_device(c.src)}->{short_device(c.dst)} {human(c.nbytes)}"
+        out.setdefault(c.op, []).append(text)
+    return out
+
+
+EXPLAIN_HEADER = ("OP", "TYPE", "DEVICE", "REASON", "SHAPE", "DTYPE", "BYTES", "COPIES IN")
+
+
+def explain_rows(
+    graph: Graph, placement: Placement, copies: Sequence[CopyRecord]
+) -> list[tuple[str, ...]]:
+    incoming = copies_in(copies)
+    rows: list[tuple[str, ...]] = []
+    for op in graph.ops:
+        d = placement.decisions[op.name]
+        shape = ", ".join(f"[{','.join(map(str, s.shape))}]" for s in op.outputs) or "-"
+        dtype = ", ".join(s.dtype for s in op.outputs) or "-"
+        nbytes = sum(s.nbytes for s in op.outputs)
+        rows.append(
+            (op.name, op.type, short_device(d.device), d.reason, shape, dtype, human(nbytes),
+             "; ".join(incoming.get(op.name, [])) or "-")
+        )  # fmt: skip
+    return rows
+
+
+def explain_plain(graph: Graph, placement: Placement, copies: Sequence[CopyRecord]) -> str:
+    return columns(EXPLAIN_HEADER, explain_rows(graph, placement, copies))
+
+
+def explain_table(graph: Graph, placement: Placement, copies: Sequence[CopyRecord]) -> Any:
+    from rich.table import Table
+
+    table = Table(title="Placement", title_justify="left")
+    for h in EXPLAIN_HEADER:
+        table.add_column(h, overflow="fold")
+    for row in explain_rows(graph, placement, copies):
+        table.add_row(*row)
+    return table
