@@ -3,8 +3,8 @@
 Each stage is a pure function of its inputs (DESIGN's data flow); the CLI only parses flags and
 prints. Device names here are TensorFlow's full names (`/job:localhost/replica:0/task:0/...`).
 These functions are the Python API (`gpuplace.prepare`, ...): they check what a caller passes and
-raise gpuplace's errors (BadInput, exit code 2), naming settings as the caller did
-(`Options.memory_fraction` from Python, `--memory-fraction` from the CLI: `Options.naming`).
+raise gpuplace's errors (BadInput, exit code 2), naming settings as data that each caller says
+in its own words (`Options.memory_fraction` from Python, `--memory-fraction` from the CLI).
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ from .memory.devices import (
 from .memory.policy import LogicalGpu, Policy, logical_gpus, resolve
 from .options import Options, check_feed_names, check_replicas, replicate_count
 from .placement import place
-from .placement.model import Placement, PlacementError
+from .placement.model import Placement
 from .units import human
 
 if TYPE_CHECKING:
@@ -147,22 +147,21 @@ def prepare(
     what = "prepare: options must be an Options"
     _expect(options, Options, what, "e.g. gpuplace.Options(strategy='balanced')")
     _expect(env, Mapping, "prepare: env must be a mapping", "os.environ, or a dict such as {}")
-    naming = options.naming
     flags = options.memory_flags()
-    count = replicate_count(options.replicate, naming)
+    count = replicate_count(options.replicate)
 
     def gpus(config: Config) -> int:
-        n = len(logical_gpus(view.gpus, resolve(config.gpu_options, flags, env, naming)))
+        n = len(logical_gpus(view.gpus, resolve(config.gpu_options, flags, env)))
         if count is not None:
-            check_replicas(count, n, naming)
+            check_replicas(count, n)
         return n
 
-    graph = load(path, gpus=gpus, replicate=count, naming=naming)
+    graph = load(path, gpus=gpus, replicate=count)
     keep = needed(graph)
     if feeds:
-        check_feed_names(graph, options.feeds, naming)
-        graph = apply_feeds(_unneeded_fed(graph, keep, options.feeds), options.feeds, naming)
-    policy = resolve(graph.config.gpu_options, flags, env, naming)
+        check_feed_names(graph, options.feeds)
+        graph = apply_feeds(_unneeded_fed(graph, keep, options.feeds), options.feeds)
+    policy = resolve(graph.config.gpu_options, flags, env)
     logical = tuple(logical_gpus(view.gpus, policy))
     soft = options.allow_soft_placement
     if soft is None:
@@ -174,11 +173,7 @@ def prepare(
     whole_graph = strategy == "tensorflow"  # TF's placer sees every op; the others weigh work
     if keep is not None and not whole_graph:
         graph, dropped = _pruned(graph, keep)
-    try:
-        placement = place_with(strategy, graph, view, logical, soft, rates.by_uuid)
-    except PlacementError as exc:
-        exc.rename(naming)  # its fix sentence in the caller's names (`Options(...)` from Python)
-        raise
+    placement = place_with(strategy, graph, view, logical, soft, rates.by_uuid)
     if keep is not None and whole_graph:  # placed whole; the run needs fewer
         whole = (graph, placement)
         graph, dropped = _pruned(graph, keep)
@@ -228,8 +223,6 @@ def predict_memory(
 
     _expect_prepared(prepared, "predict_memory")
     _expect_view(view, "predict_memory")
-    if anyway is None and not prepared.policy.naming.cli:
-        anyway = "gpuplace.execute_prepared(prepared, view) runs it anyway"
     prediction = predict(prepared.graph, prepared.placement, prepared.logical)
     oom = prediction.oom
     if oom is not None:
@@ -325,10 +318,10 @@ def execute_prepared(
     backs = backends(view, logical, cupy_loader)
     devices = {name: d.device for name, d in prepared.placement.decisions.items()}
     schedule = plan(prepared.graph, devices, backs, get_op)
-    check_reservations(logical, prepared.policy.naming)
+    check_reservations(logical)
     names = [CPU0, *(full_name("GPU", g.index) for g in logical)]
     books = {lg.device: lg for lg in ledgers(names, logical)}
-    prepare_pools(logical, backs, prepared.policy.naming)
+    prepare_pools(logical, backs)
     try:
         result = run(schedule, [books[d] for d in schedule.devices])
         if observe is not None:

@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from ..errors import BadInput, CheckFailed
+from ..errors import BadInput, CheckFailed, Message
 from .context import AppContext
 from .flags import global_options, memory_options, options_from_flags, pop_memory_flags
 from .output import gpus_required, warn, warn_no_gpu, warn_prepared
@@ -134,10 +134,12 @@ def _with_graph(app: AppContext, view: Any, spec: str, feed: tuple[str, ...], kw
         prepared = prepare(spec, view, options, app.env)
         if compare and prepared.policy.virtual:
             raise BadInput(
-                f"--compare conflicts with {prepared.policy.virtual_source}: --compare runs "
-                "allow_growth, which TensorFlow does not allow on a GPU with virtual devices; "
-                "drop one of them"
-            )
+                Message(
+                    "--compare conflicts with ", prepared.policy.virtual_source, ": --compare "
+                    "runs allow_growth, which TensorFlow does not allow on a GPU with virtual "
+                    "devices; drop one of them",
+                )
+            )  # fmt: skip
         warn_prepared(prepared, rates=prepared.strategy == "balanced", seen=warned)
         if not warned_no_gpu:
             warn_no_gpu(view, prepared)

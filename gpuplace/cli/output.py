@@ -10,6 +10,7 @@ from typing import Any
 import click
 
 from .context import AppContext
+from .words import CLI
 
 
 def echo_renderable(app: AppContext, renderable: Any, fallback: str | None = None) -> bool:
@@ -95,6 +96,7 @@ def warn_prepared(prepared: Any, rates: bool, seen: set[str] | None = None) -> N
     each once where `seen` collects those already given (mem --compare prepares many times)."""
     seen = set() if seen is None else seen
     for w in (*prepared.policy.warnings, *(prepared.rates.warnings if rates else ())):
-        if w not in seen:
-            seen.add(w)
-            warn(w)
+        text = CLI.say(w)
+        if text not in seen:
+            seen.add(text)
+            warn(text)

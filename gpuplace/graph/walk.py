@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
 from ..devices.names import DeviceNameError, DeviceSpec, parse_device
-from ..errors import BadInput
+from ..errors import BadInput, Text
 from .attrs import show
 from .ops import EMPTY, REGISTRY, OpDef, suggest
 from .replicate import expand_replicate, slice_item
@@ -40,7 +40,7 @@ _NAME = re.compile(r"[A-Za-z0-9.][A-Za-z0-9_.\-/>]*\Z")  # TensorFlow's op name 
 class SpecError(BadInput):
     """A spec error about one raw mapping (`where`), which the loader turns into file:line."""
 
-    def __init__(self, message: str, where: object = None, other: object = None) -> None:
+    def __init__(self, message: Text, where: object = None, other: object = None) -> None:
         super().__init__(message)
         self.where = where
         self.other = other  # a second mapping to cite, e.g. the first of two duplicates
