@@ -7,9 +7,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .errors import BadInput, RuntimeFailure
+from .errors import BadInput, Message, RuntimeFailure, Setting
 from .graph.model import STRATEGIES, Graph
-from .naming import API, CLI, Naming
 
 # Options fields checked by type: the types accepted (a bool only where listed), and in words
 _FIELD_TYPES: dict[str, tuple[tuple[type, ...], str]] = {
@@ -35,8 +34,6 @@ class Options:
         virtual_gpus ('GPU:0=2GiB,2GiB;GPU:1=1GiB'): TensorFlow's GPU memory policies.
     strategy: 'tensorflow' (TensorFlow's placer, the default), 'balanced' or 'round-robin'.
     replicate: data parallelism over N GPUs (an int >= 2, or 'all'), as Keras' multi_gpu_model.
-    naming: how errors name these settings: `gpuplace.naming.API` (`Options.memory_fraction=1.5`,
-        the default) or `CLI` (`--memory-fraction 1.5`, what the commands pass).
 
     A value of the wrong type is refused here (BadInput); values are checked against the spec
     and the machine by `prepare`.
@@ -51,7 +48,6 @@ class Options:
     virtual_gpus: str | None = None
     strategy: str | None = None
     replicate: int | str | None = None
-    naming: Naming = field(default=API, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         """Refuse a value of the wrong type (a str for a bool, a list for feeds) here, where
@@ -60,16 +56,20 @@ class Options:
             value = getattr(self, name)
             wrong = isinstance(value, bool) and bool not in kinds
             if value is not None and (wrong or not isinstance(value, kinds)):
-                raise BadInput(f"{self.naming.given(name, value)}: expected {what}")
+                raise BadInput(Message(Setting(name, value), f": expected {what}"))
         if self.strategy is not None and self.strategy not in STRATEGIES:
             raise BadInput(
-                f"{self.naming.given('strategy', self.strategy)}: not a placement strategy; "
-                f"expected one of {', '.join(map(repr, STRATEGIES))}"
+                Message(
+                    Setting("strategy", self.strategy),
+                    f": not a placement strategy; expected one of {', '.join(map(repr, STRATEGIES))}",
+                )
             )
         if not isinstance(self.feeds, Mapping) or not all(isinstance(k, str) for k in self.feeds):
             raise BadInput(
-                f"{self.naming.given('feeds', self.feeds)}: expected a mapping of placeholder "
-                "names to values, e.g. {'x': '[[1.0, 2.0]]'}"
+                Message(
+                    Setting("feeds", self.feeds),
+                    ": expected a mapping of placeholder names to values, e.g. {'x': '[[1.0, 2.0]]'}",
+                )
             )
 
     def memory_flags(self) -> dict[str, Any]:
@@ -80,7 +80,7 @@ class Options:
         }  # fmt: skip
 
 
-def replicate_count(given: int | str | None, naming: Naming = CLI) -> int | str | None:
+def replicate_count(given: int | str | None) -> int | str | None:
     """`--replicate N|all` (Options.replicate) as the loader takes it; BadInput naming the
     setting for anything else."""
     if given is None:
@@ -88,21 +88,25 @@ def replicate_count(given: int | str | None, naming: Naming = CLI) -> int | str 
     value = given if isinstance(given, int) else given.strip()
     if value == "all":
         return value
+    two, every = Setting("replicate", 2), Setting("replicate", "all")
     if isinstance(value, str) and not value.isdigit():
         raise BadInput(
-            f"{naming.given('replicate', given, quote=True)}: expected a number of GPUs (2 or "
-            f"more) or 'all' (e.g. {naming.given('replicate', 2)})"
-        )
+            Message(
+                Setting("replicate", given, quote=True),
+                ": expected a number of GPUs (2 or more) or 'all' (e.g. ", two, ")",
+            )
+        )  # fmt: skip
     if int(value) < 2:
         raise BadInput(
-            f"{naming.given('replicate', given)}: data parallelism needs at least 2 GPUs (as "
-            f"Keras' multi_gpu_model: gpus >= 2); give {naming.given('replicate', 2)} or more, "
-            f"or {naming.given('replicate', 'all')}"
-        )
+            Message(
+                Setting("replicate", given), ": data parallelism needs at least 2 GPUs (as "
+                "Keras' multi_gpu_model: gpus >= 2); give ", two, " or more, or ", every,
+            )
+        )  # fmt: skip
     return int(value)
 
 
-def check_replicas(count: int | str, gpus: int, naming: Naming = CLI) -> None:
+def check_replicas(count: int | str, gpus: int) -> None:
     """`--replicate` (Options.replicate) against the logical GPUs this process has (exit 1:
     this machine cannot)."""
     if gpus >= (2 if count == "all" else int(count)):
@@ -110,19 +114,21 @@ def check_replicas(count: int | str, gpus: int, naming: Naming = CLI) -> None:
     seen = f"this process sees {gpus} GPU{'' if gpus == 1 else 's'}" + (
         f" (GPU:0..GPU:{gpus - 1})" if gpus > 1 else ""
     )
-    everything = naming.given("replicate", "all")
+    fix: Message | str
     if gpus >= 2:
-        fix = f"give {naming.given('replicate', gpus)} or fewer, or {everything}"
+        fix = Message(
+            "give ", Setting("replicate", gpus), " or fewer, or ", Setting("replicate", "all")
+        )
     elif gpus == 1:
-        split = naming.name("virtual_gpus")
-        fix = f"split its card into logical GPUs with {split} (e.g. GPU:0=1GiB,1GiB)"
+        split = Setting("virtual_gpus")
+        fix = Message("split its card into logical GPUs with ", split, " (e.g. GPU:0=1GiB,1GiB)")
     else:
         fix = "run it on a machine with 2 or more GPUs"
     need = ", and data parallelism needs 2 or more" if count == "all" else ""
-    raise RuntimeFailure(f"{naming.given('replicate', count)}: {seen}{need}; {fix}")
+    raise RuntimeFailure(Message(Setting("replicate", count), f": {seen}{need}"), fix, joint="; ")
 
 
-def check_feed_names(graph: Graph, feeds: Mapping[str, Any], naming: Naming = CLI) -> None:
+def check_feed_names(graph: Graph, feeds: Mapping[str, Any]) -> None:
     """A feed for a graph without placeholders: say so, rather than list no placeholders."""
     if not feeds or any(op.type == "placeholder" for op in graph.ops):
         return
@@ -130,6 +136,9 @@ def check_feed_names(graph: Graph, feeds: Mapping[str, Any], naming: Naming = CL
     for name in feeds:
         if name not in names:
             raise BadInput(
-                f"{naming.feed(name)}: no op named {name!r} in {graph.source}, and the graph has "
-                f"no placeholders: there is nothing to feed; drop {naming.name('feeds')}"
-            )
+                Message(
+                    Setting("feeds", key=name), f": no op named {name!r} in {graph.source}, and "
+                    "the graph has no placeholders: there is nothing to feed; drop ",
+                    Setting("feeds"),
+                )
+            )  # fmt: skip

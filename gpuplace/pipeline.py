@@ -4,8 +4,9 @@ check fit -> predict memory -> execute -> verify, each stage a call into the lay
 This module only sequences the stages and checks what a Python caller passes (BadInput naming
 the argument); the work is in `graph/`, `placement/`, `memory/` and `execute/`, and the results
 are the plain types of `results.py`. Device names are TensorFlow's full names
-(`/job:localhost/replica:0/task:0/...`). Errors name settings as the caller did
-(`Options.memory_fraction` from Python, `--memory-fraction` from the CLI: `Options.naming`).
+(`/job:localhost/replica:0/task:0/...`). Errors carry the settings they name as data, which each
+caller says in its own words (`Options.memory_fraction` from Python, `--memory-fraction` from
+the CLI).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from .devices.model import View
 from .devices.names import full_name
 from .devices.rates import load_rates
-from .errors import BadInput
+from .errors import BadInput, Message, Setting, Term
 from .graph import apply_feeds, load
 from .graph.model import Config, Graph
 from .graph.prune import needed, prune
@@ -37,7 +38,7 @@ from .memory.fit import check_fits, device_limits
 from .memory.ledger import OutOfMemory
 from .memory.policy import logical_gpus, resolve
 from .options import Options, check_feed_names, check_replicas, replicate_count
-from .placement.model import Placement, PlacementError
+from .placement.model import Placement
 from .placement.strategies import place_with
 from .results import Outcome, PlanEstimate, PolicyRun, Prepared
 
@@ -93,22 +94,21 @@ def prepare(
     what = "prepare: options must be an Options"
     _expect(options, Options, what, "e.g. gpuplace.Options(strategy='balanced')")
     _expect(env, Mapping, "prepare: env must be a mapping", "os.environ, or a dict such as {}")
-    naming = options.naming
     flags = options.memory_flags()
-    count = replicate_count(options.replicate, naming)
+    count = replicate_count(options.replicate)
 
     def gpus(config: Config) -> int:
-        n = len(logical_gpus(view.gpus, resolve(config.gpu_options, flags, env, naming)))
+        n = len(logical_gpus(view.gpus, resolve(config.gpu_options, flags, env)))
         if count is not None:
-            check_replicas(count, n, naming)
+            check_replicas(count, n)
         return n
 
-    graph = load(path, gpus=gpus, replicate=count, naming=naming)
+    graph = load(path, gpus=gpus, replicate=count)
     keep = needed(graph)
     if feeds:
-        check_feed_names(graph, options.feeds, naming)
-        graph = apply_feeds(_unneeded_fed(graph, keep, options.feeds), options.feeds, naming)
-    policy = resolve(graph.config.gpu_options, flags, env, naming)
+        check_feed_names(graph, options.feeds)
+        graph = apply_feeds(_unneeded_fed(graph, keep, options.feeds), options.feeds)
+    policy = resolve(graph.config.gpu_options, flags, env)
     logical = tuple(logical_gpus(view.gpus, policy))
     soft = options.allow_soft_placement
     if soft is None:
@@ -120,11 +120,7 @@ def prepare(
     whole_graph = strategy == "tensorflow"  # TF's placer sees every op; the others weigh work
     if keep is not None and not whole_graph:
         graph, dropped = _pruned(graph, keep)
-    try:
-        placement = place_with(strategy, graph, logical, view.machine.host, soft, rates.by_uuid)
-    except PlacementError as exc:
-        exc.rename(naming)  # its fix sentence in the caller's names (`Options(...)` from Python)
-        raise
+    placement = place_with(strategy, graph, logical, view.machine.host, soft, rates.by_uuid)
     if keep is not None and whole_graph:  # placed whole; the run needs fewer
         whole = (graph, placement)
         graph, dropped = _pruned(graph, keep)
@@ -174,8 +170,6 @@ def predict_memory(
 
     _expect_prepared(prepared, "predict_memory")
     _expect_view(view, "predict_memory")
-    if anyway is None and not prepared.policy.naming.cli:
-        anyway = "gpuplace.execute_prepared(prepared, view) runs it anyway"
     prediction = predict(prepared.graph, prepared.placement, prepared.logical)
     oom = prediction.oom
     if oom is not None:
@@ -224,10 +218,10 @@ def execute_prepared(
     backs = device_backends(view.machine, logical, cupy_loader)
     devices = {name: d.device for name, d in prepared.placement.decisions.items()}
     schedule = plan(prepared.graph, devices, backs, get_op)
-    check_reservations(logical, prepared.policy.naming)
+    check_reservations(logical)
     names = [CPU0, *(full_name("GPU", g.index) for g in logical)]
     books = {lg.device: lg for lg in ledgers(names, logical)}
-    prepare_pools(logical, backs, prepared.policy.naming)
+    prepare_pools(logical, backs)
     try:
         result = run(schedule, [books[d] for d in schedule.devices])
         if observe is not None:
@@ -272,6 +266,20 @@ def compared_options(options: Options) -> list[tuple[str, Options]]:
     return variants
 
 
+def check_comparable(allow_growth: bool | None) -> None:
+    """Comparing policies runs TensorFlow's default and allow_growth side by side: refuse an
+    allow_growth the caller set, which the comparison would override."""
+    if allow_growth is not None:
+        given = Setting("allow_growth", allow_growth)
+        raise BadInput(
+            Message(
+                given, " conflicts with ", Term.COMPARE, ": ", Term.COMPARE, " runs the default "
+                "policy and allow_growth side by side (and the given ", Setting("memory_fraction"),
+                "); drop ", given,
+            )
+        )  # fmt: skip
+
+
 def compare_policies(
     path: str | Path, view: View, options: Options, env: Mapping[str, str],
     cupy_loader: CupyLoader | None = None, observe: Observer | None = None,
@@ -280,20 +288,18 @@ def compare_policies(
     """Run the spec at `path` under each of `compared_options(options)` (`gpuplace mem
     --compare`): one PolicyRun per policy, in that order (see `run_policies`)."""
     _expect(options, Options, "compare_policies: options must be an Options", "gpuplace.Options()")
-    if options.allow_growth is not None:
-        raise BadInput(
-            f"compare_policies: Options.allow_growth={options.allow_growth!r} conflicts with "
-            "comparing policies, which runs the default policy and allow_growth side by side; "
-            "leave Options.allow_growth unset"
-        )
+    check_comparable(options.allow_growth)
 
     def check(run: PolicyRun) -> None:
         policy = run.prepared.policy
         if policy.virtual:
             raise BadInput(
-                f"--compare conflicts with {policy.virtual_source}: --compare runs allow_growth, "
-                "which TensorFlow does not allow on a GPU with virtual devices; drop one of them"
-            )
+                Message(
+                    Term.COMPARE, " conflicts with ", policy.virtual_source, ": ", Term.COMPARE,
+                    " runs allow_growth, which TensorFlow does not allow on a GPU with virtual "
+                    "devices; drop one of them",
+                )
+            )  # fmt: skip
         if on_prepared is not None:
             on_prepared(run)
 

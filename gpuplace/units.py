@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from .errors import BadInput
+from .errors import BadInput, Message, Part
 
 UNITS: dict[str, int] = {
     "B": 1,
@@ -33,20 +33,21 @@ def allocation_size(nbytes: int) -> int:
     return -(-nbytes // ALIGNMENT) * ALIGNMENT
 
 
-def parse_size(text: str | int, what: str = "size") -> int:
+def parse_size(text: str | int, what: Part = "size") -> int:
     """Return `text` as integer bytes; an int is taken as bytes already.
 
-    Raises BadInput naming `what`, the value and the accepted forms.
+    Raises BadInput naming `what` (a field, or the caller's Setting), the value and the
+    accepted forms.
     """
     if isinstance(text, bool):
-        raise BadInput(f"{what}: expected a size, got {text!r}; accepted: {ACCEPTED}")
+        raise BadInput(Message(what, f": expected a size, got {text!r}; accepted: {ACCEPTED}"))
     if isinstance(text, int):
         if text < 0:
-            raise BadInput(f"{what}: size must not be negative, got {text}")
+            raise BadInput(Message(what, f": size must not be negative, got {text}"))
         return text
     match = _SIZE.match(str(text))
     if match is None or match.group(2).upper() not in UNITS:
-        raise BadInput(f"{what}: cannot read {text!r} as a size; accepted: {ACCEPTED}")
+        raise BadInput(Message(what, f": cannot read {text!r} as a size; accepted: {ACCEPTED}"))
     return int(float(match.group(1)) * UNITS[match.group(2).upper()])
 
 

@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 
 import gpuplace
-from gpuplace.errors import BadInput, GpuplaceError, RuntimeFailure
-from gpuplace.naming import CLI
+from gpuplace.cli.words import CLI
+from gpuplace.errors import BadInput, GpuplaceError, Message, RuntimeFailure, Setting, Term
 from tests.conftest import Run, write_spec
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -254,8 +254,9 @@ def test_options_refuses_a_wrong_type_where_it_is_written(
 
 
 def test_the_cli_naming_of_options_reads_as_flags() -> None:
-    with pytest.raises(BadInput, match=r"^--replicate 2\.0: expected"):
-        gpuplace.Options(replicate=2.0, naming=CLI)  # type: ignore[arg-type]
+    with pytest.raises(BadInput) as info:
+        gpuplace.Options(replicate=2.0)  # type: ignore[arg-type]
+    assert re.match(r"^--replicate 2\.0: expected", info.value.render(CLI))
 
 
 def _prepared() -> Any:
@@ -389,16 +390,18 @@ def test_a_placement_error_from_python_names_the_options_field(tmp_path: Path, r
     )
 
 
-def test_fix_sentences_rename_whole_flags_only() -> None:
-    api = gpuplace.Options().naming
-    text = (
-        "add GPUs (--machine), give each more (--memory-limit, --memory-fraction); --machines stays"
-    )
-    assert api.words(text) == (
+def test_fix_sentences_say_their_references_and_leave_the_text_alone() -> None:
+    text = Message(
+        "add GPUs (", Term.MACHINE, "), give each more (", Setting("memory_limit"), ", ",
+        Setting("memory_fraction"), "); --machines stays",
+    )  # fmt: skip
+    assert str(text) == (
         "add GPUs (gpuplace.discover(machine_spec)), give each more (Options.memory_limit, "
         "Options.memory_fraction); --machines stays"
     )
-    assert CLI.words(text) == text
+    assert CLI.say(text) == (
+        "add GPUs (--machine), give each more (--memory-limit, --memory-fraction); --machines stays"
+    )
 
 
 @pytest.mark.parametrize(

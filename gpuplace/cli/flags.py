@@ -116,10 +116,8 @@ def options_from_flags(
     feed: Sequence[str] = (),
 ) -> Options:  # fmt: skip
     """The library's Options for what the flags asked (the Python API takes the same)."""
-    from ..naming import CLI
     from ..options import Options
 
     return Options(
-        allow_soft_placement=soft, log_device_placement=log, feeds=parse_feeds(feed),
-        naming=CLI, **memory,
-    )  # fmt: skip
+        allow_soft_placement=soft, log_device_placement=log, feeds=parse_feeds(feed), **memory
+    )

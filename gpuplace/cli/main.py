@@ -21,6 +21,7 @@ from .mem import mem
 from .output import say
 from .plan import plan
 from .run import run
+from .words import CLI
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -102,8 +103,10 @@ def _report(app: AppContext, exc: GpuplaceError) -> int:
     if app.debug:
         import traceback  # only here: it costs `devices` a few ms to import
 
-        say("".join(traceback.format_exception(exc)).rstrip("\n"))
-    say(f"error: {exc}")
+        shown = "".join(traceback.format_exception(exc)).rstrip("\n")
+        before, api, after = shown.rpartition(str(exc))  # its last line in the CLI's words too
+        say(f"{before}{exc.render(CLI) if api else ''}{after}")
+    say(f"error: {exc.render(CLI)}")
     return exc.exit_code
 
 

@@ -40,12 +40,10 @@ def mem(app: AppContext, /, spec: str | None, as_json: bool, compare: bool,
 
     if spec is None:
         _needs_graph(compare, feed, kw)
-    if compare and kw["allow_growth"] is not None:
-        flag = "--allow-growth" if kw["allow_growth"] else "--no-allow-growth"
-        raise BadInput(
-            f"{flag} conflicts with --compare: --compare runs the default policy and allow_growth "
-            f"side by side (and the given --memory-fraction); drop {flag}"
-        )
+    if compare:
+        from ..pipeline import check_comparable
+
+        check_comparable(kw["allow_growth"])
     view = app.view()
     for w in view.warnings:
         warn(w)

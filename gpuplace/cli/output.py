@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from .context import AppContext
+from .words import CLI
 
 if TYPE_CHECKING:
     from ..devices.model import View
@@ -99,6 +100,7 @@ def warn_prepared(prepared: Prepared, rates: bool, seen: set[str] | None = None)
     each once where `seen` collects those already given (mem --compare prepares many times)."""
     seen = set() if seen is None else seen
     for w in (*prepared.policy.warnings, *(prepared.rates.warnings if rates else ())):
-        if w not in seen:
-            seen.add(w)
-            warn(w)
+        text = CLI.say(w)
+        if text not in seen:
+            seen.add(text)
+            warn(text)

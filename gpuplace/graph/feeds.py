@@ -13,19 +13,18 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
-from ..errors import BadInput
-from ..naming import CLI, Naming
+from ..errors import BadInput, Message, Part, Setting, Term
 from .infer import fmt
 from .model import Graph, Op
 from .ops import suggest
 
 
-def apply_feeds(graph: Graph, feeds: Mapping[str, Any], naming: Naming = CLI) -> Graph:
+def apply_feeds(graph: Graph, feeds: Mapping[str, Any]) -> Graph:
     """A copy of `graph` with each fed placeholder's value in its attrs; BadInput for a name
     that is not a placeholder, a value that does not fit, or any placeholder left unfed.
 
     A value is a .npy path or JSON text (what `--feed` takes), or an array or nested list;
-    messages name each feed as `naming` does (the CLI's `--feed x` by default)."""
+    messages name each feed as a Setting (`--feed x`, `Options.feeds['x']`)."""
     by_name = graph.by_name()
     placeholders = [op.name for op in graph.ops if op.type == "placeholder"]
     values: dict[str, Any] = {}
@@ -33,26 +32,31 @@ def apply_feeds(graph: Graph, feeds: Mapping[str, Any], naming: Naming = CLI) ->
         op = by_name.get(name)
         if op is None:
             raise BadInput(
-                f"{naming.feed(name)}: no op named {name!r} in {graph.source}"
-                f"{suggest(name, placeholders, 'placeholders')}"
-            )
+                Message(
+                    Setting("feeds", key=name), f": no op named {name!r} in {graph.source}"
+                    f"{suggest(name, placeholders, 'placeholders')}",
+                )
+            )  # fmt: skip
         if op.type != "placeholder":
             listed = ", ".join(placeholders) or "none"
             raise BadInput(
-                f"{naming.feed(name)}: op {name!r} is a {op.type}, not a placeholder; only "
-                f"placeholders are fed (placeholders in {graph.source}: {listed})"
-            )
-        values[name] = _value(op, text, naming)
+                Message(
+                    Setting("feeds", key=name), f": op {name!r} is a {op.type}, not a "
+                    f"placeholder; only placeholders are fed (placeholders in {graph.source}: "
+                    f"{listed})",
+                )
+            )  # fmt: skip
+        values[name] = _value(op, text)
     ops = tuple(
         replace(op, attrs={**op.attrs, "value": values[op.name]}) if op.name in values else op
         for op in graph.ops
     )
     fed = replace(graph, ops=ops) if values else graph
-    require_fed(fed, naming)
+    require_fed(fed)
     return fed
 
 
-def require_fed(graph: Graph, naming: Naming = CLI) -> None:
+def require_fed(graph: Graph) -> None:
     """BadInput listing every placeholder without a value (call before running)."""
     unfed = [op for op in graph.ops if op.type == "placeholder" and "value" not in op.attrs]
     if unfed:
@@ -60,27 +64,25 @@ def require_fed(graph: Graph, naming: Naming = CLI) -> None:
             f"'{op.name}' with dtype {op.outputs[0].dtype} and shape {fmt(op.outputs[0].shape)}"
             for op in unfed
         )
-        how = (
-            "pass --feed NAME=FILE.npy or --feed NAME=JSON for each"
-            if naming.cli
-            else "give each a value in Options.feeds: a .npy path, JSON text or an array"
-        )
         raise BadInput(
-            f"You must feed a value for placeholder tensor {what}; {how} "
-            f"(e.g. {example(unfed[0], naming)})"
-        )
+            Message(
+                f"You must feed a value for placeholder tensor {what}; ", Term.FEED_EACH,
+                " (e.g. ", *example(unfed[0]), ")",
+            )
+        )  # fmt: skip
 
 
-def example(op: Op, naming: Naming = CLI) -> str:
-    """A short feed for placeholder `op` that fits its shape and dtype: JSON counting up
-    (`--feed x=[1.0,2.0]`; 2 per unknown dimension), or a .npy file when that would be long."""
+def example(op: Op) -> tuple[Part, ...]:
+    """A short feed for placeholder `op` that fits its shape and dtype, as Message parts: JSON
+    counting up (`--feed x=[1.0,2.0]`; 2 per unknown dimension), or a .npy file when that would
+    be long."""
     spec = op.outputs[0]
     dims = [d if type(d) is int and d >= 0 else 2 for d in spec.shape]
     count = 1
     for d in dims:
         count *= d
     if count > 6 or count == 0:
-        return f"{naming.feed(op.name, f'{op.name}.npy')}, written by numpy.save"
+        return _npy(op), ", written by numpy.save"
     numbers = iter(range(1, count + 1))
 
     def nest(level: int) -> str:
@@ -91,43 +93,50 @@ def example(op: Op, naming: Naming = CLI) -> str:
             return "true" if n % 2 else "false"
         return f"{n}.0" if spec.dtype.startswith("float") else str(n)
 
-    return naming.feed(op.name, nest(0))
+    return (Setting("feeds", nest(0), key=op.name),)
 
 
-def _value(op: Op, fed: Any, naming: Naming) -> Any:
+def _npy(op: Op) -> Setting:
+    """A .npy file fed to `op`: `--feed x=x.npy`."""
+    return Setting("feeds", f"{op.name}.npy", key=op.name)
+
+
+def _value(op: Op, fed: Any) -> Any:
     """The value fed to `op`: a .npy file or JSON text, or (from Python) an array or list."""
     import numpy as np
 
     text = fed if isinstance(fed, str) else None
-    given = naming.feed(op.name, text)  # an array is named without its value
+    given = Setting("feeds", text, key=op.name)  # an array is named without its value
     if text is not None and text.lower().endswith(".npy"):
         try:
             value = np.load(text, allow_pickle=False)
         except (OSError, ValueError) as err:
-            raise BadInput(f"{given}: cannot read it as a .npy file: {err}") from None
+            raise BadInput(Message(given, f": cannot read it as a .npy file: {err}")) from None
     else:
         try:
             value = np.asarray(fed if text is None else json.loads(text))
         except json.JSONDecodeError as err:
             raise BadInput(
-                f"{given}: neither JSON ({err.msg}) nor a .npy path; write e.g. "
-                f"{example(op, naming)} or {naming.feed(op.name, f'{op.name}.npy')}"
-            ) from None
+                Message(
+                    given, f": neither JSON ({err.msg}) nor a .npy path; write e.g. ",
+                    *example(op), " or ", _npy(op),
+                )
+            ) from None  # fmt: skip
         except ValueError:
             raise BadInput(
-                f"{given}: lists of different lengths; give a rectangular list"
+                Message(given, ": lists of different lengths; give a rectangular list")
             ) from None
-    return _fit(op, value, given, naming)
+    return _fit(op, value, given)
 
 
-def _fit(op: Op, value: Any, given: str, naming: Naming) -> Any:
+def _fit(op: Op, value: Any, given: Setting) -> Any:
     """`value` as the placeholder's dtype, if its shape matches and the cast loses nothing;
     messages start with `given`, the feed as the caller wrote it."""
     import numpy as np
 
     spec = op.outputs[0]
     if value.dtype.kind not in "biuf":
-        raise BadInput(f"{given}: expected numbers, got {value.dtype} values")
+        raise BadInput(Message(given, f": expected numbers, got {value.dtype} values"))
     if tuple(value.shape) != spec.shape:
         raise BadInput(
             f"Cannot feed value of shape {tuple(value.shape)} for Tensor '{op.name}:0', which has "
@@ -141,7 +150,10 @@ def _fit(op: Op, value: Any, given: str, naming: Naming) -> Any:
     )
     if lossy:
         raise BadInput(
-            f"{naming.feed(op.name)}: cannot feed {value.dtype} values to placeholder "
-            f"'{op.name}' of dtype {spec.dtype} without changing them; give {spec.dtype} values"
-        )
+            Message(
+                Setting("feeds", key=op.name), f": cannot feed {value.dtype} values to "
+                f"placeholder '{op.name}' of dtype {spec.dtype} without changing them; give "
+                f"{spec.dtype} values",
+            )
+        )  # fmt: skip
     return converted

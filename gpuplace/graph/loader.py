@@ -15,9 +15,8 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from ..errors import BadInput
+from ..errors import BadInput, Message, Setting, Term
 from ..gc_pause import gc_paused
-from ..naming import CLI, Naming
 from .attrs import show
 from .model import STRATEGIES, Config, Graph, Op, TensorRef, TensorSpec
 from .ops import suggest
@@ -52,16 +51,15 @@ def loads(
     *,
     gpus: Callable[[Config], int] | None = None,
     replicate: int | str | None = None,
-    naming: Naming = CLI,
 ) -> Graph:
     """Load spec text; `source` names it in messages, `base` anchors relative paths (cwd).
 
     `gpus(config)` is the number of GPUs the process will have (what `replicate: {gpus: all}`
     means); `replicate` (`--replicate N|all`) wraps a graph with no replicate block in one,
-    and messages name it as `naming` does (`--replicate 2`, or `Options.replicate=2`).
+    and messages name it as a Setting (`--replicate 2`, or `Options.replicate=2`).
     """
     base = os.path.abspath(base or os.curdir)
-    extra = Extra(gpus, replicate, naming)
+    extra = Extra(gpus, replicate)
     with gc_paused():
         doc = parse(text, source)
         if doc.data is None:
@@ -119,8 +117,9 @@ def _locate(
     other = _line(err.other, lines)
     at = f"{source}:{line}" if line else source
     also = f" (first defined at line {other})" if other else ""
-    message = str(err).replace("\n", "\\n")  # one line, whatever a value held
-    located = BadInput(f"{at}: {message}{also}")
+    parts = err.message.parts if isinstance(err.message, Message) else (err.message,)
+    one_line = [p.replace("\n", "\\n") if isinstance(p, str) else p for p in parts]  # any value
+    located = BadInput(Message(f"{at}: ", *one_line, also))
     located.exit_code = err.exit_code  # 1 when the machine, not the spec, is the problem
     return located
 
@@ -140,26 +139,29 @@ class Extra(NamedTuple):
 
     gpus: Callable[[Config], int] | None
     replicate: int | str | None
-    naming: Naming = CLI
 
 
-def _wrap_replicate(items: list[Any], count: int | str, naming: Naming) -> list[Any]:
+def _wrap_replicate(items: list[Any], count: int | str) -> list[Any]:
     """`--replicate N|all`: the graph's top-level placeholders stay outside and are split; the
     rest becomes the body of one replicate block."""
     if any(type(i) is dict and "replicate" in i for i in items):
-        drop = "the flag" if naming.cli else naming.name("replicate")
         raise SpecError(
-            f"{naming.name('replicate')}: the graph already has a replicate: block; drop {drop}"
-        )
+            Message(
+                Setting("replicate"), ": the graph already has a replicate: block; drop ",
+                Term.REPLICATE_AGAIN,
+            )
+        )  # fmt: skip
     inputs = [i for i in items if type(i) is dict and i.get("op") == "placeholder"]
     names = [i.get("name") for i in inputs]
     if not inputs or not all(type(n) is str for n in names):
         raise SpecError(
-            f"{naming.name('replicate')}: the graph has no named top-level placeholder to split "
-            "along the batch; add one, or write a replicate: block with split: [...]"
-        )
+            Message(
+                Setting("replicate"), ": the graph has no named top-level placeholder to split "
+                "along the batch; add one, or write a replicate: block with split: [...]",
+            )
+        )  # fmt: skip
     body = [i for i in items if not (type(i) is dict and i.get("op") == "placeholder")]
-    settings = FlagSettings({"gpus": count, "split": names}, naming.given("replicate", count))
+    settings = FlagSettings({"gpus": count, "split": names}, Setting("replicate", count))
     return [*inputs, {"replicate": settings, "graph": body}]
 
 
@@ -181,7 +183,7 @@ def _build(doc: Document, source: str, base: str, extra: Extra) -> Graph:
         )
     config = _config(data.get("config"), data)
     if extra.replicate is not None:
-        items = _wrap_replicate(items, extra.replicate, extra.naming)
+        items = _wrap_replicate(items, extra.replicate)
     walker = Walker(base, extra.gpus(config) if extra.gpus else None)
     if extra.replicate is None and data.get("fetch") is None:
         done = direct(items, walker, doc.lines)

@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
+from ..errors import Message, Part, Setting, Text
 from .attrs import show
 from .infer import fmt
 from .ops import REGISTRY, suggest
@@ -76,12 +77,12 @@ class FlagSettings(dict[str, Any]):
 
     __slots__ = ("flag",)
 
-    def __init__(self, items: dict[str, Any], flag: str) -> None:
+    def __init__(self, items: dict[str, Any], flag: Setting) -> None:
         super().__init__(items)
         self.flag = flag
 
 
-def _error(message: str, where: object, machine: bool = False) -> Exception:
+def _error(message: Text, where: object, machine: bool = False) -> Exception:
     """A spec error; `machine`: this machine cannot do it (exit 1, like a placement failure)."""
     err = SpecError(message, where)
     if machine:
@@ -94,7 +95,7 @@ def _available(num_gpus: int) -> str:
 
 
 def replica_gpus(
-    value: object, num_gpus: int | None, where: object, flag: str | None = None
+    value: object, num_gpus: int | None, where: object, flag: Setting | None = None
 ) -> list[int]:
     """`gpus`: a count, `all`, or a list of GPU indices; Keras' checks and messages. `flag`:
     the `--replicate` that wrote the block, if it did."""
@@ -104,11 +105,13 @@ def replica_gpus(
                 "replicate: gpus: all", "gpus: 4"
             )  # fmt: skip
             raise _error(
-                f"{what} needs a machine to count its GPUs; run it with gpuplace run or plan, or "
-                "pass gpus= to load() or loads() (a function from the spec's Config to the "
-                f"number of GPUs, e.g. gpus=lambda config: 4), or give a count ({count})",
+                Message(
+                    what, " needs a machine to count its GPUs; run it with gpuplace run or plan, "
+                    "or pass gpus= to load() or loads() (a function from the spec's Config to the "
+                    f"number of GPUs, e.g. gpus=lambda config: 4), or give a count ({count})",
+                ),
                 where,
-            )
+            )  # fmt: skip
         gpus = list(range(num_gpus))
     elif type(value) is int:
         gpus = list(range(value))
@@ -242,7 +245,7 @@ def replica_error(raw: Synthetic, specs: Sequence[TensorSpec] | None, reason: st
     block = raw.block or {}
     settings = block.get("replicate")
     flag = settings.flag if isinstance(settings, FlagSettings) else None
-    label = flag or "replicate"
+    label: Part = flag or "replicate"
     anchor = raw.anchor if type(raw.anchor) is dict else {}
     if raw.role == "slice":
         return _error(_slice_message(raw, specs or (), label, flag, settings, reason), raw)
@@ -256,16 +259,21 @@ def replica_error(raw: Synthetic, specs: Sequence[TensorSpec] | None, reason: st
                 f"the merged {saved[0]!r}" if type(saved) is list and saved else "the merged tensor"
             )
             return _error(
-                f"{label}: op {name!r} (save) in the body has no output to merge, and each replica "
-                f"would write its own share of the batch to {show(anchor.get('path'))}; move the "
-                f"save below the block, where it saves {what}",
+                Message(
+                    label, f": op {name!r} (save) in the body has no output to merge, and each "
+                    "replica would write its own share of the batch to "
+                    f"{show(anchor.get('path'))}; move the save below the block, where it saves "
+                    f"{what}",
+                ),
                 raw,
-            )
+            )  # fmt: skip
         return _error(
-            f"{label}: op {name!r} ({show(kind)}) in the body has no output, so the block cannot "
-            f"merge it across the replicas (merge: {merge}); move it below the block",
+            Message(
+                label, f": op {name!r} ({show(kind)}) in the body has no output, so the block "
+                f"cannot merge it across the replicas (merge: {merge}); move it below the block",
+            ),
             raw,
-        )
+        )  # fmt: skip
     shapes = ", ".join(fmt(s.shape) for s in specs)
     if merge == "concat" and any(not s.shape for s in specs):
         fix = (
@@ -274,37 +282,45 @@ def replica_error(raw: Synthetic, specs: Sequence[TensorSpec] | None, reason: st
             else "use merge: mean or merge: add_n for a scalar (a loss)"
         )
         return _error(
-            f"{label}: merge concat (along axis 0) cannot concatenate the scalar output {name!r} "
-            f"of the replicas (shape [] in each); {fix}, or keep a batch dimension in {name!r} "
-            "(e.g. keepdims: true)",
+            Message(
+                label, f": merge concat (along axis 0) cannot concatenate the scalar output "
+                f"{name!r} of the replicas (shape [] in each); {fix}, or keep a batch dimension "
+                f"in {name!r} (e.g. keepdims: true)",
+            ),
             raw,
-        )
+        )  # fmt: skip
     if merge == "concat" and len({s.shape[1:] for s in specs}) > 1:
         return _error(
-            f"{label}: merge concat (along axis 0) cannot concatenate output {name!r} of the "
-            f"replicas: their shapes ({shapes}) differ beyond axis 0; keep the batch on axis 0 "
-            f"of {name!r}",
+            Message(
+                label, f": merge concat (along axis 0) cannot concatenate output {name!r} of the "
+                f"replicas: their shapes ({shapes}) differ beyond axis 0; keep the batch on axis "
+                f"0 of {name!r}",
+            ),
             raw,
-        )
+        )  # fmt: skip
     if merge != "concat" and len({s.shape for s in specs}) > 1:
         return _error(
-            f"{label}: merge {merge} cannot combine output {name!r} of the replicas: their shapes "
-            f"differ ({shapes}; the last replica takes the rest of a batch that does not divide "
-            f"evenly); use merge: concat for a per-sample output, reduce {name!r} to one shape in "
-            "each replica (e.g. reduce_mean), or give a batch the replicas divide evenly",
+            Message(
+                label, f": merge {merge} cannot combine output {name!r} of the replicas: their "
+                f"shapes differ ({shapes}; the last replica takes the rest of a batch that does "
+                f"not divide evenly); use merge: concat for a per-sample output, reduce {name!r} "
+                "to one shape in each replica (e.g. reduce_mean), or give a batch the replicas "
+                "divide evenly",
+            ),
             raw,
-        )
-    return _error(f"{label}: merge {merge} of output {name!r} of the replicas: {reason}", raw)
+        )  # fmt: skip
+    message = f": merge {merge} of output {name!r} of the replicas: {reason}"
+    return _error(Message(label, message), raw)
 
 
 def _slice_message(
     raw: Synthetic,
     specs: Sequence[TensorSpec],
-    label: str,
-    flag: str | None,
+    label: Part,
+    flag: Setting | None,
     settings: Any,
     reason: str,
-) -> str:
+) -> Message:
     x, parts = raw["inputs"][0], raw["parts"]
     shape = specs[0].shape if specs else None
     if shape == ():
@@ -314,22 +330,22 @@ def _slice_message(
             if flag
             else f"split only inputs with a batch dimension (drop {x!r} from split)"
         )
-        return (
-            f"{label}: split {x!r} is a scalar (shape []), which cannot be cut into replicas "
-            f"along axis 0; {fix}"
-        )
+        return Message(
+            label, f": split {x!r} is a scalar (shape []), which cannot be cut into replicas "
+            f"along axis 0; {fix}",
+        )  # fmt: skip
     if shape is not None and shape[0] < parts:
         gpus = (
             ""
             if flag or not isinstance(settings, dict)
             else f" (gpus: {show(settings.get('gpus', 'all'))})"
         )
-        return (
-            f"{label}: split {x!r} has a batch of {shape[0]} (shape {fmt(shape)}), smaller than "
-            f"the {parts} replicas{gpus}; give {x!r} a batch of at least {parts} along axis 0, or "
-            "replicate over fewer GPUs"
-        )
-    return f"{label}: split {x!r} cannot be cut into {parts} replicas: {reason}"
+        return Message(
+            label, f": split {x!r} has a batch of {shape[0]} (shape {fmt(shape)}), smaller than "
+            f"the {parts} replicas{gpus}; give {x!r} a batch of at least {parts} along axis 0, "
+            "or replicate over fewer GPUs",
+        )  # fmt: skip
+    return Message(label, f": split {x!r} cannot be cut into {parts} replicas: {reason}")
 
 
 assert {"batch_slice", "average_n", "concat", "add_n"} <= set(REGISTRY)

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..devices.names import DeviceSpec
-from ..errors import BadInput
+from ..errors import BadInput, Text
 from .attrs import show
 from .ops import suggest
 
@@ -16,7 +16,7 @@ from .ops import suggest
 class SpecError(BadInput):
     """A spec error about one raw mapping (`where`), which the loader turns into file:line."""
 
-    def __init__(self, message: str, where: object = None, other: object = None) -> None:
+    def __init__(self, message: Text, where: object = None, other: object = None) -> None:
         super().__init__(message)
         self.where = where
         self.other = other  # a second mapping to cite, e.g. the first of two duplicates

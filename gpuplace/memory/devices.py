@@ -14,8 +14,7 @@ from typing import Any
 
 from ..devices.model import LogicalGpu, View
 from ..devices.names import full_name
-from ..errors import GpuplaceError, RuntimeFailure
-from ..naming import CLI, Naming
+from ..errors import GpuplaceError, Message, Part, RuntimeFailure, Setting
 from ..units import human
 from .ledger import Ledger, OutOfMemory
 from .policy import Policy
@@ -56,13 +55,14 @@ def _by_card(logical: Sequence[LogicalGpu], real_only: bool = False) -> list[lis
     return list(per_card.values())
 
 
-def _smaller(naming: Naming) -> str:
-    """The fix for a reservation the card cannot hold, in the caller's names."""
-    fraction, limit = naming.name("memory_fraction"), naming.name("memory_limit")
-    return f"Fix: a smaller {fraction} / {limit}, or {naming.name('allow_growth')}"
+# The fix for a reservation the card cannot hold
+SMALLER = Message(
+    "a smaller ", Setting("memory_fraction"), " / ", Setting("memory_limit"), ", or ",
+    Setting("allow_growth"),
+)  # fmt: skip
 
 
-def check_reservations(logical: Sequence[LogicalGpu], naming: Naming = CLI) -> None:
+def check_reservations(logical: Sequence[LogicalGpu]) -> None:
     """Refuse a preallocation larger than a card's free memory, before anything runs."""
     for group in _by_card(logical):
         gpu = group[0].gpu
@@ -72,14 +72,12 @@ def check_reservations(logical: Sequence[LogicalGpu], naming: Naming = CLI) -> N
             names = ", ".join(g.name for g in group)
             raise RuntimeFailure(
                 f"cannot reserve {human(want)} for {names} on {gpu.product} (CUDA GPU {gpu.cuda_index}): "
-                f"only {human(free)} is free (other processes use {human(gpu.memory_used or 0)}). "
-                f"{_smaller(naming)}"
+                f"only {human(free)} is free (other processes use {human(gpu.memory_used or 0)}).",
+                SMALLER,
             )
 
 
-def prepare_pools(
-    logical: Sequence[LogicalGpu], backends: Mapping[str, Any], naming: Naming = CLI
-) -> None:
+def prepare_pools(logical: Sequence[LogicalGpu], backends: Mapping[str, Any]) -> None:
     """Real GPUs: set each card's cupy pool limit and hold the preallocated block in the pool.
 
     A card that cannot give the block (the CUDA context took part of the free memory NVML
@@ -104,7 +102,8 @@ def prepare_pools(
             raise RuntimeFailure(
                 f"cannot reserve {human(reserve)} for {', '.join(g.name for g in group)} on "
                 f"{gpu.product} (CUDA GPU {gpu.cuda_index}): cupy: {exc} Nothing is left "
-                f"allocated. {_smaller(naming)}"
+                "allocated.",
+                SMALLER,
             ) from None
 
 
@@ -144,30 +143,30 @@ def summary(ledger_list: Sequence[Ledger], pools: Mapping[str, int]) -> list[Dev
     ]
 
 
-def oom_hint(exc: OutOfMemory, policy: Policy, logical: Sequence[LogicalGpu], view: View) -> str:
-    """What would help, for this machine and policy (the OOM message's Fix: sentence), in the
-    names of the caller that set the policy (`policy.naming`)."""
-    name = policy.naming.name
-    hints = []
+def oom_hint(
+    exc: OutOfMemory, policy: Policy, logical: Sequence[LogicalGpu], view: View
+) -> Message:
+    """What would help, for this machine and policy: the OOM message's Fix: sentence."""
+    parts: list[Part] = []
+
+    def hint(*words: Part) -> None:
+        parts.extend(("; ", *words) if parts else words)
+
     need = exc.in_use + exc.requested
     others = [g for g in logical if full_name("GPU", g.index) != exc.device and g.limit >= need]
     if others:
-        hints.append(
-            f"{others[0].name} could hold it (limit {human(others[0].limit)}): place ops there"
-        )
+        hint(f"{others[0].name} could hold it (limit {human(others[0].limit)}): place ops there")
     if len(logical) > 1:
-        hints.append(
-            f"spread the graph over the GPUs ({policy.naming.given('strategy', 'balanced')}, "
-            "towers, or explicit devices)"
-        )
+        balanced = Setting("strategy", "balanced")
+        hint("spread the graph over the GPUs (", balanced, ", towers, or explicit devices)")
     if policy.fraction is not None:
-        hints.append(f"raise {name('memory_fraction')} (now {policy.fraction:g}, at most 1)")
+        hint("raise ", Setting("memory_fraction"), f" (now {policy.fraction:g}, at most 1)")
     elif policy.memory_limit is not None or policy.virtual:
-        more = f"{name('memory_limit')} / {name('virtual_gpus')}"
-        hints.append(f"give the device more memory ({more})")
+        more = (Setting("memory_limit"), " / ", Setting("virtual_gpus"))
+        hint("give the device more memory (", *more, ")")
     else:
-        hints.append(
-            f"{name('allow_growth')} will not help: the limit is the card's memory, not the "
-            "reservation"
+        hint(
+            Setting("allow_growth"),
+            " will not help: the limit is the card's memory, not the reservation",
         )
-    return "; ".join(hints) + "."
+    return Message(*parts, ".")

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from ..errors import BadInput, RuntimeFailure
+from ..errors import BadInput, Message, Part, RuntimeFailure, Term, Text
 from ..units import ALIGNMENT, allocation_size, human
 
 __all__ = ["ALIGNMENT", "Ledger", "OutOfMemory", "allocation_size", "new_ledgers"]
@@ -39,9 +39,9 @@ class OutOfMemory(RuntimeFailure):
         limit: int | None,
         detail: str = "",
         reserved: int | None = None,
-        hint: str = "",
+        hint: Text = "",
         predicted: bool = False,
-        anyway: str = "pass --force to run anyway",
+        anyway: Part = Term.RUN_ANYWAY,
     ) -> None:
         self.op, self.device = op, device
         self.requested, self.in_use, self.limit = requested, in_use, limit
@@ -49,21 +49,26 @@ class OutOfMemory(RuntimeFailure):
         cap = "no memory limit set" if limit is None else f"limit {_bytes(limit)}"
         held = "" if reserved is None else f", {_bytes(reserved)} reserved"
         fix = hint or "raise that device's memory limit, or place some ops on another device."
-        what = (
-            f"Predicted before running (plan): nothing was run or allocated; {anyway}."
+        what: tuple[Part, ...] = (
+            ("Predicted before running (plan): nothing was run or allocated; ", anyway, ".")
             if predicted
-            else "The run stopped and freed everything it had allocated; nothing is left allocated."
+            else (
+                "The run stopped and freed everything it had allocated; nothing is left allocated.",
+            )
         )
         super().__init__(
-            f"OOM when allocating {_bytes(requested)} for op '{op}' on {device}: "
-            f"{_bytes(in_use)} in use{held}, {cap}{detail}. {what} Fix: {fix}"
-        )
+            Message(
+                f"OOM when allocating {_bytes(requested)} for op '{op}' on {device}: "
+                f"{_bytes(in_use)} in use{held}, {cap}{detail}. ", *what,
+            ),
+            fix,
+        )  # fmt: skip
 
     def with_hint(
-        self, hint: str, predicted: bool = False, anyway: str | None = None
+        self, hint: Text, predicted: bool = False, anyway: str | None = None
     ) -> OutOfMemory:
         """The same error with gpuplace's advice for this machine and policy; a predicted one
-        says how to run anyway (`anyway`: `run`'s --force unless given)."""
+        says how to run anyway (`anyway`: the caller's words, `Term.RUN_ANYWAY`, unless given)."""
         return OutOfMemory(
             self.op, self.device, self.requested, self.in_use, self.limit, self.detail,
             self.reserved, hint, predicted, *([anyway] if anyway else []),

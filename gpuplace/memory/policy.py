@@ -19,11 +19,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..devices.model import LogicalGpu, VisibleGpu
-from ..errors import BadInput
-from ..naming import CLI, Naming
+from ..errors import BadInput, Message, Part, Setting, Text
 from ..units import GiB, MiB, human, parse_size
 
 ENV_GROWTH = "TF_FORCE_GPU_ALLOW_GROWTH"
+VIRTUAL_GPUS = Setting("virtual_gpus")
 
 
 def min_system_memory(available: int, cc_major: int | None) -> int:
@@ -47,9 +47,8 @@ class Policy:
     fraction: float | None = None
     memory_limit: int | None = None
     virtual: Mapping[int, tuple[int, ...]] = field(default_factory=dict)  # cuda index -> limits
-    warnings: tuple[str, ...] = ()
-    virtual_source: str = "--virtual-gpus"  # where `virtual` came from, for messages
-    naming: Naming = CLI  # how messages name the caller's settings (flags, or Options fields)
+    warnings: tuple[Text, ...] = ()
+    virtual_source: Part = VIRTUAL_GPUS  # where `virtual` came from, for messages
 
     def name(self) -> str:
         """A short label for tables: `default`, `allow_growth`, `fraction 0.4`, ..."""
@@ -65,23 +64,25 @@ class Policy:
         return " + ".join(parts) or "default"
 
 
-def _fraction(value: object, where: str) -> float:
+def _fraction(value: object, where: Part) -> float:
     try:
         f = float(value)  # type: ignore[arg-type]
     except (TypeError, ValueError):
         f = float("nan")
     if not 0 < f <= 1 or isinstance(value, bool):
         raise BadInput(
-            f"{where}: per_process_gpu_memory_fraction must be in (0, 1], got {value!r} "
-            "(e.g. 0.4 lets the process use 40% of each GPU's total memory)"
-        )
+            Message(
+                where, f": per_process_gpu_memory_fraction must be in (0, 1], got {value!r} "
+                "(e.g. 0.4 lets the process use 40% of each GPU's total memory)",
+            )
+        )  # fmt: skip
     return f
 
 
 _VIRTUAL = re.compile(r"^\s*(?:/?(?:device:)?GPU:)?(\d+)\s*=\s*(.+)$", re.IGNORECASE)
 
 
-def parse_virtual(text: str, where: str = "--virtual-gpus") -> dict[int, tuple[int, ...]]:
+def parse_virtual(text: str, where: Part = VIRTUAL_GPUS) -> dict[int, tuple[int, ...]]:
     """`GPU:0=2GiB,2GiB;GPU:1=1GiB` -> {0: (2 GiB, 2 GiB), 1: (1 GiB,)}; errors name `where`."""
     out: dict[int, tuple[int, ...]] = {}
     given: dict[int, str] = {}
@@ -89,19 +90,25 @@ def parse_virtual(text: str, where: str = "--virtual-gpus") -> dict[int, tuple[i
         match = _VIRTUAL.match(part)
         if match is None:
             raise BadInput(
-                f"{where}: cannot read {part.strip()!r}; expected GPU:N=SIZE[,SIZE...] "
-                "(e.g. GPU:0=2GiB,2GiB), several separated by ';'"
-            )
+                Message(
+                    where, f": cannot read {part.strip()!r}; expected GPU:N=SIZE[,SIZE...] "
+                    "(e.g. GPU:0=2GiB,2GiB), several separated by ';'",
+                )
+            )  # fmt: skip
         sizes = tuple(parse_size(s.strip(), where) for s in match.group(2).split(","))
         if any(s <= 0 for s in sizes):
-            raise BadInput(f"{where}: every logical GPU needs memory > 0, got {part.strip()!r}")
+            raise BadInput(
+                Message(where, f": every logical GPU needs memory > 0, got {part.strip()!r}")
+            )
         index = int(match.group(1))
         if index in given:
             raise BadInput(
-                f"{where}: GPU:{index} is given twice ({given[index]!r} and "
-                f"{part.strip()!r}); give each GPU once, with all its logical GPUs' sizes after "
-                f"one '=' (e.g. GPU:{index}=1GiB,2GiB,2GiB)"
-            )
+                Message(
+                    where, f": GPU:{index} is given twice ({given[index]!r} and "
+                    f"{part.strip()!r}); give each GPU once, with all its logical GPUs' sizes "
+                    f"after one '=' (e.g. GPU:{index}=1GiB,2GiB,2GiB)",
+                )
+            )  # fmt: skip
         given[index] = part.strip()
         out[index] = sizes
     return out
@@ -149,39 +156,42 @@ def _growth_from_env(env: Mapping[str, str], current: bool) -> tuple[bool, str |
 
 
 def _fraction_and_limit(
-    gpu_options: Mapping[str, Any], flags: Mapping[str, Any], naming: Naming
-) -> tuple[float | None, int | None, str | None]:
+    gpu_options: Mapping[str, Any], flags: Mapping[str, Any]
+) -> tuple[float | None, int | None, Message | None]:
     """The fraction and the per-GPU limit in force, and a warning when the limit flag overrides
     the spec's fraction. Both as flags is refused: a logical device's memory_limit wins over
     per_process_gpu_memory_fraction in TensorFlow, so the fraction would be dropped."""
     text = flags.get("memory_limit")
-    limit = None if text is None else parse_size(text, naming.name("memory_limit"))
+    limit = None if text is None else parse_size(text, Setting("memory_limit"))
     if limit == 0:  # given, so never dropped: a GPU with no memory can hold nothing
         raise BadInput(
-            f"{naming.given('memory_limit', text, quote=True)}: each GPU needs a limit above 0 "
-            f"(e.g. {naming.given('memory_limit', '64MiB')})"
-        )
+            Message(
+                Setting("memory_limit", text, quote=True), ": each GPU needs a limit above 0 "
+                "(e.g. ", Setting("memory_limit", "64MiB"), ")",
+            )
+        )  # fmt: skip
     fraction_flag = flags.get("memory_fraction")
     if fraction_flag is not None:
         if limit is not None:
             raise BadInput(
-                f"{naming.given('memory_fraction', fraction_flag)} conflicts with "
-                f"{naming.given('memory_limit', text)}: a per-GPU memory limit overrides the "
-                "fraction (in TensorFlow a logical device's memory_limit wins over "
-                "per_process_gpu_memory_fraction); give one of them"
-            )
-        return _fraction(fraction_flag, naming.name("memory_fraction")), None, None
+                Message(
+                    Setting("memory_fraction", fraction_flag), " conflicts with ",
+                    Setting("memory_limit", text), ": a per-GPU memory limit overrides the "
+                    "fraction (in TensorFlow a logical device's memory_limit wins over "
+                    "per_process_gpu_memory_fraction); give one of them",
+                )
+            )  # fmt: skip
+        return _fraction(fraction_flag, Setting("memory_fraction")), None, None
     configured = gpu_options.get("per_process_gpu_memory_fraction")
     if configured is None:
         return None, limit, None
     fraction = _fraction(configured, "config.gpu_options")
     if limit is None:
         return fraction, None, None
-    warning = (
-        f"{naming.given('memory_limit', text)} overrides "
-        f"config.gpu_options.per_process_gpu_memory_fraction {fraction:g}: each GPU's limit is "
-        f"{text}"
-    )
+    warning = Message(
+        Setting("memory_limit", text), " overrides config.gpu_options."
+        f"per_process_gpu_memory_fraction {fraction:g}: each GPU's limit is {text}",
+    )  # fmt: skip
     return None, limit, warning
 
 
@@ -189,42 +199,43 @@ def resolve(
     gpu_options: Mapping[str, Any],
     flags: Mapping[str, Any],
     env: Mapping[str, str],
-    naming: Naming = CLI,
 ) -> Policy:
     """The policy from the spec's gpu_options, the caller's settings (`flags`, by Options field
-    name; they win) and the environment; messages name the settings as `naming` does."""
+    name; they win) and the environment; messages name the settings as Settings."""
     configured = bool(gpu_options.get("allow_growth", False))
     if flags.get("allow_growth") is not None:
         configured = bool(flags["allow_growth"])
     growth, warning = _growth_from_env(env, configured)
-    fraction, limit, overridden = _fraction_and_limit(gpu_options, flags, naming)
+    fraction, limit, overridden = _fraction_and_limit(gpu_options, flags)
     experimental = gpu_options.get("experimental") or {}
-    source = "config.gpu_options.experimental.virtual_devices"
+    source: Part = "config.gpu_options.experimental.virtual_devices"
     virtual = (
         _virtual_from_config(experimental["virtual_devices"])
         if "virtual_devices" in experimental
         else {}
     )
     if flags.get("virtual_gpus") is not None:  # given empty: refused by parse_virtual, not dropped
-        source = naming.name("virtual_gpus")
+        source = VIRTUAL_GPUS
         virtual = parse_virtual(str(flags["virtual_gpus"]), source)
     if virtual and configured:  # TF's Python rule; the env var acts in the allocator, allowed
-        grown = (
-            naming.name("allow_growth")
+        grown: Part = (
+            Setting("allow_growth")
             if flags.get("allow_growth")
             else "config.gpu_options.allow_growth"
         )
         raise BadInput(
-            "Memory growth cannot be configured on a PhysicalDevice with virtual devices configured "
-            f"(TensorFlow's rule): drop {grown} or {source}"
-        )
+            Message(
+                "Memory growth cannot be configured on a PhysicalDevice with virtual devices "
+                "configured (TensorFlow's rule): drop ", grown, " or ", source,
+            )
+        )  # fmt: skip
     if virtual and fraction is not None:
         raise BadInput(
             "It's invalid to set both virtual devices and per_process_gpu_memory_fraction at the "
             "same time (TensorFlow's config.proto): give each logical GPU its memory instead"
         )
     warnings = tuple(w for w in (warning, overridden) if w)
-    return Policy(growth, fraction, limit, virtual, warnings, source, naming)
+    return Policy(growth, fraction, limit, virtual, warnings, source)
 
 
 def _default_limit(gpu: VisibleGpu, policy: Policy) -> int:
@@ -252,41 +263,45 @@ def _check_virtual(gpu: VisibleGpu, sizes: Sequence[int], policy: Policy) -> Non
     if free is None or want <= free:
         return
     each = free // len(sizes) // MiB * MiB
-    source, naming = policy.virtual_source, policy.naming
-    if source == naming.name("virtual_gpus"):
+    source = policy.virtual_source
+    example: Part
+    if source == VIRTUAL_GPUS:
         split = f"GPU:{gpu.cuda_index}=" + ",".join([_size(each)] * len(sizes))
-        example = naming.given("virtual_gpus", split)
+        example = Setting("virtual_gpus", split)
     else:
         example = f"memory_limit_mb: [{', '.join([str(each // MiB)] * len(sizes))}]"
     used = f" (other processes use {human(gpu.memory_used)})" if gpu.memory_used else ""
     what = f"the {len(sizes)} logical GPUs" if len(sizes) > 1 else "the logical GPU"
     raise BadInput(
-        f"{source} asks {human(want)} in all for {what} of GPU:{gpu.cuda_index} "
-        f"({gpu.product}), which has {human(free)} free{used}; give sizes that "
-        f"add up to at most {human(free)} (e.g. {example})"
-    )
+        Message(
+            source, f" asks {human(want)} in all for {what} of GPU:{gpu.cuda_index} "
+            f"({gpu.product}), which has {human(free)} free{used}; give sizes that "
+            f"add up to at most {human(free)} (e.g. ", example, ")",
+        )
+    )  # fmt: skip
 
 
 def logical_gpus(gpus: Sequence[VisibleGpu], policy: Policy) -> list[LogicalGpu]:
     """TensorFlow's GPU:0..n-1 under `policy`: virtual devices in order per visible GPU."""
-    source, naming = policy.virtual_source, policy.naming
+    source = policy.virtual_source
     unknown = sorted(set(policy.virtual) - {g.cuda_index for g in gpus})
     if unknown:
-        raise BadInput(
-            f"{source} names GPU:{unknown[0]}, but this process sees "
-            f"{len(gpus)} GPU{'s' if len(gpus) != 1 else ''}"
-            + (f" (GPU:0..GPU:{len(gpus) - 1})" if len(gpus) > 1 else " (GPU:0)" if gpus else "")
+        sees = f"{len(gpus)} GPU{'s' if len(gpus) != 1 else ''}" + (
+            f" (GPU:0..GPU:{len(gpus) - 1})" if len(gpus) > 1 else " (GPU:0)" if gpus else ""
         )
+        raise BadInput(Message(source, f" names GPU:{unknown[0]}, but this process sees {sees}"))
     if (
         policy.memory_limit is not None
         and gpus
         and all(g.cuda_index in policy.virtual for g in gpus)
     ):
         raise BadInput(
-            f"{naming.given('memory_limit', human(policy.memory_limit))} conflicts with {source}: "
-            "every visible GPU is split into logical GPUs with their own sizes, so the limit "
-            f"would apply to none; drop {naming.name('memory_limit')}"
-        )
+            Message(
+                Setting("memory_limit", human(policy.memory_limit)), " conflicts with ", source,
+                ": every visible GPU is split into logical GPUs with their own sizes, so the "
+                "limit would apply to none; drop ", Setting("memory_limit"),
+            )
+        )  # fmt: skip
     out: list[LogicalGpu] = []
     for gpu in gpus:
         sizes = policy.virtual.get(gpu.cuda_index)

@@ -25,6 +25,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from ..devices.names import parse_device
+from ..errors import Message, Setting, Term
 from ..graph.model import Graph, OpMeta
 from ..units import human
 from . import place
@@ -57,11 +58,13 @@ class NoFit(PlacementError):
             text = f"{what} needs {human(need)} more on the GPU that takes it"
         super().__init__(
             f"balanced placement: {text}, but at that step {where}.",
-            "gpuplace: the graph needs more memory than these GPUs offer under this policy; add "
-            "GPUs (--machine), give each more (--memory-limit, --memory-fraction), or make the "
-            "largest tensors smaller.",
+            Message(
+                "gpuplace: the graph needs more memory than these GPUs offer under this policy; "
+                "add GPUs (", Term.MACHINE, "), give each more (", Setting("memory_limit"), ", ",
+                Setting("memory_fraction"), "), or make the largest tensors smaller.",
+            ),
             op,
-        )
+        )  # fmt: skip
         self.need, self.rooms = need, tuple(rooms)
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..devices.names import DeviceSpec, full_name
+from ..errors import Message, Term, Text
 from .colocation import has_details
 from .model import PlacementError
 
@@ -167,11 +168,12 @@ class DeviceTable:
             fix = f"{kernels}; request such a device"
         return PlacementError(prefix + message, self._hint(group, fix), name)
 
-    def _hint(self, group: DeviceSpec, fix: str) -> str:
+    def _hint(self, group: DeviceSpec, fix: str) -> Text:
         if not _is_local(group):
             return (
                 "gpuplace: only /job:localhost/replica:0/task:0 exists on this machine, and "
                 "soft placement keeps the job, replica and task."
             )
-        soft = "" if self.soft else ", or pass --allow-soft-placement"
-        return f"gpuplace: {fix}{soft}."
+        if self.soft:
+            return f"gpuplace: {fix}."
+        return Message(f"gpuplace: {fix}, or pass ", Term.SOFT_PLACEMENT, ".")

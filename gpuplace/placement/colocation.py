@@ -17,6 +17,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 from ..devices.names import DeviceSpec
+from ..errors import Message, Term, Text
 from ..graph.model import Op
 from .model import PlacementError
 
@@ -236,12 +237,13 @@ class ColocationError(PlacementError):
     """A colocation TF refuses; `why` is the short cause that soft placement reports."""
 
     def __init__(self, tf_message: str, why: str, op: str) -> None:
+        hint: Text
         if why in ("incompatible jobs", "incompatible replicas", "incompatible tasks"):
             hint = "gpuplace: ops colocated together must request the same job, replica and task."
         else:
-            hint = (
-                "gpuplace: give the colocated ops devices and kernels in common, or pass "
-                "--allow-soft-placement to let TensorFlow relax the request."
-            )
+            hint = Message(
+                "gpuplace: give the colocated ops devices and kernels in common, or pass ",
+                Term.SOFT_PLACEMENT, " to let TensorFlow relax the request.",
+            )  # fmt: skip
         super().__init__(tf_message, hint, op)
         self.why = why

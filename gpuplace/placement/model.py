@@ -10,8 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from ..errors import RuntimeFailure
-from ..naming import Naming
+from ..errors import RuntimeFailure, Text
 
 KINDS = frozenset(
     {
@@ -51,20 +50,12 @@ class Placement:
 class PlacementError(RuntimeFailure):
     """This machine cannot satisfy the graph's device requests (TF's InvalidArgumentError).
 
-    `tf_message` is TensorFlow's text verbatim (without the trailing `[[node]]` context);
-    `hint` is gpuplace's own sentence naming the fix, starting with "gpuplace:".
+    `tf_message` is TensorFlow's text verbatim (without the trailing `[[node]]` context); the
+    fix (`hint`, None for none) is gpuplace's own sentence, starting with "gpuplace:".
     """
 
-    def __init__(self, tf_message: str, hint: str = "", op: str | None = None) -> None:
+    def __init__(self, tf_message: str, hint: Text | None = None, op: str | None = None) -> None:
         joint = "\n" if "\n" in tf_message else " "  # after TF's multi-line debug info: own line
-        super().__init__(f"{tf_message.rstrip()}{joint}{hint}" if hint else tf_message)
+        super().__init__(tf_message if hint is None else tf_message.rstrip(), hint, joint)
         self.tf_message = tf_message
-        self.hint = hint
         self.op = op
-
-    def rename(self, naming: Naming) -> None:
-        """Name the settings in the fix sentence as `naming`'s caller does (TF's text stays)."""
-        hint = naming.words(self.hint)
-        if hint != self.hint:
-            joint = "\n" if "\n" in self.tf_message else " "
-            self.hint, self.args = hint, (f"{self.tf_message.rstrip()}{joint}{hint}",)

@@ -1,12 +1,15 @@
-"""Feeding placeholders (`--feed NAME=FILE.npy`, `--feed NAME=JSON`), as feed_dict does."""
+"""Feeding placeholders (`--feed NAME=FILE.npy`, `--feed NAME=JSON`), as feed_dict does; messages
+in the CLI's words."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from gpuplace.cli.words import CLI
 from gpuplace.errors import BadInput
 from gpuplace.graph import Graph, apply_feeds, get_op, loads, require_fed
 
@@ -38,7 +41,7 @@ def test_json_and_npy_values_land_in_the_placeholders(graph: Graph, tmp_path: Pa
 def test_every_unfed_placeholder_is_listed(graph: Graph) -> None:
     with pytest.raises(BadInput) as info:
         apply_feeds(graph, {})
-    assert str(info.value) == (
+    assert info.value.render(CLI) == (
         "You must feed a value for placeholder tensor 'x' with dtype float32 and shape [2,2], "
         "'k' with dtype int32 and shape [3]; pass --feed NAME=FILE.npy or --feed NAME=JSON for "
         "each (e.g. --feed x=[[1.0,2.0],[3.0,4.0]])"
@@ -62,7 +65,7 @@ def test_the_unfed_example_fits_the_placeholder(
     graph = loads(f"graph: [{{name: x, op: placeholder, shape: {shape}, dtype: {dtype}}}]")
     with pytest.raises(BadInput) as info:
         apply_feeds(graph, {})
-    assert str(info.value).endswith(f"(e.g. {expected})")
+    assert info.value.render(CLI).endswith(f"(e.g. {expected})")
     if "npy" not in expected:  # and the example feeds as it says
         apply_feeds(graph, {"x": expected.removeprefix("--feed x=")})
 
@@ -83,12 +86,13 @@ def test_the_unfed_example_fits_the_placeholder(
 def test_bad_feeds(graph: Graph, feeds: dict[str, str], message: str) -> None:
     with pytest.raises(BadInput) as info:
         apply_feeds(graph, feeds)
-    assert str(info.value) == message
+    assert info.value.render(CLI) == message
 
 
 def test_missing_npy_file(graph: Graph, tmp_path: Path) -> None:
-    with pytest.raises(BadInput, match=r"--feed x=.*nope\.npy: cannot read it as a \.npy file"):
+    with pytest.raises(BadInput) as info:
         apply_feeds(graph, {"x": str(tmp_path / "nope.npy")})
+    assert re.match(r"--feed x=.*nope\.npy: cannot read it as a \.npy file", info.value.render(CLI))
 
 
 def test_unfed_placeholder_kernel_refuses_to_run() -> None:

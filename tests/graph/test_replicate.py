@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from gpuplace.cli.words import CLI
 from gpuplace.errors import BadInput
 from gpuplace.graph import loads
 from gpuplace.graph.model import TensorRef
@@ -152,14 +153,14 @@ def test_replicate_flag_errors_cite_the_ops_and_the_flag() -> None:
     text = "graph:\n  - {name: x, op: placeholder, shape: [1, 3]}\n  - {name: y, op: relu, inputs: [x]}\n"
     with pytest.raises(BadInput) as err:
         loads(text, source="r.yaml", replicate=2)
-    assert str(err.value) == (
+    assert err.value.render(CLI) == (
         "r.yaml:2: --replicate 2: split 'x' has a batch of 1 (shape [1,3]), smaller than the 2 "
         "replicas; give 'x' a batch of at least 2 along axis 0, or replicate over fewer GPUs"
     )
     scalar = text.replace("[1, 3]", "[4, 3]").replace("op: relu", "op: reduce_sum")
     with pytest.raises(BadInput) as err:
         loads(scalar, source="r.yaml", replicate=2)
-    assert str(err.value) == (
+    assert err.value.render(CLI) == (
         "r.yaml:3: --replicate 2: merge concat (along axis 0) cannot concatenate the scalar "
         "output 'y' of the replicas (shape [] in each); write a replicate: block with merge: mean "
         "or merge: add_n instead of the flag, or keep a batch dimension in 'y' (e.g. keepdims: "

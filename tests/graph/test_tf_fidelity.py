@@ -16,6 +16,7 @@ from textwrap import dedent
 
 import pytest
 
+from gpuplace.cli.words import CLI
 from gpuplace.graph import Graph, get_op, loads
 from gpuplace.placement import PlacementError, place
 from gpuplace.placement.estimate import lower_bounds
@@ -306,7 +307,7 @@ def test_group_error_lists_each_members_kernels() -> None:
         "specification '/device:GPU:1' because no supported kernel for GPU devices is "
         "available." + DEBUG_INFO
     )
-    assert caught.value.hint == (
+    assert CLI.say(caught.value.fix) == (
         "gpuplace: its colocation group has kernels for CPU only: p (Print) has no GPU kernel; "
         "request such a device, or pass --allow-soft-placement."
     )
@@ -378,7 +379,7 @@ def test_int32_matmul_on_a_gpu_fails_or_soft_places_to_cpu0() -> None:
         "Cannot assign a device for operation m: Could not satisfy explicit device "
         "specification '/device:GPU:1' because no supported kernel for GPU devices is available."
     )
-    assert caught.value.hint == (
+    assert CLI.say(caught.value.fix) == (
         "gpuplace: it has kernels for CPU only (TensorFlow 1.x has no int32 MatMul kernel for "
         "GPU devices); request such a device, or pass --allow-soft-placement."
     )
@@ -403,7 +404,7 @@ def test_int64_matmul_has_no_kernel_at_all() -> None:
         "  device='GPU'; T in [DT_HALF]\n  device='GPU'; T in [DT_FLOAT]\n"
         "  device='GPU'; T in [DT_DOUBLE]"
     )
-    assert caught.value.hint == (
+    assert caught.value.fix == (
         "gpuplace: TensorFlow 1.x has no MatMul kernel for int64 on any device; cast the inputs "
         "(op: cast) to one of float16, float32, float64, int32 first."
     )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from gpuplace.cli.words import CLI
 from gpuplace.devices.names import parse_device
 from gpuplace.placement import PlacementError
 from gpuplace.placement.colocation import MergeConflict, merge_dev_names
@@ -65,7 +66,7 @@ def test_conflicting_types_fail_with_tf_message() -> None:
         "Cannot colocate nodes {{colocation_node b}} and {{colocation_node a}}: Cannot merge "
         "devices with incompatible types: '/device:CPU:0' and '/device:GPU:0'"
     )
-    assert caught.value.hint.startswith("gpuplace: give the colocated ops")
+    assert CLI.say(caught.value.fix).startswith("gpuplace: give the colocated ops")
 
 
 def test_conflicting_types_with_soft_placement_clear_the_type() -> None:
@@ -165,7 +166,7 @@ def test_group_requiring_a_missing_device_names_the_colocation() -> None:
         "\n  q (AddN) /device:GPU:3"
         "\n"
     )
-    assert caught.value.hint == (
+    assert CLI.say(caught.value.fix) == (
         "gpuplace: change the device of p or of the ops colocated with it, or pass "
         "--allow-soft-placement."
     )

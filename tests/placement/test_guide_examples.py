@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from gpuplace.cli.words import CLI
 from gpuplace.placement import PlacementError
 
 from .helpers import CPU0, devices, gpu, graph, matmul_graph, op, run
@@ -46,7 +47,7 @@ def test_missing_gpu2_fails_on_the_first_op_of_the_first_pass() -> None:
         run(g, gpus=1)
     error = caught.value
     assert error.tf_message == MISSING_GPU2
-    assert str(error) == (
+    assert error.render(CLI) == (
         MISSING_GPU2 + " gpuplace: this machine has 1 GPU (GPU:0); request one of its devices, "
         "or pass --allow-soft-placement."
     )
@@ -103,7 +104,7 @@ def test_no_gpu_places_everything_on_cpu0() -> None:
 def test_no_gpu_request_for_gpu0_fails_without_soft_placement() -> None:
     with pytest.raises(PlacementError) as caught:
         run(matmul_graph(mm="/device:GPU:0"), gpus=0)
-    assert str(caught.value) == (
+    assert caught.value.render(CLI) == (
         "Cannot assign a device for operation MatMul: {{node MatMul}} was explicitly assigned "
         "to /device:GPU:0 but available devices are [ /job:localhost/replica:0/task:0/device:CPU:0 "
         "]. Make sure the device specification refers to a valid device. gpuplace: this machine "

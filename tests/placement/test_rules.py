@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from gpuplace.cli.words import CLI
 from gpuplace.errors import BadInput
 from gpuplace.graph.model import Graph
 from gpuplace.placement import KINDS, PlacementError, place
@@ -24,7 +25,7 @@ def test_cpu_only_op_on_a_gpu_fails_with_tf_message() -> None:
     with pytest.raises(PlacementError) as caught:
         run(printed("/device:GPU:0"), gpus=1)
     assert caught.value.tf_message == NO_GPU_KERNEL
-    assert caught.value.hint == (
+    assert CLI.say(caught.value.fix) == (
         "gpuplace: it has kernels for CPU only; request such a device, or pass "
         "--allow-soft-placement."
     )
@@ -70,7 +71,7 @@ def test_other_jobs_and_replicas_do_not_exist_even_with_soft_placement(spec: str
         f"Cannot assign a device for operation MatMul: {{{{node MatMul}}}} was explicitly "
         f"assigned to {spec} but available devices are [ "
     )
-    assert caught.value.hint == (
+    assert caught.value.fix == (
         "gpuplace: only /job:localhost/replica:0/task:0 exists on this machine, and soft "
         "placement keeps the job, replica and task."
     )
@@ -84,7 +85,7 @@ def test_gpu_only_op_without_gpus_has_no_kernel() -> None:
         "No OpKernel was registered to support Op 'NcclAllReduce' used by {{node r}} with these "
         "attrs: []\nRegistered devices: [CPU]\nRegistered kernels:\n  device='GPU'"
     )
-    assert caught.value.hint == (
+    assert caught.value.fix == (
         "gpuplace: NcclAllReduce has kernels for GPU only; this machine has no GPU."
     )
 
