@@ -24,7 +24,10 @@ from .errors import BadInput, Message, Setting, Term
 from .graph import apply_feeds, load
 from .graph.model import Config, Graph
 from .graph.prune import needed, prune
-from .memory.devices import (
+from .memory.fit import check_fits, device_limits
+from .memory.ledger import OutOfMemory
+from .memory.policy import logical_gpus, resolve_policy
+from .memory.pools import (
     DeviceMemory,
     check_reservations,
     ledgers,
@@ -34,9 +37,6 @@ from .memory.devices import (
     release_pools,
     summary,
 )
-from .memory.fit import check_fits, device_limits
-from .memory.ledger import OutOfMemory
-from .memory.policy import logical_gpus, resolve
 from .options import Options, check_feed_names, check_replicas, replicate_count
 from .placement.model import Placement
 from .placement.strategies import place_with
@@ -98,7 +98,7 @@ def prepare(
     count = replicate_count(options.replicate)
 
     def gpus(config: Config) -> int:
-        n = len(logical_gpus(view.gpus, resolve(config.gpu_options, flags, env)))
+        n = len(logical_gpus(view.gpus, resolve_policy(config.gpu_options, flags, env)))
         if count is not None:
             check_replicas(count, n)
         return n
@@ -108,7 +108,7 @@ def prepare(
     if feeds:
         check_feed_names(graph, options.feeds)
         graph = apply_feeds(_unneeded_fed(graph, keep, options.feeds), options.feeds)
-    policy = resolve(graph.config.gpu_options, flags, env)
+    policy = resolve_policy(graph.config.gpu_options, flags, env)
     logical = tuple(logical_gpus(view.gpus, policy))
     soft = options.allow_soft_placement
     if soft is None:

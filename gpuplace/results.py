@@ -12,8 +12,8 @@ from .devices.model import LogicalGpu
 from .devices.rates import Rates
 from .execute.executor import RunResult
 from .graph.model import Graph
-from .memory.devices import DeviceMemory
 from .memory.policy import Policy
+from .memory.pools import DeviceMemory
 from .placement.baselines import Bounds
 from .placement.estimate import Estimate
 from .placement.model import Placement

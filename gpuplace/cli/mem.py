@@ -15,7 +15,7 @@ from .output import gpus_required, warn, warn_no_gpu, warn_prepared
 
 if TYPE_CHECKING:
     from ..devices.model import View
-    from ..memory.devices import DeviceMemory
+    from ..memory.pools import DeviceMemory
     from ..results import PolicyRun, Prepared
 
 

@@ -25,7 +25,7 @@ from .output import echo_renderables, warn, warn_prepared
 def plan(app: AppContext, /, spec: str, soft: bool | None, as_json: bool, fmt: str | None,
          **kw: Any) -> None:  # fmt: skip
     """Everything but execute: placement with reasons, shapes, bytes per device, copies."""
-    from ..memory.devices import check_reservations
+    from ..memory.pools import check_reservations
     from ..pipeline import estimate_plan, predict_memory, prepare
     from ..report import plan as report
     from ..report.lines import pruned_line

@@ -16,8 +16,8 @@ from ..devices.model import LogicalGpu
 from ..devices.names import full_name
 from ..graph import get_op
 from ..graph.model import Graph
-from ..memory.devices import DeviceMemory, ledgers, summary
 from ..memory.ledger import Ledger, OutOfMemory
+from ..memory.pools import DeviceMemory, ledgers, summary
 from ..placement.model import Placement
 from .backends import NullBackend
 from .executor import plan, run

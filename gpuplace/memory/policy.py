@@ -195,7 +195,7 @@ def _fraction_and_limit(
     return None, limit, warning
 
 
-def resolve(
+def resolve_policy(
     gpu_options: Mapping[str, Any],
     flags: Mapping[str, Any],
     env: Mapping[str, str],

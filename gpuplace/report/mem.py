@@ -8,7 +8,7 @@ from typing import Any
 
 from ..devices.model import Gpu, GpuProcess, LogicalGpu, View
 from ..devices.names import full_name
-from ..memory.devices import DeviceMemory
+from ..memory.pools import DeviceMemory
 from ..results import PolicyRun
 from ..units import mib
 from .text import NA, columns

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..devices.model import View
-from ..memory.devices import DeviceMemory
+from ..memory.pools import DeviceMemory
 from ..placement.loads import DeviceLoad, device_loads, planned_copies
 from ..results import PlanEstimate, Prepared
 from ..units import human

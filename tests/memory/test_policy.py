@@ -14,7 +14,13 @@ from gpuplace.cli.words import CLI
 from gpuplace.devices.model import Gpu, VisibleGpu
 from gpuplace.errors import BadInput
 from gpuplace.memory.ledger import Ledger
-from gpuplace.memory.policy import Policy, logical_gpus, min_system_memory, parse_virtual, resolve
+from gpuplace.memory.policy import (
+    Policy,
+    logical_gpus,
+    min_system_memory,
+    parse_virtual,
+    resolve_policy,
+)
 from tests.fakes.fake_pynvml import MiB
 
 GiB = 1024 * MiB
@@ -92,14 +98,14 @@ def test_allow_growth_keeps_the_default_limit() -> None:
 
 
 def test_memory_limit_per_gpu() -> None:
-    policy = resolve({}, {"memory_limit": "64MiB"}, {})
+    policy = resolve_policy({}, {"memory_limit": "64MiB"}, {})
     gpus = logical_gpus([visible(0, 32510, 32035), visible(1, 32510, 100)], policy)
     assert [(g.limit, g.reserve) for g in gpus] == [(64 * MiB, 64 * MiB)] * 2
     assert policy.name() == "limit 64 MiB"
 
 
 def test_virtual_gpus_are_numbered_as_tensorflow_numbers_them() -> None:
-    policy = resolve({}, {"virtual_gpus": "GPU:1=1GiB;GPU:0=2GiB,512MiB"}, {})
+    policy = resolve_policy({}, {"virtual_gpus": "GPU:1=1GiB;GPU:0=2GiB,512MiB"}, {})
     assert policy.virtual == {1: (GiB,), 0: (2 * GiB, 512 * MiB)}
     gpus = logical_gpus([visible(0, 32510, 32035), visible(1, 32510, 32035)], policy)
     assert [(g.name, g.gpu.cuda_index, g.limit) for g in gpus] == [
@@ -114,7 +120,7 @@ def test_virtual_devices_from_config_as_tfs_proto() -> None:
     # config.proto's example: one entry per visible GPU; an empty entry keeps the default limit
     options = {"experimental": {"virtual_devices": [{"memory_limit_mb": [1024, 2048]}, {}]}}
     gpus = logical_gpus(
-        [visible(0, 32510, 32035), visible(1, 32510, 32035)], resolve(options, {}, {})
+        [visible(0, 32510, 32035), visible(1, 32510, 32035)], resolve_policy(options, {}, {})
     )
     assert [(g.index, g.gpu.cuda_index, g.limit >> 20) for g in gpus] == [
         (0, 0, 1024),
@@ -140,7 +146,7 @@ def test_bad_virtual_gpus_text(text: str) -> None:
 def test_growth_with_virtual_devices_is_rejected_with_tfs_reason() -> None:
     for options, flags in [({}, {"allow_growth": True}), ({"allow_growth": True}, {})]:
         with pytest.raises(BadInput) as err:
-            resolve(options, {**flags, "virtual_gpus": "GPU:0=1GiB"}, {})
+            resolve_policy(options, {**flags, "virtual_gpus": "GPU:0=1GiB"}, {})
         assert str(err.value).startswith(
             "Memory growth cannot be configured on a PhysicalDevice with virtual devices configured"
         )
@@ -148,14 +154,16 @@ def test_growth_with_virtual_devices_is_rejected_with_tfs_reason() -> None:
 
 def test_env_growth_applies_to_virtual_devices() -> None:
     # TF_FORCE_GPU_ALLOW_GROWTH acts in the C++ allocator, which TF's Python check never sees
-    policy = resolve({}, {"virtual_gpus": "GPU:0=1GiB"}, {"TF_FORCE_GPU_ALLOW_GROWTH": "true"})
+    policy = resolve_policy(
+        {}, {"virtual_gpus": "GPU:0=1GiB"}, {"TF_FORCE_GPU_ALLOW_GROWTH": "true"}
+    )
     [gpu] = logical_gpus([visible(0, 32510, 32035)], policy)
     assert (gpu.limit, gpu.reserve, gpu.growth) == (GiB, 0, True)
 
 
 def test_fraction_with_virtual_devices_is_rejected_with_tfs_reason() -> None:
     with pytest.raises(BadInput) as err:
-        resolve({"per_process_gpu_memory_fraction": 0.5}, {"virtual_gpus": "GPU:0=1GiB"}, {})
+        resolve_policy({"per_process_gpu_memory_fraction": 0.5}, {"virtual_gpus": "GPU:0=1GiB"}, {})
     assert str(err.value).startswith(
         "It's invalid to set both virtual devices and per_process_gpu_memory_fraction at the same time"
     )
@@ -164,21 +172,21 @@ def test_fraction_with_virtual_devices_is_rejected_with_tfs_reason() -> None:
 @pytest.mark.parametrize("value", [0, 0.0, -0.1, 1.0001, 1.5, math.nan, math.inf, "lots", True])
 def test_fraction_outside_zero_one_is_bad_input(value: Any) -> None:
     with pytest.raises(BadInput, match=r"must be in \(0, 1\]"):
-        resolve({}, {"memory_fraction": value}, {})
+        resolve_policy({}, {"memory_fraction": value}, {})
     with pytest.raises(BadInput, match=r"config.gpu_options: per_process_gpu_memory_fraction"):
-        resolve({"per_process_gpu_memory_fraction": value}, {}, {})
+        resolve_policy({"per_process_gpu_memory_fraction": value}, {}, {})
 
 
 @pytest.mark.parametrize("value", [1e-9, 0.4, 1])
 def test_fraction_inside_zero_one(value: float) -> None:
-    assert resolve({}, {"memory_fraction": value}, {}).fraction == value
+    assert resolve_policy({}, {"memory_fraction": value}, {}).fraction == value
 
 
 def test_flags_override_config() -> None:
     options = {"allow_growth": True, "per_process_gpu_memory_fraction": 0.3}
-    policy = resolve(options, {"allow_growth": False, "memory_fraction": 0.6}, {})
+    policy = resolve_policy(options, {"allow_growth": False, "memory_fraction": 0.6}, {})
     assert (policy.allow_growth, policy.fraction) == (False, 0.6)
-    assert resolve(options, {}, {}).name() == "fraction 0.3 + allow_growth"
+    assert resolve_policy(options, {}, {}).name() == "fraction 0.3 + allow_growth"
 
 
 OVERRIDE = (
@@ -211,7 +219,7 @@ def test_env_growth_precedence_and_warnings(
     config: bool, flag: bool | None, env: str | None, growth: bool, warning: str | None
 ) -> None:
     environ = {} if env is None else {"TF_FORCE_GPU_ALLOW_GROWTH": env}
-    policy = resolve({"allow_growth": config}, {"allow_growth": flag}, environ)
+    policy = resolve_policy({"allow_growth": config}, {"allow_growth": flag}, environ)
     assert policy.allow_growth is growth
     assert policy.warnings == (() if warning is None else (warning,))
 
@@ -294,7 +302,7 @@ def test_growth_is_capped_at_the_limit() -> None:
 
 
 def test_limit_flag_overrides_the_configs_fraction_and_says_so() -> None:
-    policy = resolve({"per_process_gpu_memory_fraction": 0.5}, {"memory_limit": "64MiB"}, {})
+    policy = resolve_policy({"per_process_gpu_memory_fraction": 0.5}, {"memory_limit": "64MiB"}, {})
     assert (policy.fraction, policy.memory_limit) == (None, 64 * MiB)
     assert tuple(map(CLI.say, policy.warnings)) == (
         "--memory-limit 64MiB overrides config.gpu_options.per_process_gpu_memory_fraction 0.5: "
@@ -304,7 +312,7 @@ def test_limit_flag_overrides_the_configs_fraction_and_says_so() -> None:
 
 
 def test_limit_with_every_gpu_split_is_refused() -> None:
-    policy = resolve({}, {"memory_limit": "64MiB", "virtual_gpus": "GPU:0=1GiB,1GiB"}, {})
+    policy = resolve_policy({}, {"memory_limit": "64MiB", "virtual_gpus": "GPU:0=1GiB,1GiB"}, {})
     with pytest.raises(BadInput) as err:
         logical_gpus([visible(0, 32510, 32035)], policy)
     assert err.value.render(CLI) == (
@@ -321,13 +329,13 @@ def test_virtual_devices_messages_name_where_they_came_from() -> None:
         "experimental": {"virtual_devices": [{"memory_limit_mb": [1]}, {"memory_limit_mb": [1]}]}
     }
     with pytest.raises(BadInput) as err:
-        resolve({**two, "allow_growth": True}, {}, {})
+        resolve_policy({**two, "allow_growth": True}, {}, {})
     assert str(err.value).endswith(
         "(TensorFlow's rule): drop config.gpu_options.allow_growth or "
         "config.gpu_options.experimental.virtual_devices"
     )
     with pytest.raises(BadInput) as err:
-        logical_gpus([visible(0, 1024, 1000)], resolve(two, {}, {}))
+        logical_gpus([visible(0, 1024, 1000)], resolve_policy(two, {}, {}))
     assert str(err.value) == (
         "config.gpu_options.experimental.virtual_devices names GPU:1, but this process sees 1 GPU "
         "(GPU:0)"
@@ -335,7 +343,7 @@ def test_virtual_devices_messages_name_where_they_came_from() -> None:
 
 
 def test_virtual_gpus_over_a_cards_free_memory_name_other_processes() -> None:
-    policy = resolve({}, {"virtual_gpus": "GPU:0=600MiB,600MiB"}, {})
+    policy = resolve_policy({}, {"virtual_gpus": "GPU:0=600MiB,600MiB"}, {})
     with pytest.raises(BadInput) as err:
         logical_gpus([visible(0, 1024, 1000)], policy)
     assert err.value.render(CLI) == (

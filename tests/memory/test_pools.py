@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from gpuplace.cli import AppContext
-from gpuplace.memory.devices import DeviceMemory
+from gpuplace.memory.pools import DeviceMemory
 from gpuplace.options import Options
 from gpuplace.pipeline import execute_prepared, prepare
 from tests.fakes.fake_cupy import make_fake_cupy

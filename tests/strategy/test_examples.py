@@ -12,7 +12,7 @@ from gpuplace.execute.executor import execute
 from gpuplace.execute.predict import predict
 from gpuplace.graph import get_op, load
 from gpuplace.memory.policy import logical_gpus as logical
-from gpuplace.memory.policy import resolve
+from gpuplace.memory.policy import resolve_policy
 from gpuplace.placement import place
 from gpuplace.placement.balanced import place_balanced
 from gpuplace.placement.cost import DeviceModel, device_models
@@ -24,7 +24,7 @@ EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 def k520s(flags: dict[str, str]) -> tuple[list[LogicalGpu], list[DeviceModel]]:
     v = view(load_machine("4xK520"), {})
-    gpus = logical(v.gpus, resolve({}, flags, {}))
+    gpus = logical(v.gpus, resolve_policy({}, flags, {}))
     return gpus, device_models(gpus, v.machine.host)
 
 
