@@ -47,7 +47,7 @@ def _save_rates(app: AppContext, results: list[Any], as_json: bool) -> None:
     on stderr under --json, so stdout stays one document)."""
     import datetime
 
-    from ..devices.rates import rates_path, save_rates
+    from ..devices.rates import rates_path, save_rates, shown
     from ..execute.check import measured_rates
 
     measured = measured_rates(results, datetime.date.today().isoformat())
@@ -60,9 +60,9 @@ def _save_rates(app: AppContext, results: list[Any], as_json: bool) -> None:
     try:
         save_rates(path, measured)
     except OSError as exc:
-        warn(f"measured rates not saved to {path}: {exc}")
+        warn(f"measured rates not saved to {shown(path)}: {exc.strerror or type(exc).__name__}")
         return
-    click.echo(f"Saved the measured rates of {len(measured)} GPU(s) to {path}", err=as_json)
+    click.echo(f"Saved the measured rates of {len(measured)} GPU(s) to {shown(path)}", err=as_json)
 
 
 @click.command()

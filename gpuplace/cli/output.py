@@ -95,11 +95,12 @@ def warn_no_gpu(view: View, prepared: Prepared) -> None:
         warn(no_gpu_warning(view))
 
 
-def warn_prepared(prepared: Prepared, rates: bool, seen: set[str] | None = None) -> None:
-    """The memory policy's warnings, and (where the cost model used them) the rates file's;
-    each once where `seen` collects those already given (mem --compare prepares many times)."""
+def warn_prepared(prepared: Prepared, seen: set[str] | None = None) -> None:
+    """The memory policy's warnings, and the rates file's (a corrupt cache is said, whichever
+    strategy runs, and ignored); each once where `seen` collects those already given (mem
+    --compare prepares many times)."""
     seen = set() if seen is None else seen
-    for w in (*prepared.policy.warnings, *(prepared.rates.warnings if rates else ())):
+    for w in (*prepared.policy.warnings, *prepared.rates.warnings):
         text = CLI.say(w)
         if text not in seen:
             seen.add(text)

@@ -4,7 +4,9 @@ The file maps a GPU's UUID (what `nvidia-smi -L` prints) to what was measured on
 `{uuid: {"product", "tflops", "bandwidth_gbs", "measured": "2026-11-29"}}`. It lives at
 `$GPUPLACE_RATES`, else `$XDG_CACHE_HOME/gpuplace/rates.json`, else `~/.cache/gpuplace/rates.json`,
 all resolved from the environment mapping given (never `os.environ`). A missing file means no
-measurements; a corrupt one is a warning, and the balanced strategy falls back to the presets.
+measurements; anything else that is not a small JSON object of rates (corrupt, nested too deeply,
+too large, a folder, /dev/zero) is one warning, and the cost model falls back to the presets.
+`devices --check` rewrites it atomically (`fileio.write_atomic`).
 """
 
 from __future__ import annotations
@@ -12,10 +14,16 @@ from __future__ import annotations
 import json
 import math
 import os
+import stat
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
+
+from ..fileio import write_atomic
+
+MAX_RATES_BYTES = 1 << 20  # a few hundred GPUs' rates; a bigger file is not one gpuplace wrote
+_MAX_SHOWN = 200  # characters of a path or reason in a warning (a path may be 4,096)
 
 
 @dataclass(frozen=True)
@@ -48,6 +56,10 @@ def rates_path(env: Mapping[str, str]) -> Path | None:
     return None
 
 
+class _NotRates(ValueError):
+    """The file is not one `devices --check` wrote; the message says why, in plain words."""
+
+
 def _entry(value: Any) -> MeasuredRate:
     rate = MeasuredRate(
         str(value["product"]),
@@ -56,26 +68,69 @@ def _entry(value: Any) -> MeasuredRate:
         str(value["measured"]),
     )
     if not all(math.isfinite(x) and x > 0 for x in (rate.tflops, rate.bandwidth_gbs)):
-        raise ValueError("rates must be positive numbers")
+        raise _NotRates("rates must be positive numbers")
     return rate
 
 
 def read_rates(path: Path | None) -> Rates:
-    """The measurements in `path`: none when it is missing, none and a warning when corrupt."""
-    if path is None or not path.exists():
+    """The measurements in `path`: none when it is missing; none and one warning when it is
+    anything but a small JSON object of rates (a cache must never break a command)."""
+    if path is None:
         return Rates(path)
     try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
+        doc = _read_json(path)
+        if doc is None:
+            return Rates(path)
         if not isinstance(doc, dict):
-            raise ValueError("expected an object keyed by GPU UUID")
+            raise _NotRates("expected an object keyed by GPU UUID")
         by_uuid = {str(uuid): _entry(value) for uuid, value in doc.items()}
-    except (OSError, ValueError, KeyError, TypeError) as exc:
+    except (OSError, ValueError, KeyError, TypeError, OverflowError, RecursionError) as exc:
         warning = (
-            f"ignoring the measured rates in {path} ({type(exc).__name__}: {exc}); the presets "
+            f"ignoring the measured rates in {shown(path)} ({_reason(exc)}); the presets "
             "are used instead. Rerun `gpuplace devices --check` to measure again"
         )
         return Rates(path, {}, (warning,))
     return Rates(path, by_uuid)
+
+
+def _reason(exc: Exception) -> str:
+    """Why the rates file is ignored, on one short line."""
+    if isinstance(exc, RecursionError):
+        said = "nested too deeply"
+    elif isinstance(exc, OSError):
+        said = exc.strerror or str(exc)
+    elif isinstance(exc, _NotRates):
+        said = str(exc)
+    else:
+        said = f"{type(exc).__name__}: {exc}"
+    return _cut(" ".join(said.split()))
+
+
+def shown(path: Path) -> str:
+    """The rates file's path for a message: whole, unless it is long enough to flood one."""
+    return _cut(str(path))
+
+
+def _cut(text: str) -> str:
+    return text if len(text) <= _MAX_SHOWN else f"{text[: _MAX_SHOWN - 23]}...{text[-20:]}"
+
+
+def _read_json(path: Path) -> Any:
+    """The JSON document in the regular file at `path` (None: no file there). Opened without
+    blocking and checked before a byte is read, so a FIFO, a folder or /dev/zero is refused,
+    and read up to MAX_RATES_BYTES, so /dev/urandom or a huge file costs no more than that."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise _NotRates("not a regular file")
+    with os.fdopen(fd, "rb") as f:
+        data = f.read(MAX_RATES_BYTES + 1)
+    if len(data) > MAX_RATES_BYTES:
+        raise _NotRates(f"larger than {MAX_RATES_BYTES >> 20} MiB")
+    return json.loads(data.decode("utf-8-sig"))
 
 
 def load_rates(env: Mapping[str, str]) -> Rates:
@@ -88,8 +143,6 @@ def save_rates(path: Path, measured: Mapping[str, MeasuredRate]) -> Path:
     write it atomically; a corrupt existing file is replaced."""
     merged = {**read_rates(path).by_uuid, **measured}
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     text = json.dumps({u: asdict(r) for u, r in sorted(merged.items())}, indent=2) + "\n"
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(path)
+    write_atomic(path, lambda f: f.write(text.encode("utf-8")))
     return path
