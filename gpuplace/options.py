@@ -3,6 +3,7 @@ and the checks that need only the settings (and the graph's placeholders or GPU 
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -19,6 +20,8 @@ _FIELD_TYPES: dict[str, tuple[tuple[type, ...], str]] = {
     "memory_limit": ((str, int), "a size per GPU, e.g. '64MiB' (or int bytes)"),
     "virtual_gpus": ((str,), "text such as 'GPU:0=2GiB,2GiB'"),
     "replicate": ((int, str), "a number of GPUs (2 or more) or 'all'"),
+    "out_dir": ((str, os.PathLike), "a folder, e.g. 'out'"),
+    "allow_writes_anywhere": ((bool,), "True or False"),
 }
 
 
@@ -34,6 +37,9 @@ class Options:
         virtual_gpus ('GPU:0=2GiB,2GiB;GPU:1=1GiB'): TensorFlow's GPU memory policies.
     strategy: 'tensorflow' (TensorFlow's placer, the default), 'balanced' or 'round-robin'.
     replicate: data parallelism over N GPUs (an int >= 2, or 'all'), as Keras' multi_gpu_model.
+    out_dir: the folder a spec's `save` paths start at (default: the spec's folder);
+    allow_writes_anywhere: let `save` paths be absolute, start with `~`, climb out with `..` or
+        go through symbolic links (by default a spec writes only under that folder).
 
     A value of the wrong type is refused here (BadInput); values are checked against the spec
     and the machine by `prepare`.
@@ -48,6 +54,8 @@ class Options:
     virtual_gpus: str | None = None
     strategy: str | None = None
     replicate: int | str | None = None
+    out_dir: str | os.PathLike[str] | None = None
+    allow_writes_anywhere: bool = False
 
     def __post_init__(self) -> None:
         """Refuse a value of the wrong type (a str for a bool, a list for feeds) here, where

@@ -88,7 +88,9 @@ def prepare(
     As TensorFlow's DirectSession (with its default `place_pruned_graph: false`), the tensorflow
     strategy places the whole graph, so device requests and colocations count for every op,
     then only what the fetches need runs; balanced and round-robin, which spread work, place
-    only the ops that run. A placeholder the fetches do not need need not be fed."""
+    only the ops that run. A placeholder the fetches do not need need not be fed. Where `save`
+    ops may write (`options.out_dir`, `options.allow_writes_anywhere`) is checked here, before
+    anything runs."""
     _expect(path, (str, os.PathLike), "prepare: path must be a file name", "the spec's path")
     _expect_view(view, "prepare")
     what = "prepare: options must be an Options"
@@ -103,7 +105,8 @@ def prepare(
             check_replicas(count, n)
         return n
 
-    graph = load(path, gpus=gpus, replicate=count)
+    writes = {"out_dir": options.out_dir, "allow_writes_anywhere": options.allow_writes_anywhere}
+    graph = load(path, gpus=gpus, replicate=count, **writes)
     keep = needed(graph)
     if feeds:
         check_feed_names(graph, options.feeds)

@@ -172,7 +172,7 @@ def test_a_save_named_in_fetch_runs_as_a_target(run: Run, tmp_path: Path) -> Non
     """`fetch: [b, s]` runs the save (and what it needs) as `session.run([b, save_op])` does;
     with `fetch: [b]` alone the save is pruned, and the line says so."""
     out = tmp_path / "out.npy"
-    spec = SPEC.replace("fetch: [b]\n", f"  - {{name: s, op: save, inputs: [q], path: {out}}}\n")
+    spec = SPEC.replace("fetch: [b]\n", "  - {name: s, op: save, inputs: [q], path: out.npy}\n")
     code, stdout, _ = k520(run, "run", write(tmp_path, spec + "fetch: [b, s]\n"))
     assert code == 0
     assert (
@@ -196,7 +196,7 @@ def test_an_explicit_fetch_of_every_unconsumed_output_still_prunes_a_save(
         "  - {name: a, op: constant, value: [1.0, 2.0], shape: [2]}\n"
         "  - {name: b, op: neg, inputs: [a]}\n"
         "  - {name: big, op: random_normal, shape: [40000, 40000]}\n"
-        f"  - {{name: sv, op: save, inputs: [big], path: {tmp_path / 'big.npy'}}}\n"
+        "  - {name: sv, op: save, inputs: [big], path: big.npy}\n"
     )
     code, out, err = k520(run, "run", write(tmp_path, spec + "fetch: [b]\n"))
     assert (code, err) == (0, "")
@@ -229,7 +229,7 @@ def test_a_fetch_of_only_a_save_says_what_ran(run: Run, tmp_path: Path) -> None:
     spec = (
         "graph:\n"
         "  - {name: a, op: constant, value: [1.0, 2.0]}\n"
-        f"  - {{name: sv, op: save, inputs: [a], path: {out}}}\n"
+        "  - {name: sv, op: save, inputs: [a], path: a.npy}\n"
         "fetch: [sv]\n"
     )
     code, stdout, err = k520(run, "run", write(tmp_path, spec), "--verify")

@@ -255,14 +255,14 @@ def test_plan_refuses_a_limit_the_card_cannot_reserve_as_run_does(run: Run, tmp_
 @pytest.mark.parametrize(
     ("name", "message"),
     [
-        ("out.txt", "numpy would write {p}.npz instead; give a file name ending in .npz "
-                    "(e.g. --save values.npz)"),
+        ("out.txt", "the file is an .npz archive (one array per fetch); give a file name "
+                    "ending in .npz (e.g. --save values.npz)"),
         ("adir", "is a directory; give a file name ending in .npz (e.g. --save {p}/values.npz)"),
         ("none/v.npz", "the directory {d} does not exist; create it first, or save somewhere "
                        "that exists"),
     ],
 )  # fmt: skip
-def test_save_refuses_a_path_numpy_would_change(
+def test_save_refuses_a_path_that_is_not_an_npz_file(
     run: Run, tmp_path: Path, name: str, message: str
 ) -> None:
     (tmp_path / "adir").mkdir()

@@ -87,6 +87,21 @@ def pop_memory_flags(kwargs: dict[str, Any]) -> dict[str, Any]:
     return {k: kwargs.pop(k) for k in MEMORY_FLAGS}
 
 
+def write_options(f: Any) -> Any:
+    """Where a spec's `save` ops may write (run, plan and mem check the same rule)."""
+    f = click.option("--allow-writes-anywhere", "allow_writes_anywhere", is_flag=True,
+                     help="Let the spec's save paths be absolute, start with ~, climb out with "
+                          "'..' or go through symbolic links.")(f)  # fmt: skip
+    return click.option("--out-dir", "out_dir", metavar="DIR",
+                        help="Folder the spec's save paths start at (default: the spec's folder; "
+                             "a spec writes only under it).")(f)  # fmt: skip
+
+
+def pop_write_flags(kwargs: dict[str, Any]) -> dict[str, Any]:
+    """Take `write_options`' values out of a command's keyword arguments."""
+    return {k: kwargs.pop(k) for k in ("out_dir", "allow_writes_anywhere")}
+
+
 SOFT = click.option(
     "--allow-soft-placement/--no-allow-soft-placement", "soft", default=None,
     help="TensorFlow's allow_soft_placement: fall back to an existing device (overrides config).",
@@ -113,11 +128,12 @@ def parse_feeds(values: Sequence[str]) -> dict[str, str]:
 
 def options_from_flags(
     memory: dict[str, Any], soft: bool | None = None, log: bool | None = None,
-    feed: Sequence[str] = (),
+    feed: Sequence[str] = (), writes: dict[str, Any] | None = None,
 ) -> Options:  # fmt: skip
     """The library's Options for what the flags asked (the Python API takes the same)."""
     from ..options import Options
 
     return Options(
-        allow_soft_placement=soft, log_device_placement=log, feeds=parse_feeds(feed), **memory
-    )
+        allow_soft_placement=soft, log_device_placement=log, feeds=parse_feeds(feed), **memory,
+        **(writes or {}),
+    )  # fmt: skip

@@ -10,7 +10,14 @@ import click
 
 from ..errors import BadInput, CheckFailed
 from .context import AppContext
-from .flags import global_options, memory_options, options_from_flags, pop_memory_flags
+from .flags import (
+    global_options,
+    memory_options,
+    options_from_flags,
+    pop_memory_flags,
+    pop_write_flags,
+    write_options,
+)
 from .output import gpus_required, warn, warn_no_gpu, warn_prepared
 
 if TYPE_CHECKING:
@@ -28,6 +35,7 @@ if TYPE_CHECKING:
               help="Exit 1 unless at least N GPUs are visible.")  # fmt: skip
 @click.option("--feed", multiple=True, metavar="NAME=VALUE", help="Feed a placeholder.")
 @memory_options
+@write_options
 @global_options
 @click.pass_obj
 def mem(app: AppContext, /, spec: str | None, as_json: bool, compare: bool,
@@ -93,6 +101,8 @@ def _needs_graph(compare: bool, feed: tuple[str, ...], kw: dict[str, Any]) -> No
         ("--strategy", kw["strategy"] is not None),
         ("--compare", compare),
         ("--feed", bool(feed)),
+        ("--out-dir", kw["out_dir"] is not None),
+        ("--allow-writes-anywhere", kw["allow_writes_anywhere"]),
     ) if on]  # fmt: skip
     if given:
         names = given[0] if len(given) == 1 else f"{', '.join(given[:-1])} and {given[-1]}"
@@ -110,13 +120,13 @@ def _with_graph(app: AppContext, view: View, spec: str, feed: tuple[str, ...], k
     it is prepared, before it runs; the no-GPU warning once."""
     from ..pipeline import compare_policies, run_policies
 
-    options = options_from_flags(pop_memory_flags(kw), feed=feed)
+    options = options_from_flags(pop_memory_flags(kw), feed=feed, writes=pop_write_flags(kw))
     shown: list[Any] = []
     warned: set[str] = set()
     prepared_runs: list[PolicyRun] = []
 
     def prepared(run: PolicyRun) -> None:
-        warn_prepared(run.prepared, rates=run.prepared.strategy == "balanced", seen=warned)
+        warn_prepared(run.prepared, seen=warned)
         if not prepared_runs:
             warn_no_gpu(view, run.prepared)
         prepared_runs.append(run)

@@ -9,7 +9,16 @@ import click
 
 from ..errors import BadInput
 from .context import AppContext
-from .flags import JSON, SOFT, global_options, memory_options, options_from_flags, pop_memory_flags
+from .flags import (
+    JSON,
+    SOFT,
+    global_options,
+    memory_options,
+    options_from_flags,
+    pop_memory_flags,
+    pop_write_flags,
+    write_options,
+)
 from .output import echo_renderables, warn, warn_prepared
 
 
@@ -20,6 +29,7 @@ from .output import echo_renderables, warn, warn_prepared
 @click.option("--format", "fmt", type=click.Choice(["text", "json", "dot"]), default=None,
               help="Output format; dot is a Graphviz graph (render: gpuplace plan G.yaml --format dot | dot -Tsvg > plan.svg).")  # fmt: skip
 @memory_options
+@write_options
 @global_options
 @click.pass_obj
 def plan(app: AppContext, /, spec: str, soft: bool | None, as_json: bool, fmt: str | None,
@@ -39,9 +49,9 @@ def plan(app: AppContext, /, spec: str, soft: bool | None, as_json: bool, fmt: s
     view = app.view()
     for w in view.warnings:
         warn(w)
-    options = options_from_flags(pop_memory_flags(kw), soft)
+    options = options_from_flags(pop_memory_flags(kw), soft, writes=pop_write_flags(kw))
     prepared = prepare(spec, view, options, app.env, feeds=False)
-    warn_prepared(prepared, rates=True)
+    warn_prepared(prepared)
     memory, oom = predict_memory(prepared, view, anyway=run_anyway(spec))
     est = estimate_plan(prepared, view)
     if fmt == "dot":

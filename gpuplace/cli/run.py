@@ -10,9 +10,18 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from ..errors import BadInput, CheckFailed
+from ..errors import BadInput, CheckFailed, RuntimeFailure
 from .context import AppContext
-from .flags import JSON, SOFT, global_options, memory_options, options_from_flags, pop_memory_flags
+from .flags import (
+    JSON,
+    SOFT,
+    global_options,
+    memory_options,
+    options_from_flags,
+    pop_memory_flags,
+    pop_write_flags,
+    write_options,
+)
 from .output import echo_renderable, warn, warn_no_gpu, warn_prepared
 
 if TYPE_CHECKING:
@@ -25,8 +34,9 @@ if TYPE_CHECKING:
 
 
 def check_save_path(path: str) -> None:
-    """`--save` writes exactly the path given: numpy would add `.npz` to any other name (and
-    write `adir.npz` beside a directory), so those are refused before anything runs."""
+    """`--save` writes exactly the path given, where the user said (it is their flag, not the
+    spec's), as an .npz archive; a name that does not say so, a directory or a missing
+    directory is refused before anything runs."""
     import os
 
     fix = "give a file name ending in .npz"
@@ -38,7 +48,8 @@ def check_save_path(path: str) -> None:
         )
     if not path.endswith(".npz"):
         raise BadInput(
-            f"--save {path}: numpy would write {path}.npz instead; {fix} (e.g. --save values.npz)"
+            f"--save {path}: the file is an .npz archive (one array per fetch); {fix} "
+            "(e.g. --save values.npz)"
         )
     parent = os.path.dirname(path)
     if parent and not os.path.isdir(parent):
@@ -64,7 +75,7 @@ def check_save_path(path: str) -> None:
 @click.option(
     "--save",
     metavar="FILE.npz",
-    help="Write the fetched values to FILE.npz (the name must end in .npz).",
+    help="Write the fetched values to FILE.npz (the name must end in .npz), atomically.",
 )
 @click.option(
     "--verify", is_flag=True, help="Compare every fetch with a float64 CPU run; exit 1 on mismatch."
@@ -79,6 +90,7 @@ def check_save_path(path: str) -> None:
     "--force", is_flag=True, help="Run even when the plan predicts running out of memory."
 )
 @memory_options
+@write_options
 @global_options
 @click.pass_obj
 def run(app: AppContext, /, spec: str, log: bool | None, soft: bool | None, explain: bool,
@@ -95,8 +107,11 @@ def run(app: AppContext, /, spec: str, log: bool | None, soft: bool | None, expl
     view = app.view()
     for w in view.warnings:
         warn(w)
-    prepared = prepare(spec, view, options_from_flags(memory, soft, log, feed), app.env)
-    warn_prepared(prepared, rates=prepared.strategy == "balanced")
+    options = options_from_flags(memory, soft, log, feed, pop_write_flags(kw))
+    prepared = prepare(spec, view, options, app.env)
+    if save is not None:
+        check_members(save, prepared.graph.fetch)
+    warn_prepared(prepared)
     warn_no_gpu(view, prepared)
     if not force:
         oom = predict_memory(prepared, view)[1]
@@ -129,13 +144,30 @@ def _verify(prepared: Prepared, result: RunResult, view: View) -> list[Verified]
     return verify(prepared, result, view)
 
 
+def check_members(path: str, fetch: Sequence[object]) -> None:
+    """Each fetch is the archive member `NAME.npy`; a name with a `..` between slashes (TF's
+    op names allow `a/../../evil`) would unpack outside the folder it is unpacked in (zip
+    slip), so it is refused before anything runs."""
+    for ref in map(str, fetch):
+        if ".." in ref.split("/"):
+            raise BadInput(
+                f"--save {path}: fetch {ref!r} would be the archive member {ref + '.npy'!r}, "
+                "which unpacks outside the folder it is unpacked in; rename the op (no '..' "
+                "between slashes), or drop --save"
+            )
+
+
 def _save(path: str, values: dict[str, Any]) -> None:
+    """The values as an .npz archive, written atomically (the old file survives a failure);
+    a file that cannot be written is a runtime failure (exit 1)."""
     import numpy as np
 
+    from ..fileio import write_atomic
+
     try:
-        np.savez(path, **values)
+        write_atomic(path, lambda f: np.savez(f, **values))
     except OSError as exc:
-        raise BadInput(f"--save {path!r}: cannot write: {exc.strerror}") from exc
+        raise RuntimeFailure(f"--save {path}: cannot write: {exc.strerror or exc}") from exc
 
 
 def _print_run(app: AppContext, view: View, prepared: Prepared, result: RunResult, explain: bool,

@@ -181,6 +181,7 @@ PATH = Attr(
     accepting(lambda v: type(v) is str and v.strip() != "", "a file path, e.g. data/x.npy"),
     {"type": "string", "minLength": 1},
 )
+OUT_PATH = Attr(PATH.check, PATH.schema)  # a file `save` writes: kept in bounds by writes.py
 INITIALIZER = Attr(
     accepting(lambda v: type(v) is str and v in INITIALIZERS, f"one of {', '.join(INITIALIZERS)}"),
     {"enum": list(INITIALIZERS)},

@@ -12,7 +12,10 @@ from types import ModuleType
 from typing import Any
 
 from ..errors import BadInput, RuntimeFailure
+from ..fileio import write_atomic
+from .attrs import show
 from .infer import batch_rows, split_sizes
+from .writes import check_folder
 
 Array = Any
 ComputeFn = Callable[[ModuleType, Sequence[Array], Mapping[str, Any]], list[Array]]
@@ -94,12 +97,23 @@ def load(xp: ModuleType, inputs: Sequence[Array], attrs: Mapping[str, Any]) -> l
 
 
 def save(xp: ModuleType, inputs: Sequence[Array], attrs: Mapping[str, Any]) -> list[Array]:
-    """CPU-only: the executor hands it a host (numpy) array."""
+    """CPU-only: the executor hands it a host (numpy) array.
+
+    Writes exactly `path`: numpy.save to an open file adds no `.npy` (to a name it would), so
+    a spec that names `result` gets `result`, as TensorFlow's write ops do, and a spec that
+    checks for its file finds it. Atomically (`fileio.write_atomic`): a full disk, a read-only
+    folder or a kill leaves the previous file whole. The loader checked the path against the
+    spec's write rules (`writes.py`); a folder swapped for a symbolic link since is refused.
+    A file that cannot be written is a runtime failure (exit 1), as for `run --save`."""
     np = _np()
+    path, value = attrs["path"], np.asarray(inputs[0])
     try:
-        np.save(attrs["path"], np.asarray(inputs[0]), allow_pickle=False)
+        check_folder(path)
+        write_atomic(path, lambda f: np.save(f, value, allow_pickle=False))
     except OSError as err:
-        raise RuntimeFailure(f"save: cannot write {attrs['path']!r}: {err}") from None
+        raise RuntimeFailure(
+            f"save: cannot write {show(path, 200)}: {err.strerror or err}"
+        ) from None
     return []
 
 

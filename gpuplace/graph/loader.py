@@ -25,6 +25,7 @@ from .replicate import FlagSettings, Synthetic, replica_error
 from .resolve import Inputs, Lookup, direct, new_op, new_ref, order, resolve_inputs
 from .scope import Scope, SpecError
 from .walk import Entry, Walker
+from .writes import WriteRules, write_rules
 
 TOP_KEYS = ("config", "graph", "fetch")
 CONFIG_KEYS = ("log_device_placement", "allow_soft_placement", "gpu_options", "placement")
@@ -33,7 +34,8 @@ EXAMPLE = "e.g. graph: [{name: a, op: constant, value: 1.0}]"
 
 
 def load(path: str | Path, **options: Any) -> Graph:
-    """Read and load a spec file; relative paths inside it (load, save) start at its folder."""
+    """Read and load a spec file; relative paths inside it (load, save) start at its folder
+    (`save`'s at `out_dir` when given); `options` are `loads`' keywords."""
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8-sig")
@@ -51,15 +53,19 @@ def loads(
     *,
     gpus: Callable[[Config], int] | None = None,
     replicate: int | str | None = None,
+    out_dir: str | os.PathLike[str] | None = None,
+    allow_writes_anywhere: bool = False,
 ) -> Graph:
     """Load spec text; `source` names it in messages, `base` anchors relative paths (cwd).
 
     `gpus(config)` is the number of GPUs the process will have (what `replicate: {gpus: all}`
     means); `replicate` (`--replicate N|all`) wraps a graph with no replicate block in one,
-    and messages name it as a Setting (`--replicate 2`, or `Options.replicate=2`).
+    and messages name it as a Setting (`--replicate 2`, or `Options.replicate=2`). A `save`
+    writes under `out_dir` if given, else under `base`, and nowhere else unless
+    `allow_writes_anywhere` (`writes.py`: refused here, before anything runs).
     """
     base = os.path.abspath(base or os.curdir)
-    extra = Extra(gpus, replicate)
+    extra = Extra(gpus, replicate, write_rules(base, out_dir, allow_writes_anywhere))
     with gc_paused():
         doc = parse(text, source)
         if doc.data is None:
@@ -135,10 +141,12 @@ def _line(where: object, lines: Mapping[int, int] | None) -> int | None:
 
 
 class Extra(NamedTuple):
-    """What the machine adds to a spec: its GPU count (by config), and `--replicate`."""
+    """What the caller adds to a spec: its GPU count (by config), `--replicate`, and where its
+    `save` ops may write."""
 
     gpus: Callable[[Config], int] | None
     replicate: int | str | None
+    writes: WriteRules
 
 
 def _wrap_replicate(items: list[Any], count: int | str) -> list[Any]:
@@ -184,7 +192,7 @@ def _build(doc: Document, source: str, base: str, extra: Extra) -> Graph:
     config = _config(data.get("config"), data)
     if extra.replicate is not None:
         items = _wrap_replicate(items, extra.replicate)
-    walker = Walker(base, extra.gpus(config) if extra.gpus else None)
+    walker = Walker(base, extra.gpus(config) if extra.gpus else None, extra.writes)
     if extra.replicate is None and data.get("fetch") is None:
         done = direct(items, walker, doc.lines)
         if done is not None:

@@ -40,6 +40,7 @@ from .attrs import (
     NEW_SHAPE,
     NUMBER,
     NUMERIC,
+    OUT_PATH,
     PATH,
     PERM,
     POSITIVE,
@@ -55,6 +56,7 @@ from .attrs import (
     show,
 )
 from .model import OpMeta, TensorSpec
+from .writes import WriteRules, save_path, write_rules
 
 BOTH = frozenset({"CPU", "GPU"})
 CPU_ONLY = frozenset({"CPU"})
@@ -160,12 +162,14 @@ class OpDef:
         return self.compute_fn(xp, inputs, attrs)
 
     def normalize(
-        self, op_name: str, given: Mapping[str, Any], base: str = ""
-    ) -> Mapping[str, Any]:
+        self, op_name: str, given: Mapping[str, Any], base: str = "",
+        writes: WriteRules | None = None,
+    ) -> Mapping[str, Any]:  # fmt: skip
         """Checked attrs with defaults filled in, from a spec entry (structural keys ignored).
 
-        Relative paths start at `base` (the spec's folder). A missing seed becomes a hash of the
-        op name: runs are reproducible, and two unseeded random ops still differ.
+        Relative paths start at `base` (the spec's folder); a path the op writes follows
+        `writes` (by default: under `base`, see `writes.py`). A missing seed becomes a hash of
+        the op name: runs are reproducible, and two unseeded random ops still differ.
         """
         if not self.attrs:
             return EMPTY
@@ -177,6 +181,8 @@ class OpDef:
                     out[attr] = kind.check(value)
                     if kind is PATH:
                         out[attr] = os.path.join(base, os.path.expanduser(value))
+                    elif kind is OUT_PATH:
+                        out[attr] = save_path(op_name, value, writes or write_rules(base))
                 except AttrError as err:
                     hint = number_hint(value) if any(kind is n for n in NUMERIC) else ""
                     raise BadInput(
@@ -276,7 +282,7 @@ _OPS = (
          default_name="Variable"),
     OpDef("load", "LoadNpy", inf.from_attrs, k.load, attrs={"path": (PATH, REQUIRED)},
         generator=True, kernels=CPU_ONLY, check=check_load),
-    OpDef("save", "SaveNpy", inf.no_outputs, k.save, attrs={"path": (PATH, REQUIRED)},
+    OpDef("save", "SaveNpy", inf.no_outputs, k.save, attrs={"path": (OUT_PATH, REQUIRED)},
         min_inputs=1, max_inputs=1, kernels=CPU_ONLY, outputs=0),
     OpDef("print", "Print", inf.unary(inf.ANY), k.passthrough, attrs={"message": (TEXT, "")},
         min_inputs=1, max_inputs=1, kernels=CPU_ONLY),

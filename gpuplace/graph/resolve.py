@@ -324,5 +324,5 @@ def _head(
     device = ""
     if "device" in item:
         device = walker.device(item["device"], UNCONSTRAINED, item, f"op '{name}'").text
-    attrs = opdef.normalize(name, item, walker.base) if opdef.attrs else EMPTY
+    attrs = opdef.normalize(name, item, walker.base, walker.writes) if opdef.attrs else EMPTY
     return opdef, tf_type, name, device, attrs

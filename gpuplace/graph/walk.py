@@ -31,6 +31,7 @@ from .attrs import show
 from .ops import EMPTY, REGISTRY, OpDef, suggest
 from .replicate import expand_replicate, slice_item
 from .scope import UNCONSTRAINED, Device, Names, Namespace, Scope, SpecError, check_keys
+from .writes import WriteRules
 
 BLOCK_KEYS = ("device", "graph")
 TOWER_KEYS = ("towers", "graph")
@@ -56,11 +57,14 @@ class Entry:
 class Walker:
     """Turns `graph:` lists into `entries` in file order, each with its name, device and scope."""
 
-    def __init__(self, base: str, num_gpus: int | None = None) -> None:
+    def __init__(
+        self, base: str, num_gpus: int | None = None, writes: WriteRules | None = None
+    ) -> None:
         self.num_gpus = num_gpus  # the GPUs `replicate: {gpus: all}` means (None: unknown)
         self.entries: list[Entry] = []
         self.names = Names([])
         self.base = base
+        self.writes = writes  # where `save` ops may write (None: under `base`)
         self._parsed: dict[str, DeviceSpec] = {}
         self._merged: dict[tuple[str, DeviceSpec], Device] = {}
 
@@ -130,7 +134,7 @@ class Walker:
         opdef = REGISTRY[raw["op"]]
         unique = self.names.unique(name)
         bind_in.define(local, [len(self.entries)], raw)
-        attrs = opdef.normalize(unique, raw, self.base)
+        attrs = opdef.normalize(unique, raw, self.base, self.writes)
         self.entries.append(
             Entry(raw, opdef, opdef.tf_type, unique, device.text, resolve_in, attrs)
         )
@@ -168,9 +172,9 @@ class Walker:
         attrs = EMPTY
         if opdef.attrs:
             try:
-                attrs = opdef.normalize(name, item, self.base)
-            except BadInput as err:
-                raise SpecError(str(err), item) from None
+                attrs = opdef.normalize(name, item, self.base, self.writes)
+            except BadInput as err:  # its message, settings kept as data for each caller's words
+                raise SpecError(err.message, item) from None
         self.entries.append(Entry(item, opdef, tf_type, name, device.text, scope, attrs))
 
     def _towers(self, item: dict[str, Any], scope: Scope, ns: Namespace, device: Device) -> None:
