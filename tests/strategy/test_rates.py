@@ -5,11 +5,14 @@ from __future__ import annotations
 import datetime
 import json
 import math
+import os
+import sys
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
 import jsonschema
+import pytest
 
 from gpuplace.devices import load_machine, view
 from gpuplace.devices.rates import MeasuredRate, load_rates, rates_path, read_rates, save_rates
@@ -136,3 +139,85 @@ def test_a_corrupt_rates_file_warns_and_falls_back_to_the_presets(run: Run, tmp_
     assert result.out.splitlines()[-2] == "rates: GPU:0,1 from the preset Tesla T4"
     path.write_text(json.dumps({"GPU-x": {"product": "T4", "tflops": -1}}), encoding="utf-8")
     assert load_rates(env).warnings and load_rates(env).by_uuid == {}
+
+
+def _corrupt(tmp_path: Path, kind: str) -> str:
+    """A rates cache that is anything but one `devices --check` wrote; its path."""
+    path = tmp_path / "rates.json"
+    contents = {
+        "not json": b"{not json",
+        "deep": b"[" * 100_000,
+        "huge int": b'{"G": {"product": "T4", "tflops": 1' + b"0" * 5000 + b"}}",
+        "huge float": b'{"G": {"product": "T4", "tflops": 1e400, "bandwidth_gbs": 1, '
+        b'"measured": "d"}}',
+        "a list": b"[1, 2]",
+        "wrong entry": b'{"G": [1]}',
+        "not utf-8": b"\xff\xfe\x00{",
+        "over 1 MiB": b" " * (2 << 20) + b"{}",
+    }
+    if kind == "folder":
+        path.mkdir()
+    elif kind == "fifo":
+        os.mkfifo(path)  # opened without blocking, refused before a byte is read
+    elif kind in ("/dev/zero", "/dev/urandom"):
+        return kind
+    else:
+        path.write_bytes(contents[kind])
+    return str(path)
+
+
+@pytest.mark.parametrize(
+    ("kind", "reason"),
+    [
+        ("not json", "JSONDecodeError: Expecting property name enclosed in double quotes: line 1 "
+                     "column 2 (char 1)"),
+        ("deep", "nested too deeply"),
+        ("huge int", "ValueError: Exceeds the limit (4300 digits) for integer string conversion: "
+                     "value has 5001 digits; use sys.set_int_max_str_digits() to increase the limit"),
+        ("huge float", "rates must be positive numbers"),
+        ("a list", "expected an object keyed by GPU UUID"),
+        ("wrong entry", "TypeError: list indices must be integers or slices, not str"),
+        ("not utf-8", "UnicodeDecodeError: 'utf-8' codec can't decode byte 0xff in position 0: "
+                      "invalid start byte"),
+        ("over 1 MiB", "larger than 1 MiB"),
+        ("folder", "not a regular file"),
+        ("fifo", "not a regular file"),
+        ("/dev/zero", "not a regular file"),
+        ("/dev/urandom", "not a regular file"),
+    ],
+)  # fmt: skip
+@pytest.mark.parametrize("command", ["run", "plan", "mem"])
+def test_a_rates_cache_that_is_not_rates_is_one_warning_and_ignored(
+    run: Run, tmp_path: Path, kind: str, reason: str, command: str
+) -> None:
+    """Plain commands (tensorflow strategy) too: a cache never breaks a command."""
+    if kind == "huge int" and sys.version_info < (3, 11):
+        reason = "OverflowError: int too large to convert to float"
+    path = _corrupt(tmp_path, kind)
+    graph = matmul_graph(tmp_path / "g.yaml", 64)
+    result = run("--machine", "2xT4", command, graph, env={"GPUPLACE_RATES": path})
+    assert result.code == 0
+    assert result.err == (
+        f"warning: ignoring the measured rates in {path} ({reason}); the presets are used "
+        "instead. Rerun `gpuplace devices --check` to measure again\n"
+    )
+
+
+def test_a_long_rates_path_is_cut_short_in_the_warning(run: Run, tmp_path: Path) -> None:
+    path = "r" * 5000
+    result = run("--machine", "2xT4", "plan", matmul_graph(tmp_path / "g.yaml", 64),
+                 env={"GPUPLACE_RATES": path})  # fmt: skip
+    assert result.code == 0
+    assert result.err == (
+        f"warning: ignoring the measured rates in {'r' * 177}...{'r' * 20} (File name too long); "
+        "the presets are used instead. Rerun `gpuplace devices --check` to measure again\n"
+    )
+
+
+def test_check_replaces_a_corrupt_cache(tmp_path: Path) -> None:
+    """What `devices --check` does with what it measured: the corrupt file is rebuilt."""
+    path = tmp_path / "rates.json"
+    path.write_bytes(b"[" * 100_000)
+    save_rates(path, {"GPU-a": MeasuredRate("Tesla T4", 7.0, 250.0, "2026-11-29")})
+    assert read_rates(path) == load_rates({"GPUPLACE_RATES": str(path)})
+    assert list(read_rates(path).by_uuid) == ["GPU-a"] and read_rates(path).warnings == ()
