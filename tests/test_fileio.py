@@ -68,27 +68,17 @@ def test_a_failure_while_writing_keeps_the_old_file_and_removes_the_temp(
     assert path.read_bytes() == OLD and [p.name for p in tmp_path.iterdir()] == ["a.bin"]
 
 
-def test_a_full_disk_keeps_the_old_file_and_removes_the_temp(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize("fault", [errno.ENOSPC, errno.EROFS])
+def test_a_full_disk_or_a_read_only_folder_keeps_the_old_file_and_no_temp(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fault: int
 ) -> None:
     path = tmp_path / "a.bin"
     path.write_bytes(OLD)
-    disk_full(monkeypatch)
+    disk_full(monkeypatch) if fault == errno.ENOSPC else read_only(monkeypatch, tmp_path)
     with pytest.raises(OSError) as err:
         write_atomic(path, put(NEW))
-    assert err.value.errno == errno.ENOSPC
+    assert err.value.errno == fault
     assert path.read_bytes() == OLD and [p.name for p in tmp_path.iterdir()] == ["a.bin"]
-
-
-def test_a_read_only_folder_keeps_the_old_file(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    path = tmp_path / "a.bin"
-    path.write_bytes(OLD)
-    read_only(monkeypatch, tmp_path)
-    with pytest.raises(OSError) as err:
-        write_atomic(path, put(NEW))
-    assert err.value.errno == errno.EROFS and path.read_bytes() == OLD
 
 
 def test_a_kill_mid_write_leaves_the_old_file_and_at_most_a_partial_temp(tmp_path: Path) -> None:

@@ -22,7 +22,7 @@ MACHINE_HELP = (
 )
 DEBUG_HELP = "Show tracebacks for errors (the exit code stays the same)."
 MEMORY_FLAGS = ("allow_growth", "memory_fraction", "memory_limit", "virtual_gpus", "strategy",
-                "replicate")  # fmt: skip
+                "replicate", "out_dir", "allow_writes_anywhere")  # fmt: skip
 
 
 def _merge_globals(app: AppContext, machine_spec: str | None, debug: bool) -> None:
@@ -58,8 +58,10 @@ def global_options(command: F) -> F:
 
 
 def memory_options(f: Any) -> Any:
-    """The machine-shaping flags shared by run, plan and mem: memory policy (overrides
-    config.gpu_options), --replicate and --strategy (overrides config.placement)."""
+    """The flags run, plan and mem share, each an `Options` field: memory policy (overrides
+    config.gpu_options), --replicate and --strategy (overrides config.placement), and where the
+    spec's save ops may write (--out-dir, --allow-writes-anywhere: the same rule for all three,
+    so plan refuses what run would)."""
     options = [
         click.option("--allow-growth/--no-allow-growth", "allow_growth", default=None,
                      help="TensorFlow's allow_growth: start at 2 MiB and grow (overrides config; "
@@ -76,6 +78,12 @@ def memory_options(f: Any) -> Any:
         click.option("--strategy", type=click.Choice(["tensorflow", "balanced", "round-robin"]),
                      default=None, help="Placement strategy (config placement.strategy); "
                      "default tensorflow: TensorFlow's rules."),
+        click.option("--out-dir", "out_dir", metavar="DIR",
+                     help="Folder the spec's save paths start at (default: the spec's folder; "
+                          "a spec writes only under it)."),
+        click.option("--allow-writes-anywhere", "allow_writes_anywhere", is_flag=True,
+                     help="Let the spec's save paths be absolute, start with ~, climb out with "
+                          "'..' or go through symbolic links."),
     ]  # fmt: skip
     for option in reversed(options):
         f = option(f)
@@ -85,21 +93,6 @@ def memory_options(f: Any) -> Any:
 def pop_memory_flags(kwargs: dict[str, Any]) -> dict[str, Any]:
     """Take `memory_options`' values out of a command's keyword arguments."""
     return {k: kwargs.pop(k) for k in MEMORY_FLAGS}
-
-
-def write_options(f: Any) -> Any:
-    """Where a spec's `save` ops may write (run, plan and mem check the same rule)."""
-    f = click.option("--allow-writes-anywhere", "allow_writes_anywhere", is_flag=True,
-                     help="Let the spec's save paths be absolute, start with ~, climb out with "
-                          "'..' or go through symbolic links.")(f)  # fmt: skip
-    return click.option("--out-dir", "out_dir", metavar="DIR",
-                        help="Folder the spec's save paths start at (default: the spec's folder; "
-                             "a spec writes only under it).")(f)  # fmt: skip
-
-
-def pop_write_flags(kwargs: dict[str, Any]) -> dict[str, Any]:
-    """Take `write_options`' values out of a command's keyword arguments."""
-    return {k: kwargs.pop(k) for k in ("out_dir", "allow_writes_anywhere")}
 
 
 SOFT = click.option(
@@ -128,12 +121,11 @@ def parse_feeds(values: Sequence[str]) -> dict[str, str]:
 
 def options_from_flags(
     memory: dict[str, Any], soft: bool | None = None, log: bool | None = None,
-    feed: Sequence[str] = (), writes: dict[str, Any] | None = None,
+    feed: Sequence[str] = (),
 ) -> Options:  # fmt: skip
     """The library's Options for what the flags asked (the Python API takes the same)."""
     from ..options import Options
 
     return Options(
-        allow_soft_placement=soft, log_device_placement=log, feeds=parse_feeds(feed), **memory,
-        **(writes or {}),
-    )  # fmt: skip
+        allow_soft_placement=soft, log_device_placement=log, feeds=parse_feeds(feed), **memory
+    )

@@ -10,14 +10,7 @@ import click
 
 from ..errors import BadInput, CheckFailed
 from .context import AppContext
-from .flags import (
-    global_options,
-    memory_options,
-    options_from_flags,
-    pop_memory_flags,
-    pop_write_flags,
-    write_options,
-)
+from .flags import global_options, memory_options, options_from_flags, pop_memory_flags
 from .output import gpus_required, warn, warn_no_gpu, warn_prepared
 
 if TYPE_CHECKING:
@@ -35,7 +28,6 @@ if TYPE_CHECKING:
               help="Exit 1 unless at least N GPUs are visible.")  # fmt: skip
 @click.option("--feed", multiple=True, metavar="NAME=VALUE", help="Feed a placeholder.")
 @memory_options
-@write_options
 @global_options
 @click.pass_obj
 def mem(app: AppContext, /, spec: str | None, as_json: bool, compare: bool,
@@ -120,7 +112,7 @@ def _with_graph(app: AppContext, view: View, spec: str, feed: tuple[str, ...], k
     it is prepared, before it runs; the no-GPU warning once."""
     from ..pipeline import compare_policies, run_policies
 
-    options = options_from_flags(pop_memory_flags(kw), feed=feed, writes=pop_write_flags(kw))
+    options = options_from_flags(pop_memory_flags(kw), feed=feed)
     shown: list[Any] = []
     warned: set[str] = set()
     prepared_runs: list[PolicyRun] = []

@@ -9,16 +9,7 @@ import click
 
 from ..errors import BadInput
 from .context import AppContext
-from .flags import (
-    JSON,
-    SOFT,
-    global_options,
-    memory_options,
-    options_from_flags,
-    pop_memory_flags,
-    pop_write_flags,
-    write_options,
-)
+from .flags import JSON, SOFT, global_options, memory_options, options_from_flags, pop_memory_flags
 from .output import echo_renderables, warn, warn_prepared
 
 
@@ -29,7 +20,6 @@ from .output import echo_renderables, warn, warn_prepared
 @click.option("--format", "fmt", type=click.Choice(["text", "json", "dot"]), default=None,
               help="Output format; dot is a Graphviz graph (render: gpuplace plan G.yaml --format dot | dot -Tsvg > plan.svg).")  # fmt: skip
 @memory_options
-@write_options
 @global_options
 @click.pass_obj
 def plan(app: AppContext, /, spec: str, soft: bool | None, as_json: bool, fmt: str | None,
@@ -49,7 +39,7 @@ def plan(app: AppContext, /, spec: str, soft: bool | None, as_json: bool, fmt: s
     view = app.view()
     for w in view.warnings:
         warn(w)
-    options = options_from_flags(pop_memory_flags(kw), soft, writes=pop_write_flags(kw))
+    options = options_from_flags(pop_memory_flags(kw), soft)
     prepared = prepare(spec, view, options, app.env, feeds=False)
     warn_prepared(prepared)
     memory, oom = predict_memory(prepared, view, anyway=run_anyway(spec))

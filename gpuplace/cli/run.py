@@ -12,16 +12,7 @@ import click
 
 from ..errors import BadInput, CheckFailed, RuntimeFailure
 from .context import AppContext
-from .flags import (
-    JSON,
-    SOFT,
-    global_options,
-    memory_options,
-    options_from_flags,
-    pop_memory_flags,
-    pop_write_flags,
-    write_options,
-)
+from .flags import JSON, SOFT, global_options, memory_options, options_from_flags, pop_memory_flags
 from .output import echo_renderable, warn, warn_no_gpu, warn_prepared
 
 if TYPE_CHECKING:
@@ -90,7 +81,6 @@ def check_save_path(path: str) -> None:
     "--force", is_flag=True, help="Run even when the plan predicts running out of memory."
 )
 @memory_options
-@write_options
 @global_options
 @click.pass_obj
 def run(app: AppContext, /, spec: str, log: bool | None, soft: bool | None, explain: bool,
@@ -107,8 +97,7 @@ def run(app: AppContext, /, spec: str, log: bool | None, soft: bool | None, expl
     view = app.view()
     for w in view.warnings:
         warn(w)
-    options = options_from_flags(memory, soft, log, feed, pop_write_flags(kw))
-    prepared = prepare(spec, view, options, app.env)
+    prepared = prepare(spec, view, options_from_flags(memory, soft, log, feed), app.env)
     if save is not None:
         check_members(save, prepared.graph.fetch)
     warn_prepared(prepared)

@@ -25,8 +25,9 @@ from .attrs import show
 
 @dataclass(frozen=True)
 class WriteRules:
-    """Where `save` paths start (`root`, absolute) and whether they may leave it; `out_dir` is
-    the folder as the caller gave it, when `root` came from it (messages name the setting)."""
+    """Where `save` paths start (`root`, absolute and resolved once) and whether they may leave
+    it; `out_dir` is the folder as the caller gave it, when `root` came from it (messages name
+    the setting)."""
 
     root: str
     anywhere: bool = False
@@ -39,16 +40,16 @@ def write_rules(
     """The rules for a spec whose folder is `base`: relative `save` paths start at `out_dir`
     when given (it must be a folder), else at `base`."""
     if out_dir is None:
-        return WriteRules(os.path.abspath(base), anywhere)
+        return WriteRules(os.path.realpath(base), anywhere)
     folder = os.fspath(out_dir)
-    if not folder or "\0" in folder or not os.path.isdir(folder):
+    if not os.path.isdir(folder):
         raise BadInput(
             Message(
                 Setting("out_dir", folder, quote=True),
                 ": not a folder; create it first, or name one that exists",
             )
         )
-    return WriteRules(os.path.abspath(folder), anywhere, folder)
+    return WriteRules(os.path.realpath(folder), anywhere, folder)
 
 
 def save_path(op_name: str, given: str, rules: WriteRules) -> str:
@@ -82,7 +83,7 @@ def _inside(op_name: str, given: str, rules: WriteRules) -> str:
         _refuse(op_name, given, "is absolute", rules)
     if ".." in parts:
         _refuse(op_name, given, "climbs out with '..'", rules)
-    path = os.path.realpath(rules.root)
+    path = rules.root
     for k, part in enumerate(parts):
         path = os.path.join(path, part)
         try:
