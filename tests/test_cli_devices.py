@@ -132,6 +132,7 @@ def test_bad_size_is_usage_error(run: Run, size: str) -> None:
     assert "KiB, MiB, GiB, TiB" in result.err
 
 
+@pytest.mark.slow  # the default sizes: about a second per device on a CPU
 def test_check_passes_on_simulated_devices(run: Run) -> None:
     result = run("--machine", "2xK520", "devices", "--check")
     assert result.code == 0
