@@ -5,13 +5,16 @@ EXTRAS ?= test
 VENV   ?= .venv
 BIN     = $(VENV)/bin
 STAMP   = $(VENV)/.installed
+# Exact versions of the test environment (see its header); `CONSTRAINTS=` installs the newest.
+CONSTRAINTS ?= constraints.txt
+PIN     = $(if $(CONSTRAINTS),-c $(CONSTRAINTS))
 
-.PHONY: demo test lint typecheck cov bench gpu-check clean
+.PHONY: demo test test-fast lint typecheck cov bench gpu-check clean
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml $(CONSTRAINTS)
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e '.[$(EXTRAS)]'
+	$(BIN)/python -m pip install -q --upgrade pip $(PIN)
+	$(BIN)/python -m pip install -q -e '.[$(EXTRAS)]' $(PIN)
 	touch $(STAMP)
 
 demo: $(STAMP)
@@ -32,6 +35,10 @@ typecheck: $(STAMP)
 
 test: lint typecheck
 	$(BIN)/python -m pytest -rs --cov --cov-report=term:skip-covered --cov-report=html:htmlcov
+
+# The inner loop: the suite without the tests marked slow, no lint, no coverage.
+test-fast: $(STAMP)
+	$(BIN)/python -m pytest -m "not slow"
 
 bench: $(STAMP)
 	for b in bench/bench_*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done

@@ -20,6 +20,8 @@ class Result:
 
 
 Run = Callable[..., Result]
+# `devices --check` times its rates on small arrays (the defaults take seconds on a CPU)
+SMALL_CHECK = {"GPUPLACE_CHECK_SIZES": "matmul=64,stream=64KiB"}
 
 
 @pytest.fixture

@@ -338,6 +338,7 @@ def test_every_exported_name_is_documented_and_every_error_is_a_gpuplace_error()
     assert "Command-line" not in (gpuplace.Options.__doc__ or "")
 
 
+@pytest.mark.slow  # a fresh interpreter runs examples/small_model.yaml (160 MiB of weights)
 def test_the_readme_example_prints_what_the_readme_shows() -> None:
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     section = readme[readme.index("## Python API") : readme.index("## Exit codes and errors")]

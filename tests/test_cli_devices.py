@@ -13,7 +13,7 @@ import pynvml
 import pytest
 
 from gpuplace.cli import AppContext, main
-from tests.conftest import Result, Run
+from tests.conftest import SMALL_CHECK, Result, Run
 from tests.fakes.fake_pynvml import FakeGpu, FakeMig, FakeNvml, MiB, four_gpus
 
 SCHEMA = json.loads(resources.files("gpuplace").joinpath("schemas/devices.schema.json").read_text())
@@ -67,7 +67,10 @@ def test_order_warning_goes_to_stderr(run: Run) -> None:
     ("args", "env"),
     [
         (["--machine", "2xA100-80GB,1xT4", "devices", "--json"], {}),
-        (["--machine", "4xK520", "devices", "--json", "--check"], {"CUDA_VISIBLE_DEVICES": "1"}),
+        (
+            ["--machine", "4xK520", "devices", "--json", "--check"],
+            {"CUDA_VISIBLE_DEVICES": "1", **SMALL_CHECK},
+        ),
         (["devices", "--json"], {}),
     ],
 )
@@ -129,6 +132,7 @@ def test_bad_size_is_usage_error(run: Run, size: str) -> None:
     assert "KiB, MiB, GiB, TiB" in result.err
 
 
+@pytest.mark.slow  # the default sizes: about a second per device on a CPU
 def test_check_passes_on_simulated_devices(run: Run) -> None:
     result = run("--machine", "2xK520", "devices", "--check")
     assert result.code == 0
@@ -145,10 +149,27 @@ def test_check_passes_on_simulated_devices(run: Run) -> None:
     assert all(float(line.split()[-2]) > 0 and float(line.split()[-1]) > 0 for line in checks)
 
 
+def test_check_sizes_come_from_the_environment_and_the_title_says_them(run: Run) -> None:
+    env = {"GPUPLACE_CHECK_SIZES": "matmul=32,stream=1536KiB"}
+    result = run("--machine", "1xK520", "devices", "--check", env=env)
+    assert (result.code, result.err) == (0, "")
+    lines = result.out.splitlines()
+    assert lines[-4] == (
+        "Check: 256x256 float32 matmul vs a float64 CPU reference; "
+        "rates: 32x32 float32 matmul, a + b on 1.5 MiB arrays"
+    )
+    assert all(float(line.split()[-2]) > 0 and float(line.split()[-1]) > 0 for line in lines[-2:])
+    bad = {"GPUPLACE_CHECK_SIZES": "matmul=0"}
+    result = run("--machine", "1xK520", "devices", "--check", env=bad)
+    assert (result.code, result.out) == (2, "")  # refused before anything runs or prints
+    assert result.err.startswith("error: GPUPLACE_CHECK_SIZES: cannot read 'matmul=0'; expected")
+    assert run("--machine", "1xK520", "devices", env=bad).code == 0  # read by --check alone
+
+
 def test_check_fails_a_lost_gpu(run: Run) -> None:
     fake = FakeNvml(four_gpus()[:1])
     fake.gpus[0].fail["nvmlDeviceGetUUID"] = pynvml.NVMLError_GpuIsLost
-    result = run("devices", "--check", nvml=fake)
+    result = run("devices", "--check", nvml=fake, env=SMALL_CHECK)
     assert result.code == 1
     assert "FAIL" in result.out
     assert result.err == "error: /device:GPU:0 failed the matmul check: unavailable: GPU is lost\n"

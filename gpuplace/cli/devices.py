@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -12,6 +12,9 @@ from ..errors import BadInput, CheckFailed
 from .context import AppContext
 from .flags import global_options
 from .output import echo_renderable, gpus_required, warn
+
+if TYPE_CHECKING:
+    from ..execute.check import RateSizes
 
 
 def _min_memory_failures(v: View, minimum: int) -> list[str]:
@@ -25,15 +28,17 @@ def _min_memory_failures(v: View, minimum: int) -> list[str]:
     ]
 
 
-def _run_checks(app: AppContext, v: View, as_json: bool, doc: dict[str, Any]) -> list[str]:
+def _run_checks(
+    app: AppContext, v: View, as_json: bool, doc: dict[str, Any], sizes: RateSizes
+) -> list[str]:
     from ..execute.check import check_all
     from ..report.checks import check_records, checks_plain
 
-    results = check_all(v, app.cupy_loader)
+    results = check_all(v, app.cupy_loader, sizes)
     if as_json:
         doc["checks"] = check_records(results)
     else:
-        click.echo(checks_plain(results))
+        click.echo(checks_plain(results, sizes))
     _save_rates(app, results, as_json)
     return [
         f"{r.device} failed the matmul check: {r.detail}" + (f". Fix: {r.fix}." if r.fix else "")
@@ -106,6 +111,11 @@ def devices(
         from ..units import parse_size
 
         minimum = parse_size(min_memory, "--min-memory")
+    sizes = None
+    if check:  # a bad GPUPLACE_CHECK_SIZES is refused before anything prints
+        from ..execute.check import SIZES_ENV, rate_sizes
+
+        sizes = rate_sizes(app.env.get(SIZES_ENV))
     v = app.view()
     doc = devices_json(v)
     for w in v.warnings:
@@ -130,8 +140,8 @@ def devices(
         failures += [
             f"{f}, less than --min-memory {min_memory}" for f in _min_memory_failures(v, minimum)
         ]
-    if check:
-        failures += _run_checks(app, v, as_json, doc)
+    if sizes is not None:
+        failures += _run_checks(app, v, as_json, doc, sizes)
     if as_json:
         click.echo(json.dumps(doc, indent=2))
     if failures:

@@ -1,5 +1,8 @@
 """`gpuplace devices --check`: a small matmul on every visible device against a float64 reference,
-then the device's rates: float32 matmul throughput and memory bandwidth (for the cost model)."""
+then the device's rates: float32 matmul throughput and memory bandwidth (for the cost model).
+
+GPUPLACE_CHECK_SIZES (`matmul=256,stream=1MiB`) changes the sizes the rates time; the test suite
+uses it to time small arrays. The defaults are RATE_SIZE and STREAM_BYTES."""
 
 from __future__ import annotations
 
@@ -13,7 +16,8 @@ import numpy as np
 
 from ..devices.model import View, VisibleGpu
 from ..devices.rates import MeasuredRate
-from ..errors import GpuplaceError
+from ..errors import BadInput, GpuplaceError
+from ..units import parse_size
 from .backends import Backend, CupyLoader, backend_for
 from .cupy_backend import cuda_hint, load_cupy
 
@@ -22,6 +26,34 @@ RTOL = 1e-4  # float32 accumulation over 256 terms stays well inside this
 RATE_SIZE = 2048  # the throughput matmul: 2 * 2048^3 FLOPs, 17 GFLOP
 STREAM_BYTES = 64 * 2**20  # each operand of the bandwidth test, `a + b`
 REPEATS = 3  # timed runs after one warm-up; the best counts
+SIZES_ENV = "GPUPLACE_CHECK_SIZES"
+
+
+@dataclass(frozen=True)
+class RateSizes:
+    """What the rates time: an n x n float32 matmul, and `a + b` on operands of `stream` bytes."""
+
+    matmul: int = RATE_SIZE
+    stream: int = STREAM_BYTES
+
+
+DEFAULT_SIZES = RateSizes()
+
+
+def rate_sizes(value: str | None) -> RateSizes:
+    """The sizes GPUPLACE_CHECK_SIZES's value asks for: `matmul=N,stream=SIZE`, either part may be
+    left out; None or empty: the defaults. Raises BadInput naming the variable."""
+    sizes = DEFAULT_SIZES
+    expected = "expected matmul=N,stream=SIZE (e.g. matmul=256,stream=1MiB), or unset it"
+    for part in filter(None, (p.strip() for p in (value or "").split(","))):
+        key, _, text = (s.strip() for s in part.partition("="))
+        if key == "matmul" and text.isdecimal() and int(text) > 0:
+            sizes = replace(sizes, matmul=int(text))
+        elif key == "stream" and (nbytes := parse_size(text, f"{SIZES_ENV}: stream")) >= 4:
+            sizes = replace(sizes, stream=nbytes)
+        else:
+            raise BadInput(f"{SIZES_ENV}: cannot read {part!r}; {expected}")
+    return sizes
 
 
 @dataclass(frozen=True)
@@ -72,33 +104,41 @@ def _best(backend: Backend, work: Callable[[], object]) -> float:
     return max(best, 1e-9)
 
 
-def _matmul_seconds(backend: Backend) -> float:
-    a = backend.put(np.ones((RATE_SIZE, RATE_SIZE), dtype=np.float32))
+def _matmul_seconds(backend: Backend, n: int) -> float:
+    a = backend.put(np.ones((n, n), dtype=np.float32))
     return _best(backend, lambda: backend.xp.matmul(a, a))
 
 
-def _add_seconds(backend: Backend) -> float:
-    x = backend.put(np.ones(STREAM_BYTES // 4, dtype=np.float32))
-    y = backend.put(np.ones(STREAM_BYTES // 4, dtype=np.float32))
+def _add_seconds(backend: Backend, nbytes: int) -> float:
+    x = backend.put(np.ones(nbytes // 4, dtype=np.float32))
+    y = backend.put(np.ones(nbytes // 4, dtype=np.float32))
     return _best(backend, lambda: backend.xp.add(x, y))
 
 
-def measure_rates(backend: Backend) -> tuple[float, float]:
-    """(TFLOP/s of a RATE_SIZE float32 matmul, GB/s of `a + b` on STREAM_BYTES operands: two
-    read, one written); each array is freed before the next test allocates."""
+def measure_rates(backend: Backend, sizes: RateSizes = DEFAULT_SIZES) -> tuple[float, float]:
+    """(TFLOP/s of a sizes.matmul float32 matmul, GB/s of `a + b` on operands of sizes.stream
+    bytes: two read, one written); each array is freed before the next test allocates."""
     with backend.device():
-        matmul = _matmul_seconds(backend)
-        add = _add_seconds(backend)
-    return 2.0 * RATE_SIZE**3 / matmul / 1e12, 3 * STREAM_BYTES / add / 1e9
+        matmul = _matmul_seconds(backend, sizes.matmul)
+        add = _add_seconds(backend, sizes.stream)
+    stream = sizes.stream // 4 * 4
+    return 2.0 * sizes.matmul**3 / matmul / 1e12, 3 * stream / add / 1e9
 
 
-def check_device(view: View, gpu: VisibleGpu | None, cupy_loader: CupyLoader | None) -> CheckResult:
+def check_device(
+    view: View,
+    gpu: VisibleGpu | None,
+    cupy_loader: CupyLoader | None,
+    sizes: RateSizes = DEFAULT_SIZES,
+) -> CheckResult:
     """The correctness check on one device (CPU:0 when `gpu` is None), then its rates if it passed."""
-    result = _check(view, gpu, cupy_loader)
+    result = _check(view, gpu, cupy_loader, sizes)
     return replace(result, uuid=gpu.uuid) if gpu else result
 
 
-def _check(view: View, gpu: VisibleGpu | None, cupy_loader: CupyLoader | None) -> CheckResult:
+def _check(
+    view: View, gpu: VisibleGpu | None, cupy_loader: CupyLoader | None, sizes: RateSizes
+) -> CheckResult:
     name = gpu.name if gpu else "/device:CPU:0"
     product = gpu.product if gpu else view.machine.host.cpu_model
     simulated = gpu.gpu.simulated if gpu else view.machine.host.simulated
@@ -121,7 +161,7 @@ def _check(view: View, gpu: VisibleGpu | None, cupy_loader: CupyLoader | None) -
         detail = f"max relative error {error:.2e} > {RTOL:.0e}"
         return CheckResult(name, product, simulated, False, error, seconds, detail)
     try:
-        tflops, bandwidth = measure_rates(backend)
+        tflops, bandwidth = measure_rates(backend, sizes)
     except Exception as exc:  # out of memory for the larger arrays: the check itself passed
         detail = f"rates not measured: {type(exc).__name__}: {exc}"
         return CheckResult(name, product, simulated, True, error, seconds, detail)
@@ -138,9 +178,11 @@ def _cupy(gpu: VisibleGpu | None, cupy_loader: CupyLoader | None) -> ModuleType 
         return None
 
 
-def check_all(view: View, cupy_loader: CupyLoader | None = None) -> list[CheckResult]:
+def check_all(
+    view: View, cupy_loader: CupyLoader | None = None, sizes: RateSizes = DEFAULT_SIZES
+) -> list[CheckResult]:
     """Check CPU:0 and every visible GPU, in CUDA order."""
-    return [check_device(view, g, cupy_loader) for g in [None, *view.gpus]]
+    return [check_device(view, g, cupy_loader, sizes) for g in [None, *view.gpus]]
 
 
 def measured_rates(results: list[CheckResult], today: str) -> dict[str, MeasuredRate]:

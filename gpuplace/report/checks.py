@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..execute.check import RATE_SIZE, SIZE, STREAM_BYTES, CheckResult
+from ..execute.check import DEFAULT_SIZES, SIZE, CheckResult, RateSizes
+from ..units import human
 from .text import NA, columns
 
 
@@ -26,7 +27,7 @@ def check_records(results: list[CheckResult]) -> list[dict[str, Any]]:
     ]
 
 
-def checks_plain(results: list[CheckResult]) -> str:
+def checks_plain(results: list[CheckResult], sizes: RateSizes = DEFAULT_SIZES) -> str:
     rows = [
         (
             r.device,
@@ -42,7 +43,8 @@ def checks_plain(results: list[CheckResult]) -> str:
     ]
     title = (
         f"Check: {SIZE}x{SIZE} float32 matmul vs a float64 CPU reference; rates: "
-        f"{RATE_SIZE}x{RATE_SIZE} float32 matmul, a + b on {STREAM_BYTES >> 20} MiB arrays"
+        f"{sizes.matmul}x{sizes.matmul} float32 matmul, a + b on "
+        f"{human(sizes.stream).replace('.0 ', ' ')} arrays"
     )
     header = ("DEVICE", "PRODUCT", "RESULT", "MAX REL ERR", "TIME", "TFLOP/S", "GB/S", "")
     return title + "\n" + columns(header, rows)

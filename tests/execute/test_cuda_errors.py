@@ -15,7 +15,7 @@ import pytest
 
 from gpuplace.errors import MissingDependency
 from gpuplace.execute.cupy_backend import HINTS, cuda_failure, cuda_hint, load_cupy
-from tests.conftest import Run
+from tests.conftest import SMALL_CHECK, Run
 from tests.fakes.fake_cupy import CUDARuntimeError, FakeCupy, make_fake_cupy
 from tests.memory.helpers import GPU0, LinkedNvml, matmul_graph, small_gpus
 
@@ -33,7 +33,7 @@ NO_CUBLAS = (
 
 def on_card(run: Run, cupy: FakeCupy, *args: str) -> tuple[int, str, str]:
     result = run(*args, nvml=LinkedNvml(small_gpus(len(cupy._state.pools)), cupy),
-                 cupy_loader=lambda: cupy)  # fmt: skip
+                 cupy_loader=lambda: cupy, env=SMALL_CHECK)  # fmt: skip
     return result.code, result.out, result.err
 
 

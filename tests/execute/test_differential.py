@@ -806,6 +806,7 @@ def unsatisfiable(case: Case, gpus: int) -> bool:
     )
 
 
+@pytest.mark.slow  # 100 random graphs, each run five times (three strategies, CPU, verify)
 @SETTINGS
 @given(case=graphs(), machine=st.sampled_from([*MACHINES, TIGHT]), soft=st.booleans(),
        as_json=st.booleans())  # fmt: skip

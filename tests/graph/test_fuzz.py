@@ -11,6 +11,7 @@ import copy
 import json
 from typing import Any
 
+import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -182,6 +183,7 @@ FUZZ = settings(max_examples=1500, deadline=None, derandomize=True,
                 suppress_health_check=[HealthCheck.too_slow])  # fmt: skip
 
 
+@pytest.mark.slow  # 1500 mutated specs, each loaded as YAML or JSON
 @FUZZ
 @given(spec=mutated(), as_json=st.booleans())
 def test_mutated_specs_load_or_fail_cleanly(spec: dict[str, Any], as_json: bool) -> None:

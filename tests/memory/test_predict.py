@@ -163,14 +163,14 @@ def test_run_with_force_runs_until_the_real_oom(run: Run, tmp_path: Path) -> Non
 
 
 def test_run_with_force_when_the_plan_fits(run: Run, tmp_path: Path) -> None:
-    graph = matmul_graph(tmp_path / "g.yaml")
+    graph = matmul_graph(tmp_path / "g.yaml", 512)  # three 1 MiB tensors
     for extra in ((), ("--force",)):
         result = run(
-            "--machine", "1xK520", "run", graph, "--memory-limit", "12MiB", "--json", *extra
+            "--machine", "1xK520", "run", graph, "--memory-limit", "3MiB", "--json", *extra
         )
         assert result.code == 0
         [gpu] = [m for m in json.loads(result.out)["memory"] if m["device"].endswith("GPU:0")]
-        assert (gpu["peak"], gpu["reserved"], gpu["limit"]) == (12 * MiB, 12 * MiB, 12 * MiB)
+        assert (gpu["peak"], gpu["reserved"], gpu["limit"]) == (3 * MiB, 3 * MiB, 3 * MiB)
 
 
 def test_plan_exits_1_and_marks_the_device_that_does_not_fit(run: Run, tmp_path: Path) -> None:

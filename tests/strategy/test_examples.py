@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from gpuplace.devices import load_machine, view
 from gpuplace.devices.model import LogicalGpu
 from gpuplace.execute.backends import NumpyBackend
@@ -43,6 +45,7 @@ def test_the_big_model_fits_only_when_balanced() -> None:
     assert {m.device: m.peak for m in prediction.memory} == e.peak  # the ledgers agree
 
 
+@pytest.mark.slow  # runs examples/small_model.yaml (160 MiB of weights) for real
 def test_the_small_model_runs_for_real_within_64_mib_per_gpu() -> None:
     g = load(EXAMPLES / "small_model.yaml")
     gpus, devices = k520s({"memory_limit": "64MiB"})

@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import Run
 from tests.fakes.fake_cupy import make_fake_cupy
 from tests.fakes.fake_pynvml import MiB
@@ -41,6 +43,7 @@ def test_multi_tower_on_four_logical_gpus_of_one_card(run: Run) -> None:
     assert held == [(0, 0)]  # the card's pool is released and its limit lifted
 
 
+@pytest.mark.slow  # runs examples/small_model.yaml (160 MiB of weights) for real
 def test_balanced_spreads_over_logical_gpus_of_one_card(run: Run) -> None:
     code, out, err, held = one_card(
         run, "run", str(ROOT / "examples" / "small_model.yaml"), "--strategy", "balanced",

@@ -18,7 +18,7 @@ from gpuplace.devices import load_machine, view
 from gpuplace.devices.rates import MeasuredRate, load_rates, rates_path, read_rates, save_rates
 from gpuplace.memory.policy import Policy, logical_gpus, parse_virtual
 from gpuplace.placement.cost import device_models, rate_sources
-from tests.conftest import Run
+from tests.conftest import SMALL_CHECK, Run
 from tests.fakes.fake_cupy import make_fake_cupy
 from tests.fakes.fake_pynvml import MiB
 from tests.memory.helpers import LinkedNvml, matmul_graph, small_gpus
@@ -57,7 +57,7 @@ def test_save_merges_and_a_missing_file_has_no_rates(tmp_path: Path) -> None:
 def test_check_on_a_real_machine_measures_saves_and_plan_uses_them(
     run: Run, tmp_path: Path
 ) -> None:
-    env = {"GPUPLACE_RATES": str(tmp_path / "rates.json")}
+    env = {"GPUPLACE_RATES": str(tmp_path / "rates.json"), **SMALL_CHECK}
     machine = real_machine()
     result = run("devices", "--check", env=env, **machine)
     assert (result.code, result.err) == (0, "")
@@ -108,7 +108,7 @@ def test_plan_names_measured_and_preset_sources(run: Run, tmp_path: Path) -> Non
 
 
 def test_json_check_records_rates_and_keeps_stdout_one_document(run: Run, tmp_path: Path) -> None:
-    env = {"XDG_CACHE_HOME": str(tmp_path)}
+    env = {"XDG_CACHE_HOME": str(tmp_path), **SMALL_CHECK}
     result = run("devices", "--check", "--json", env=env, **real_machine())
     assert result.code == 0
     doc = json.loads(result.out)
@@ -120,7 +120,7 @@ def test_json_check_records_rates_and_keeps_stdout_one_document(run: Run, tmp_pa
 
 
 def test_simulated_machines_never_write_rates(run: Run, tmp_path: Path) -> None:
-    env = {"GPUPLACE_RATES": str(tmp_path / "rates.json")}
+    env = {"GPUPLACE_RATES": str(tmp_path / "rates.json"), **SMALL_CHECK}
     result = run("--machine", "1xT4", "devices", "--check", env=env)
     assert result.code == 0 and "Saved" not in result.out + result.err
     row = result.out.splitlines()[-1].split()
