@@ -50,7 +50,7 @@ class Timeline:
         self.done = [0.0] * len(flat.names)  # when each op has run
         self.home: list[tuple[Slot, ...]] = [()] * len(flat.names)  # outputs (print: forwarded)
         self.copied: dict[tuple[int, int, int], Slot] = {}  # (producer, output, device) -> copy
-        self.slots: list[Slot] = []  # in order of creation
+        self.slots: list[Slot] = []  # every slot made, for the estimate's peaks
         self.free_at = [0.0] * devices  # when each device has run its ops so far
         self.outbound = [Link() for _ in range(devices)]
         self.inbound = [Link() for _ in range(devices)]
