@@ -121,6 +121,19 @@ def work_time(flops: float, nbytes: float, device: DeviceModel) -> float:
     return max(flops / device.flops, nbytes / device.bandwidth) + device.overhead
 
 
+def work_times(flops: Sequence[float], nbytes: Sequence[int],
+               devices: Sequence[DeviceModel]) -> list[tuple[float, ...]]:  # fmt: skip
+    """`work_time` of each op on each device; ops of equal cost share one tuple, worked out once."""
+    known: dict[tuple[float, int], tuple[float, ...]] = {}
+    out = []
+    for cost in zip(flops, nbytes, strict=True):
+        found = known.get(cost)
+        if found is None:
+            found = known[cost] = tuple(work_time(*cost, device) for device in devices)
+        out.append(found)
+    return out
+
+
 def copy_time(nbytes: int, link: LinkModel) -> float:
     """Seconds to copy `nbytes` between two devices: latency plus bytes over bandwidth."""
     return link.latency + nbytes / link.bandwidth

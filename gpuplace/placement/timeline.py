@@ -1,0 +1,112 @@
+"""The executor's run in miniature: its buffers (slots) and the devices' and links' timelines.
+
+One model for the balanced placer (`balanced.py`, which runs each op here as it places it) and
+the estimate (`estimate.py`, which replays a placement here), so the plan and the estimate
+agree. It follows the executor's planner (`execute/schedule.py`) and its ledgers:
+- a slot per op output on the op's device, and per (tensor, device) copy, shared by every
+  reader there; `print` makes none, it forwards the slots it reads;
+- a slot is freed after the last step that reads it (a copy reads its source);
+- each device runs its ops one at a time in graph order; an op starts once its device is
+  free and its inputs are there; a copy is made when its reader's turn comes, in the idle
+  time of the source's outbound and the reader's inbound link once its tensor is ready
+  (`links.py`).
+The placer passes an `Occupancy` and every slot is charged there for its life; an output's
+life is taken up front to its static last step (`Flat.ends`), so each choice sees what later
+steps will hold (longer than the real life only where a `print` on another device forwards
+a copy). The estimate passes none: a life grows with its readers, as the ledgers see it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from .cost import LinkModel, copy_time
+from .flat import Flat
+from .links import Link, transfer
+
+if TYPE_CHECKING:
+    from .occupancy import Occupancy
+
+
+@dataclass(slots=True)
+class Slot:
+    """One buffer the executor allocates: an op's output, or a copy of one on another device."""
+
+    device: int
+    size: int  # bytes, rounded as the allocator rounds them
+    step: int  # the step that allocates it
+    last: int  # the last step that reads it (it is freed after that step)
+    ready: float  # when its value is there: its op's or its copy's end
+
+
+class Timeline:
+    """Slots and the devices' and links' busy time so far; `run` adds one op's step."""
+
+    def __init__(self, flat: Flat, devices: int, link: LinkModel,
+                 occupancy: Occupancy | None = None) -> None:  # fmt: skip
+        """`occupancy`: the placer's, charged for every slot (see the module docstring)."""
+        self.flat, self.link, self.occupancy = flat, link, occupancy
+        self.done = [0.0] * len(flat.names)  # when each op has run
+        self.home: list[tuple[Slot, ...]] = [()] * len(flat.names)  # outputs (print: forwarded)
+        self.copied: dict[tuple[int, int, int], Slot] = {}  # (producer, output, device) -> copy
+        self.slots: list[Slot] = []  # every slot made, for the estimate's peaks
+        self.free_at = [0.0] * devices  # when each device has run its ops so far
+        self.outbound = [Link() for _ in range(devices)]
+        self.inbound = [Link() for _ in range(devices)]
+
+    def run(self, op: int, device: int, seconds: float, charge: bool = True) -> float:
+        """Run `op` on `device` for `seconds` once the device is free and its inputs are there
+        (each copied in on its first reader there); when it ends. Its outputs are charged to
+        the occupancy unless `charge` is False (the caller reserved them before)."""
+        flat, done, home = self.flat, self.done, self.home
+        reads, ready = [], 0.0
+        for producer, output in flat.inputs[op]:
+            slot = home[producer][output]
+            if slot.last < op:
+                self.extend(slot, op)
+            if slot.device != device:
+                copy = self.copied.get((producer, output, device))
+                if copy is None:
+                    copy = self._copy(producer, output, slot, device, op)
+                elif copy.last < op:
+                    self.extend(copy, op)
+                slot = copy
+            ready = max(ready, done[producer], slot.ready)
+            reads.append(slot)
+        end = done[op] = self.free_at[device] = max(self.free_at[device], ready) + seconds
+        if flat.is_print[op]:
+            home[op] = tuple(reads)
+            return end
+        if self.occupancy is None:  # a life grows with its readers
+            outputs = tuple(Slot(device, size, op, op, end) for size in flat.sizes[op])
+        else:  # to its static last step, charged up front (unless reserved before)
+            lives = zip(flat.sizes[op], flat.ends[op], strict=True)
+            outputs = tuple(Slot(device, size, op, last, end) for size, last in lives)
+            if charge:
+                for slot in outputs:
+                    self.occupancy.add(device, op, slot.last, slot.size)
+        home[op] = outputs
+        self.slots += outputs
+        return end
+
+    def extend(self, slot: Slot, step: int) -> None:
+        """`slot` is read at `step`: it lives at least until then."""
+        if slot.last < step:
+            if self.occupancy is not None:
+                self.occupancy.add(slot.device, slot.last + 1, step, slot.size)
+            slot.last = step
+
+    def _copy(self, producer: int, output: int, source: Slot, device: int, step: int) -> Slot:
+        """A copy of `source` to `device` for step `step`, on the links' timelines."""
+        length = copy_time(self.flat.out_bytes[producer][output], self.link)
+        start = max(self.done[producer], source.ready)
+        outbound, inbound = self.outbound[source.device], self.inbound[device]
+        end, pieces = transfer(outbound, inbound, start, length)
+        outbound.book(pieces)
+        inbound.book(pieces)
+        copy = self.copied[producer, output, device] = Slot(device, source.size, step, step, end)
+        self.slots.append(copy)
+        if self.occupancy is not None:
+            self.occupancy.add(device, step, step, source.size)
+        return copy
