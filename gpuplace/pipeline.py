@@ -185,20 +185,17 @@ def estimate_plan(prepared: Prepared, view: View) -> PlanEstimate:
     """The cost model's estimate of the ops that run, under the soft placement `prepare` used
     (the flag, else the spec's config): a PlanEstimate with the makespan and the lower bounds
     no placement can beat (what `gpuplace plan` prints). Runs nothing."""
-    from .placement.cost import LinkModel, device_models, split_devices
-    from .placement.estimate import device_index, lower_bounds, simulate
-    from .placement.flat import flatten
+    from .placement.cost import device_models
+    from .placement.estimate import estimate_with_bounds
 
     _expect_prepared(prepared, "estimate_plan")
     _expect_view(view, "estimate_plan")
     models = device_models(prepared.logical, view.machine.host, prepared.rates.by_uuid)
-    gpus, cpu = split_devices(models)
-    ordered, link = [*gpus, cpu], LinkModel()
-    flat = flatten(prepared.graph)  # once, for the estimate and the bounds
-    est = simulate(flat, device_index(prepared.placement, flat, ordered), ordered, link)
     tf = prepared.placement if prepared.strategy == "tensorflow" else None  # TF's own: reuse it
-    soft = prepared.allow_soft_placement
-    bounds = lower_bounds(prepared.graph, models, link, allow_soft_placement=soft, tf=tf, flat=flat)
+    est, bounds = estimate_with_bounds(
+        prepared.graph, prepared.placement, models,
+        allow_soft_placement=prepared.allow_soft_placement, tf=tf,
+    )  # fmt: skip
     return PlanEstimate(est, bounds)
 
 

@@ -28,7 +28,6 @@ from dataclasses import dataclass
 from operator import attrgetter
 
 from ..devices.names import parse_device
-from ..errors import Message, Setting, Term
 from ..gc_pause import gc_paused
 from ..graph.model import Graph, OpMeta
 from ..units import human
@@ -37,39 +36,13 @@ from .cost import DeviceModel, LinkModel, copy_time, split_devices, work_times
 from .estimate import Estimate, simulate
 from .flat import Flat, default_meta, flatten, free_groups
 from .links import Piece, transfer
-from .model import Decision, Placement, PlacementError
+from .model import Decision, NoFit, Placement
 from .occupancy import Occupancy
 from .timeline import Slot, Timeline
 
 WEIGHTS = (1.0, 2.0)  # copy weights of the passes tried (see the module docstring)
 PendingCopy = tuple[int, float, float]  # (source device, ready, seconds) of a copy to plan
 Read = tuple[int, int, Slot | None]  # (producer, output, slot read): see _Balancer._reads
-
-
-class NoFit(PlacementError):
-    """No candidate device can take an op within its memory limit: names the op (and the
-    generators that would come with it), the bytes it needs and the room on each candidate."""
-
-    def __init__(self, what: str, op: str, need: int, rooms: Sequence[tuple[str, int, int]],
-                 pinned: str = "") -> None:  # fmt: skip
-        where = ", ".join(
-            f"{short} has {human(max(room, 0))} free of its {human(limit)} limit"
-            for short, room, limit in sorted(rooms, key=lambda r: -r[1])[:4]
-        )
-        if pinned:
-            text = f"{what} must stay on its device ({pinned}) and needs {human(need)} more there"
-        else:
-            text = f"{what} needs {human(need)} more on the GPU that takes it"
-        super().__init__(
-            f"balanced placement: {text}, but at that step {where}.",
-            Message(
-                "gpuplace: the graph needs more memory than these GPUs offer under this policy; "
-                "add GPUs (", Term.MACHINE, "), give each more (", Setting("memory_limit"), ", ",
-                Setting("memory_fraction"), "), or make the largest tensors smaller.",
-            ),
-            op,
-        )  # fmt: skip
-        self.need, self.rooms = need, tuple(rooms)
 
 
 def _cpu_allowed(flat: Flat, op: int) -> bool:

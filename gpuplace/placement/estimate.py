@@ -17,13 +17,20 @@ from dataclasses import dataclass
 from ..errors import BadInput
 from ..gc_pause import gc_paused
 from ..graph.model import Graph, OpMeta
-from .baselines import lower_bounds, round_robin
+from .baselines import Bounds, lower_bounds, round_robin
 from .cost import DeviceModel, LinkModel, split_devices, work_time
 from .flat import Flat, flatten
 from .model import Placement
 from .timeline import Slot, Timeline
 
-__all__ = ["Estimate", "estimate", "lower_bounds", "round_robin", "simulate"]
+__all__ = [
+    "Estimate",
+    "estimate",
+    "estimate_with_bounds",
+    "lower_bounds",
+    "round_robin",
+    "simulate",
+]
 
 
 @dataclass(frozen=True)
@@ -114,3 +121,19 @@ def estimate(
     gpus, cpu = split_devices(devices)
     models = [*gpus, cpu]
     return simulate(flat, device_index(placement, flat, models), models, link or LinkModel())
+
+
+def estimate_with_bounds(
+    graph: Graph, placement: Placement, devices: Sequence[DeviceModel], *,
+    allow_soft_placement: bool, tf: Placement | None = None,
+) -> tuple[Estimate, Bounds]:  # fmt: skip
+    """What `gpuplace plan` judges a placement by: its estimate, and the lower bounds no
+    placement of `graph` on `devices` can beat, from one flattening of the graph. `tf`:
+    TensorFlow's own placement of `graph`, when that is what `placement` is (not placed again)."""
+    flat = flatten(graph)
+    gpus, cpu = split_devices(devices)
+    models, link = [*gpus, cpu], LinkModel()
+    est = simulate(flat, device_index(placement, flat, models), models, link)
+    soft = allow_soft_placement
+    bounds = lower_bounds(graph, devices, link, allow_soft_placement=soft, tf=tf, flat=flat)
+    return est, bounds

@@ -7,10 +7,11 @@ generators it deferred to its second pass (`placer.cc`, `Placer::Run`).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from ..errors import RuntimeFailure, Text
+from ..errors import Message, RuntimeFailure, Setting, Term, Text
+from ..units import human
 
 KINDS = frozenset(
     {
@@ -59,3 +60,29 @@ class PlacementError(RuntimeFailure):
         super().__init__(tf_message if hint is None else tf_message.rstrip(), hint, joint)
         self.tf_message = tf_message
         self.op = op
+
+
+class NoFit(PlacementError):
+    """No candidate device can take an op within its memory limit: names the op (and the
+    generators that would come with it), the bytes it needs and the room on each candidate."""
+
+    def __init__(self, what: str, op: str, need: int, rooms: Sequence[tuple[str, int, int]],
+                 pinned: str = "") -> None:  # fmt: skip
+        where = ", ".join(
+            f"{short} has {human(max(room, 0))} free of its {human(limit)} limit"
+            for short, room, limit in sorted(rooms, key=lambda r: -r[1])[:4]
+        )
+        if pinned:
+            text = f"{what} must stay on its device ({pinned}) and needs {human(need)} more there"
+        else:
+            text = f"{what} needs {human(need)} more on the GPU that takes it"
+        super().__init__(
+            f"balanced placement: {text}, but at that step {where}.",
+            Message(
+                "gpuplace: the graph needs more memory than these GPUs offer under this policy; "
+                "add GPUs (", Term.MACHINE, "), give each more (", Setting("memory_limit"), ", ",
+                Setting("memory_fraction"), "), or make the largest tensors smaller.",
+            ),
+            op,
+        )  # fmt: skip
+        self.need, self.rooms = need, tuple(rooms)

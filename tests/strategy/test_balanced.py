@@ -9,8 +9,9 @@ from hypothesis import strategies as st
 
 from gpuplace.graph import Graph, Op, TensorRef, TensorSpec, get_op, loads
 from gpuplace.placement import PlacementError, place
-from gpuplace.placement.balanced import NoFit, place_balanced
+from gpuplace.placement.balanced import place_balanced
 from gpuplace.placement.estimate import estimate, lower_bounds
+from gpuplace.placement.model import NoFit
 from gpuplace.units import MiB
 from tests.strategy.helpers import LINK, models, where
 
