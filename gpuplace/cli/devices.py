@@ -14,7 +14,7 @@ from .flags import global_options
 from .output import echo_renderable, gpus_required, warn
 
 if TYPE_CHECKING:
-    from ..execute.check import RateSizes
+    from ..execute.device_check import RateSizes
 
 
 def _min_memory_failures(v: View, minimum: int) -> list[str]:
@@ -31,8 +31,8 @@ def _min_memory_failures(v: View, minimum: int) -> list[str]:
 def _run_checks(
     app: AppContext, v: View, as_json: bool, doc: dict[str, Any], sizes: RateSizes
 ) -> list[str]:
-    from ..execute.check import check_all
-    from ..report.checks import check_records, checks_plain
+    from ..execute.device_check import check_all
+    from ..report.device_check import check_records, checks_plain
 
     results = check_all(v, app.cupy_loader, sizes)
     if as_json:
@@ -53,7 +53,7 @@ def _save_rates(app: AppContext, results: list[Any], as_json: bool) -> None:
     import datetime
 
     from ..devices.rates import rates_path, save_rates, shown
-    from ..execute.check import measured_rates
+    from ..execute.device_check import measured_rates
 
     measured = measured_rates(results, datetime.date.today().isoformat())
     if not measured:
@@ -113,7 +113,7 @@ def devices(
         minimum = parse_size(min_memory, "--min-memory")
     sizes = None
     if check:  # a bad GPUPLACE_CHECK_SIZES is refused before anything prints
-        from ..execute.check import SIZES_ENV, rate_sizes
+        from ..execute.device_check import SIZES_ENV, rate_sizes
 
         sizes = rate_sizes(app.env.get(SIZES_ENV))
     v = app.view()

@@ -235,7 +235,7 @@ def _reduce(name: str, tf_type: str, kind: str) -> OpDef:
 
 _UNIFORM = {"minval": (NUMBER, 0.0), "maxval": (NUMBER, 1.0), "seed": (SEED, None)}
 _NORMAL = {"mean": (NUMBER, 0.0), "stddev": (NUMBER, 1.0), "seed": (SEED, None)}
-_INIT = {  # a variable's initializer and its parameters; their defaults are set in checks.py
+_INIT = {  # a variable's initializer and its parameters; their defaults are set in attr_rules.py
     "initializer": (INITIALIZER, "zeros"),
     "value": (VALUE, None),
     **{param: (NUMBER, None) for param in ("minval", "maxval", "mean", "stddev")},

@@ -10,7 +10,7 @@ import pytest
 
 from gpuplace.errors import BadInput
 from gpuplace.execute.backends import NumpyBackend
-from gpuplace.execute.check import RateSizes, measure_rates, rate_sizes
+from gpuplace.execute.device_check import RateSizes, measure_rates, rate_sizes
 
 MiB = 2**20
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..execute.check import DEFAULT_SIZES, SIZE, CheckResult, RateSizes
+from ..execute.device_check import DEFAULT_SIZES, SIZE, CheckResult, RateSizes
 from ..units import human
 from .text import NA, columns
 
