@@ -14,7 +14,7 @@ from .flags import global_options
 from .output import echo_renderable, gpus_required, warn
 
 if TYPE_CHECKING:
-    from ..execute.device_check import RateSizes
+    from ..execute.device_check import CheckResult, RateSizes
 
 
 def _min_memory_failures(v: View, minimum: int) -> list[str]:
@@ -47,7 +47,7 @@ def _run_checks(
     ]
 
 
-def _save_rates(app: AppContext, results: list[Any], as_json: bool) -> None:
+def _save_rates(app: AppContext, results: list[CheckResult], as_json: bool) -> None:
     """Keep what `--check` measured on real GPUs for the balanced strategy (one line says where;
     on stderr under --json, so stdout stays one document)."""
     import datetime

@@ -14,7 +14,7 @@ from .flags import global_options, memory_options, options_from_flags, pop_memor
 from .output import gpus_required, warn, warn_no_gpu, warn_prepared
 
 if TYPE_CHECKING:
-    from ..devices.model import View
+    from ..devices.model import Gpu, View
     from ..memory.pools import DeviceMemory
     from ..results import PolicyRun, Prepared
 
@@ -106,14 +106,14 @@ def _needs_graph(compare: bool, feed: tuple[str, ...], kw: dict[str, Any]) -> No
 
 
 def _with_graph(app: AppContext, view: View, spec: str, feed: tuple[str, ...], kw: dict[str, Any],
-                compare: bool) -> tuple[list[PolicyRun], list[Any]]:  # fmt: skip
+                compare: bool) -> tuple[list[PolicyRun], list[Gpu]]:  # fmt: skip
     """Run `spec` under the policy (or each compared policy): the runs, in order, and
     nvidia-smi's cards while the last run held its memory. Each run's warnings are given once
     it is prepared, before it runs; the no-GPU warning once."""
     from ..pipeline import compare_policies, run_policies
 
     options = options_from_flags(pop_memory_flags(kw), feed=feed)
-    shown: list[Any] = []
+    shown: list[Gpu] = []
     warned: set[str] = set()
     prepared_runs: list[PolicyRun] = []
 
@@ -140,7 +140,7 @@ def _with_graph(app: AppContext, view: View, spec: str, feed: tuple[str, ...], k
 
 def _observe(
     app: AppContext, view: View, prepared: Prepared, memory: list[DeviceMemory]
-) -> list[Any]:
+) -> list[Gpu]:
     """nvidia-smi's cards while the run holds its memory: NVML again on a real machine."""
     from ..report import mem as report
 
