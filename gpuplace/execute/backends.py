@@ -59,29 +59,17 @@ class NumpyBackend:
         return None
 
 
-class NullBackend:
-    """A device that stores nothing (every array is None): `predict` walks the real schedule
-    over it, charging the ledgers as a run would without computing anything."""
-
-    simulated = True
+class NullBackend(NumpyBackend):
+    """A simulated device that stores nothing (every array is None): `predict` walks the real
+    schedule over it, charging the ledgers as a run would without computing anything."""
 
     def __init__(self, label: str) -> None:
-        self.label = label
-
-    @property
-    def xp(self) -> ModuleType:
-        return np
-
-    def device(self) -> AbstractContextManager[Any]:
-        return nullcontext()
+        super().__init__(label, simulated=True)
 
     def put(self, host: np.ndarray) -> Any:
         return None
 
     def get(self, array: Any) -> Any:
-        return None
-
-    def synchronize(self) -> None:
         return None
 
 
