@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .model import DTYPES
-from .parse import is_number_text
+from ..parse import is_number_text
 
 MAX_DIM = 2**63 - 1  # TensorFlow dimensions are int64
 INITIALIZERS = ("zeros", "ones", "constant", "random_normal", "random_uniform")

@@ -20,7 +20,7 @@ from ..gc_pause import gc_paused
 from .attrs import show
 from .model import STRATEGIES, Config, Graph, Op, TensorRef, TensorSpec
 from .ops import suggest
-from .parse import Document, key_line, parse, parse_json_lines
+from ..parse import Document, key_line, parse, parse_json_lines
 from .replicate import FlagSettings, Synthetic, replica_error
 from .resolve import Inputs, Lookup, direct, new_op, new_ref, order, resolve_inputs
 from .scope import Scope, SpecError
