@@ -11,8 +11,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .model import DTYPES
+from ..limits import show as show  # attrs' messages, and the graph package's
 from ..parse import is_number_text
+from .model import DTYPES
 
 MAX_DIM = 2**63 - 1  # TensorFlow dimensions are int64
 INITIALIZERS = ("zeros", "ones", "constant", "random_normal", "random_uniform")
@@ -28,12 +29,6 @@ class Attr:
 
     check: Callable[[Any], Any]
     schema: Mapping[str, Any]
-
-
-def show(value: Any, limit: int = 60) -> str:
-    """A value for a message: its repr, cut short (a spec may hold a million-element list)."""
-    text = repr(value)
-    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def number_hint(value: Any) -> str:

@@ -17,10 +17,11 @@ from typing import Any, NamedTuple
 
 from ..errors import BadInput, Message, Setting, Term
 from ..gc_pause import gc_paused
+from ..limits import SPEC_SIZE_ENV, Limits, read_text
+from ..parse import Document, key_line, parse, parse_json_lines
 from .attrs import show
 from .model import STRATEGIES, Config, Graph, Op, TensorRef, TensorSpec
 from .ops import suggest
-from ..parse import Document, key_line, parse, parse_json_lines
 from .replicate import FlagSettings, Synthetic, replica_error
 from .resolve import Inputs, Lookup, direct, new_op, new_ref, order, resolve_inputs
 from .scope import Scope, SpecError
@@ -33,14 +34,12 @@ EXAMPLE = "e.g. graph: [{name: a, op: constant, value: 1.0}]"
 
 
 def load(path: str | Path, **options: Any) -> Graph:
-    """Read and load a spec file; relative paths inside it (load, save) start at its folder."""
+    """Read and load a spec file; relative paths inside it (load, save) start at its folder.
+    A file larger than `limits.spec_bytes` is refused before it is read."""
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8-sig")
-    except OSError as err:
-        raise BadInput(f"cannot read spec {str(path)!r}: {err.strerror or err}") from None
-    except UnicodeDecodeError as err:
-        raise BadInput(f"{path}: not UTF-8 text ({err.reason} at byte {err.start})") from None
+    limit = (options.get("limits") or Limits()).spec_bytes
+    hint = f"set {SPEC_SIZE_ENV} to raise the limit (e.g. {SPEC_SIZE_ENV}=4GiB)"
+    text = read_text(path, limit, "cannot read spec", hint)
     return loads(text, str(path), base=str(path.parent), **options)
 
 
@@ -51,17 +50,20 @@ def loads(
     *,
     gpus: Callable[[Config], int] | None = None,
     replicate: int | str | None = None,
+    limits: Limits | None = None,
 ) -> Graph:
     """Load spec text; `source` names it in messages, `base` anchors relative paths (cwd).
 
     `gpus(config)` is the number of GPUs the process will have (what `replicate: {gpus: all}`
     means); `replicate` (`--replicate N|all`) wraps a graph with no replicate block in one,
-    and messages name it as a Setting (`--replicate 2`, or `Options.replicate=2`).
+    and messages name it as a Setting (`--replicate 2`, or `Options.replicate=2`). `limits`
+    bound what the text may expand to (`Limits()`: the defaults; `read_limits(env)`: as the
+    environment sets them).
     """
     base = os.path.abspath(base or os.curdir)
-    extra = Extra(gpus, replicate)
+    extra = Extra(gpus, replicate, limits or Limits())
     with gc_paused():
-        doc = parse(text, source)
+        doc = parse(text, source, extra.limits.aliases)
         if doc.data is None:
             what = "is empty" if not text.strip() else "holds no data (only comments or null)"
             raise BadInput(
@@ -135,10 +137,12 @@ def _line(where: object, lines: Mapping[int, int] | None) -> int | None:
 
 
 class Extra(NamedTuple):
-    """What the machine adds to a spec: its GPU count (by config), and `--replicate`."""
+    """What the caller adds to a spec: the machine's GPU count (by config), `--replicate`,
+    and the limits."""
 
     gpus: Callable[[Config], int] | None
     replicate: int | str | None
+    limits: Limits
 
 
 def _wrap_replicate(items: list[Any], count: int | str) -> list[Any]:
