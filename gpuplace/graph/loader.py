@@ -20,6 +20,7 @@ from ..gc_pause import gc_paused
 from ..limits import SPEC_SIZE_ENV, Limits, read_text
 from ..parse import Document, key_line, parse, parse_json_lines
 from .attrs import show
+from .expansion import count_ops
 from .model import STRATEGIES, Config, Graph, Op, TensorRef, TensorSpec
 from .ops import suggest
 from .replicate import FlagSettings, Synthetic, replica_error
@@ -189,6 +190,7 @@ def _build(doc: Document, source: str, base: str, extra: Extra) -> Graph:
     if extra.replicate is not None:
         items = _wrap_replicate(items, extra.replicate)
     walker = Walker(base, extra.gpus(config) if extra.gpus else None)
+    count_ops(items, walker.num_gpus, extra.limits.ops)
     if extra.replicate is None and data.get("fetch") is None:
         done = direct(items, walker, doc.lines)
         if done is not None:
