@@ -8,7 +8,7 @@ from __future__ import annotations
 from math import isfinite, prod
 from typing import Any
 
-from .attrs import AttrError, flatten, nested_shape
+from .attrs import FLOAT64_MAX, AttrError, flatten, is_number, nested_shape, show
 from .infer import FLOATS
 from .model import DTYPES
 
@@ -42,6 +42,13 @@ def _check_numbers(values: list[Any], dtype: str) -> None:
         )
     bound = _INT_RANGE.get(dtype)
     if bound is None:
+        if int in kinds:
+            for x in values:
+                if not is_number(x):
+                    raise AttrError(
+                        f"value {show(x)} is beyond the range of float64 (about "
+                        f"{FLOAT64_MAX:.1e}); give a smaller number"
+                    )
         return
     for x in values:
         if (type(x) is float and not x.is_integer()) or not -bound <= x < bound:
