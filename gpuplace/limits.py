@@ -26,6 +26,7 @@ MACHINE_FILE_BYTES = 4 * MiB  # a machine file describes at most 255 GPUs: 16 Ki
 MAX_DEPTH = 200  # nesting of YAML/JSON collections: a spec needs about 70 (64 dims of a value)
 MAX_RANK = 64  # numpy's NPY_MAXDIMS (TensorFlow allows 254, but every array here is numpy's)
 ALIAS_FACTOR = 10  # YAML aliases may repeat up to this many nodes per op the limit allows
+LONG_INT = "an integer has over 4,300 digits (Python's limit for reading one); write a float"
 _READ_CHUNK = 16 * MiB
 _ECHO = 80  # characters of a path or value quoted in a message
 

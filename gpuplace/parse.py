@@ -31,7 +31,7 @@ from yaml.error import Mark
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from .errors import BadInput
-from .limits import MAX_DEPTH, AliasLimit, Limits, clip
+from .limits import LONG_INT, MAX_DEPTH, AliasLimit, Limits, clip
 
 _BASE_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _STR = "tag:yaml.org,2002:str"
@@ -165,10 +165,11 @@ def _parse_json(text: str, source: str) -> Document:
         raise _json_duplicate(text, source, err.key) from None
     except RecursionError:
         raise BadInput(
-            f"{source}: the JSON is nested too deeply (over {MAX_DEPTH} levels)"
+            f"{source}: the JSON is nested too deeply to read (a spec needs fewer than "
+            f"{MAX_DEPTH} levels)"
         ) from None
-    except ValueError as err:  # an int of 4,301+ digits
-        raise BadInput(f"{source}: cannot read the JSON: {err}") from None
+    except ValueError:  # the only other error json raises
+        raise BadInput(f"{source}: cannot read the JSON: {LONG_INT}") from None
 
 
 def _json_duplicate(text: str, source: str, key: str) -> BadInput:

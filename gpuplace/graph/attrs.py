@@ -18,7 +18,7 @@ from ..parse import is_number_text
 from .model import DTYPES
 
 MAX_DIM = 2**63 - 1  # TensorFlow dimensions are int64
-RANK_WHY = "numpy arrays have at most 64 (TensorFlow allows 254, but values here are numpy's)"
+RANK_WHY = "numpy's limit; TensorFlow allows 254, but every array here is numpy's"
 FLOAT64_MAX = sys.float_info.max
 FLOAT_INT_BOUND = 2**1024 - 2**970  # the smallest integer that float() cannot hold
 INITIALIZERS = ("zeros", "ones", "constant", "random_normal", "random_uniform")
@@ -66,7 +66,7 @@ def _number(value: Any) -> Any:
 def _int_list(value: Any, lowest: int, expected: str) -> tuple[int, ...]:
     if type(value) is list and all(type(d) is int and lowest <= d <= MAX_DIM for d in value):
         if len(value) > MAX_RANK:
-            raise AttrError(f"at most {MAX_RANK} dimensions, got {len(value)}; {RANK_WHY}")
+            raise AttrError(f"at most {MAX_RANK} dimensions ({RANK_WHY}), got {len(value)}")
         return tuple(value)
     raise AttrError(expected)
 
@@ -145,7 +145,7 @@ def nested_shape(value: list[Any]) -> tuple[int, ...]:
         shape.append(len(level[0]))
         level = level[0]
         if len(shape) > MAX_RANK:
-            raise AttrError(f"a list nested at most {MAX_RANK} deep; {RANK_WHY}")
+            raise AttrError(f"a list nested at most {MAX_RANK} deep ({RANK_WHY})")
     _check_nested(value, shape, 0)
     return tuple(shape)
 

@@ -13,6 +13,7 @@ from typing import Any
 
 from ..errors import BadInput, RuntimeFailure
 from .infer import batch_rows, split_sizes
+from .npy import read_header
 
 Array = Any
 ComputeFn = Callable[[ModuleType, Sequence[Array], Mapping[str, Any]], list[Array]]
@@ -78,11 +79,14 @@ def variable(xp: ModuleType, inputs: Sequence[Array], attrs: Mapping[str, Any]) 
 
 
 def load(xp: ModuleType, inputs: Sequence[Array], attrs: Mapping[str, Any]) -> list[Array]:
+    """The file's array; its header is checked again first (the file may have changed since
+    the spec was loaded), so nothing is allocated for a header the file does not back."""
     np = _np()
     path = attrs["path"]
     try:
+        read_header(path)
         value = np.load(path, allow_pickle=False)
-    except (OSError, ValueError) as err:
+    except (OSError, ValueError) as err:  # NpyError too
         raise RuntimeFailure(f"load: cannot read {path!r}: {err}") from None
     if tuple(value.shape) != tuple(attrs["shape"]) or value.dtype.name != attrs["dtype"]:
         raise RuntimeFailure(
