@@ -34,7 +34,8 @@ _ECHO = 80  # characters of a path or value quoted in a message
 @dataclass(frozen=True)
 class Limits:
     """How much a spec may hold: `spec_bytes` of file, `ops` after expansion (towers,
-    replicate blocks, YAML aliases; each output of a split past its first counts as one)."""
+    replicate blocks, YAML aliases; each output of a split past its first counts as one).
+    `gpuplace.load(path, limits=Limits(ops=5_000_000))`; `prepare` reads them from its env."""
 
     spec_bytes: int = GiB
     ops: int = 2_000_000
@@ -60,7 +61,11 @@ def read_limits(env: Mapping[str, str]) -> Limits:
     """The limits `env` sets (GPUPLACE_MAX_SPEC_SIZE, GPUPLACE_MAX_OPS); defaults otherwise."""
     limits = Limits()
     size, ops = env.get(SPEC_SIZE_ENV, "").strip(), env.get(OPS_ENV, "").strip()
-    spec_bytes = parse_size(size, SPEC_SIZE_ENV) if size else limits.spec_bytes
+    spec_bytes = limits.spec_bytes
+    if size:  # bytes, or a size with a unit
+        spec_bytes = (
+            int(size) if re.fullmatch(r"[0-9]{1,30}", size) else parse_size(size, SPEC_SIZE_ENV)
+        )
     if spec_bytes < 1:
         raise BadInput(f"{SPEC_SIZE_ENV}={size!r}: expected a size of at least 1B, e.g. 2GiB")
     if not ops:
@@ -144,28 +149,39 @@ def _read_bytes(path: str | os.PathLike[str], limit: int, cannot: str, hint: str
         fd = os.open(path, os.O_RDONLY)
     except OSError as err:
         raise BadInput(f"{cannot}: {err.strerror or err}") from None
-    with os.fdopen(fd, "rb") as f:
+    try:
         info = os.fstat(fd)
-        if stat.S_ISCHR(info.st_mode) or stat.S_ISBLK(info.st_mode):
+        mode = info.st_mode
+        if stat.S_ISDIR(mode):
+            raise BadInput(f"{cannot}: it is a folder, not a file")
+        if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
             raise BadInput(f"{cannot}: it is a device, not a file")
-        if stat.S_ISREG(info.st_mode) and info.st_size > limit:
+        if stat.S_ISREG(mode) and info.st_size > limit:
             raise BadInput(
                 f"{cannot}: it holds {_size(info.st_size)}, more than {_size(limit)}; {hint}"
             )
-        chunks: list[bytes] = []
-        total = 0
-        want = info.st_size + 1 if stat.S_ISREG(info.st_mode) else _READ_CHUNK  # one read
-        try:
-            while total <= limit:
-                chunk = f.read(min(want, limit + 1 - total))
-                want = _READ_CHUNK
-                if not chunk:
-                    return b"".join(chunks)
-                chunks.append(chunk)
-                total += len(chunk)
-        except OSError as err:  # EISDIR, EIO
-            raise BadInput(f"{cannot}: {err.strerror or err}") from None
-    raise BadInput(f"{cannot}: it holds more than {_size(limit)}; {hint}")
+        data = _read_at_most(fd, limit + 1, info.st_size + 1 if stat.S_ISREG(mode) else 0)
+    except OSError as err:  # EIO
+        raise BadInput(f"{cannot}: {err.strerror or err}") from None
+    finally:
+        os.close(fd)
+    if len(data) > limit:
+        raise BadInput(f"{cannot}: it holds more than {_size(limit)}; {hint}")
+    return data
+
+
+def _read_at_most(fd: int, most: int, first: int) -> bytes:
+    """Up to `most` bytes of `fd`: `first` in one read (a regular file's size), then chunks."""
+    chunks: list[bytes] = []
+    total, want = 0, first or _READ_CHUNK
+    while total < most:
+        chunk = os.read(fd, min(want, most - total))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        total += len(chunk)
+        want = _READ_CHUNK
+    return b"".join(chunks)
 
 
 def _size(n: int) -> str:

@@ -306,8 +306,9 @@ class _Builder:
         self.room -= self._size(node)
         if self.room < 0:
             raise _Refused(
-                f"YAML aliases repeat more than {self.aliases.nodes:,} nodes in all (an alias "
-                f"bomb?); write the data out, or {self.aliases.fix}",
+                f"the aliases of the anchor here take what YAML aliases repeat past "
+                f"{self.aliases.nodes:,} nodes (an alias bomb?); write the data out, or "
+                f"{self.aliases.fix}",
                 node.start_mark,
             )
 
@@ -357,10 +358,11 @@ class _Builder:
                 continue  # a list or mapping: refused as unhashable when the mapping is built
             key = self.build(key_node)
             if key in first:
+                mark = first[key].start_mark
                 raise _Refused(
-                    f"duplicate key {clip(str(key))!r} (first at line "
-                    f"{first[key].start_mark.line + 1}); a key may appear once in a mapping: "
-                    "merge the two or rename one",
+                    f"duplicate key {clip(str(key))!r} (first at {mark.line + 1}:"
+                    f"{mark.column + 1}); a key may appear once in a mapping: merge the two or "
+                    "rename one",
                     key_node.start_mark,
                 )
             first[key] = key_node
