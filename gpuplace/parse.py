@@ -6,7 +6,7 @@ file must be JSON). YAML is composed by libyaml (C) and turned into Python data
 by a small builder instead of PyYAML's constructor: faster, and the composed nodes carry marks,
 so every mapping's line comes for free. Plain scalars are read as YAML 1.2 reads numbers (`1e3`
 is a float, `010` is ten, `0o10` eight; YAML 1.1 has `1e3` a string and `010` eight), the rest as
-YAML 1.1 (`yes` is true). JSON keeps no lines; `parse_json_lines` re-reads it
+YAML 1.1 (`yes` is true). JSON keeps no lines; `parse_json.json_lines` re-reads it
 (pure Python, slower) when an error needs one. Hostile text is bounded before it costs: nesting
 (libyaml stops at 1,000 levels, the builder at MAX_DEPTH), what YAML aliases repeat (a billion
 laughs), and a key given twice in a mapping is an error naming both lines (YAML forbids it;
@@ -16,13 +16,9 @@ otherwise makes loading a large spec superlinear.
 
 from __future__ import annotations
 
-import contextlib
-import json
 import re
 from dataclasses import dataclass
 from itertools import chain
-from json import decoder as json_decoder
-from json import scanner as json_scanner
 from typing import Any
 
 import yaml
@@ -31,7 +27,8 @@ from yaml.error import Mark
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from .errors import BadInput
-from .limits import LONG_INT, MAX_DEPTH, AliasLimit, Limits, clip
+from .limits import MAX_DEPTH, AliasLimit, Limits, clip
+from .parse_json import json_file, json_unique
 
 _BASE_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _STR = "tag:yaml.org,2002:str"
@@ -118,93 +115,13 @@ def parse(text: str, source: str, aliases: AliasLimit = SPEC_ALIASES) -> Documen
     nesting (MAX_DEPTH), the nodes YAML aliases repeat (`aliases`); a key twice in
     one mapping is refused, naming both lines."""
     if source.lower().endswith(".json"):
-        return _parse_json(text, source)
+        return Document(json_file(text, source), None)
     if text.lstrip()[:1] in ("{", "["):
         try:
-            return Document(json.loads(text, object_pairs_hook=_unique), None)
+            return Document(json_unique(text), None)
         except (RecursionError, ValueError):  # YAML reads JSON too, and says where it fails
             pass
     return parse_yaml(text, source, aliases)
-
-
-class _DuplicateKey(ValueError):
-    """A JSON object with a key twice (`key`); where, the slower second read finds."""
-
-    def __init__(self, key: str) -> None:
-        super().__init__(key)
-        self.key = key
-
-
-def _unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    """A JSON object as a dict, refusing a key given twice (json keeps the last silently)."""
-    out = dict(pairs)
-    if len(out) != len(pairs):
-        seen: set[str] = set()
-        for key, _ in pairs:
-            if key in seen:
-                raise _DuplicateKey(key)
-            seen.add(key)
-    return out
-
-
-def _parse_json(text: str, source: str) -> Document:
-    """A `.json` file: JSON or an error, never YAML (which would accept a YAML file named .json)."""
-    if not text.strip():
-        return Document(None, None)
-    try:
-        return Document(json.loads(text, object_pairs_hook=_unique), None)
-    except json.JSONDecodeError as err:
-        where = f"{source}:{err.lineno}:{err.colno}"
-        if text.lstrip()[:1] in ("{", "["):
-            raise BadInput(f"{where}: JSON syntax error: {err.msg}") from None
-        raise BadInput(
-            f"{where}: not JSON ({err.msg}); a .json file holds JSON: write it as JSON, or "
-            "name it .yaml if it is YAML"
-        ) from None
-    except _DuplicateKey as err:
-        raise _json_duplicate(text, source, err.key) from None
-    except RecursionError:
-        raise BadInput(
-            f"{source}: the JSON is nested too deeply to read (a spec needs fewer than "
-            f"{MAX_DEPTH} levels)"
-        ) from None
-    except ValueError:  # the only other error json raises
-        raise BadInput(f"{source}: cannot read the JSON: {LONG_INT}") from None
-
-
-def _json_duplicate(text: str, source: str, key: str) -> BadInput:
-    """The message for a key given twice in one JSON object, with both lines (a second read
-    with the pure-Python scanner, which says where each value starts)."""
-    found: list[tuple[str, int, int]] = []
-
-    def parse_object(s_and_end: tuple[str, int], strict: bool, scan_once: Any, *args: Any) -> Any:
-        starts: list[int] = []
-
-        def scan(s: str, idx: int) -> Any:
-            starts.append(idx)
-            return scan_once(s, idx)
-
-        pairs, end = json_decoder.JSONObject(s_and_end, strict, scan, None, list, *args[2:])  # type: ignore[attr-defined]
-        first: dict[str, int] = {}
-        for (name, _), at in zip(pairs, starts, strict=True):
-            if name in first and not found:
-                found.append((name, first[name], at))
-            first.setdefault(name, at)
-        return dict(pairs), end
-
-    decoder = json.JSONDecoder()
-    decoder.parse_object = parse_object  # type: ignore[attr-defined]
-    decoder.scan_once = json_scanner.py_make_scanner(decoder)  # type: ignore[attr-defined]
-    with contextlib.suppress(RecursionError, ValueError):
-        decoder.decode(text)
-    if not found:
-        return BadInput(f"{source}: duplicate key {clip(key)!r} in one object; give each key once")
-    name, first, second = found[0]
-    lines = [text.count("\n", 0, text.rfind(":", 0, at)) + 1 for at in (first, second)]
-    return BadInput(
-        f"{source}:{lines[1]}: duplicate key {clip(name)!r} (first at line {lines[0]}); a key "
-        "may appear once in an object: merge the two or rename one"
-    )
 
 
 def parse_yaml(text: str, source: str, aliases: AliasLimit = SPEC_ALIASES) -> Document:
@@ -391,23 +308,3 @@ def key_line(text: str, key: str, index: int | None = None) -> int | None:
     if index is not None and isinstance(value, SequenceNode) and 0 <= index < len(value.value):
         return int(value.value[index].start_mark.line) + 1
     return int(key_node.start_mark.line) + 1
-
-
-def parse_json_lines(text: str) -> Document:
-    """JSON again with each object's line (the pure-Python scanner; used only for messages)."""
-    lines: dict[int, int] = {}
-    cursor = [0, 1]  # offset, line: objects start in increasing order
-
-    def parse_object(s_and_end: tuple[str, int], *args: Any) -> tuple[Any, int]:
-        s, end = s_and_end
-        cursor[1] += s.count("\n", cursor[0], end)
-        cursor[0] = end
-        line = cursor[1]
-        obj, after = json_decoder.JSONObject(s_and_end, *args)  # type: ignore[attr-defined]
-        lines[id(obj)] = line
-        return obj, after
-
-    decoder = json.JSONDecoder()
-    decoder.parse_object = parse_object  # type: ignore[attr-defined]
-    decoder.scan_once = json_scanner.py_make_scanner(decoder)  # type: ignore[attr-defined]
-    return Document(decoder.decode(text), lines)

@@ -18,7 +18,8 @@ from typing import Any, NamedTuple
 from ..errors import BadInput, Message, Setting, Term
 from ..gc_pause import gc_paused
 from ..limits import SPEC_SIZE_ENV, Limits, read_text
-from ..parse import Document, key_line, parse, parse_json_lines
+from ..parse import Document, key_line, parse
+from ..parse_json import json_lines
 from .attrs import show
 from .expansion import count_ops
 from .model import STRATEGIES, Config, Graph, Op, TensorRef, TensorSpec
@@ -87,7 +88,7 @@ def _with_lines(
 ) -> tuple[SpecError, Mapping[int, int] | None]:
     """The same error again from a JSON read that keeps each object's line."""
     try:
-        doc = parse_json_lines(text)
+        doc = Document(*json_lines(text))
         _build(doc, source, base, extra)
     except SpecError as again:
         return again, doc.lines
