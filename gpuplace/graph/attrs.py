@@ -179,8 +179,13 @@ _NESTED: dict[str, Any] = {
     "anyOf": [_SCALAR, {"type": "array", "items": {"$ref": "#/$defs/value"}}]
 }
 
-SHAPE = Attr(_shape, {"type": "array", "items": {"type": "integer", "minimum": 0}})
-NEW_SHAPE = Attr(_new_shape, {"type": "array", "items": {"type": "integer", "minimum": -1}})
+SHAPE = Attr(
+    _shape, {"type": "array", "maxItems": MAX_RANK, "items": {"type": "integer", "minimum": 0}}
+)
+NEW_SHAPE = Attr(
+    _new_shape,
+    {"type": "array", "maxItems": MAX_RANK, "items": {"type": "integer", "minimum": -1}},
+)
 SIZES = Attr(_sizes, {"type": "array", "minItems": 1, "items": {"type": "integer", "minimum": -1}})
 DTYPE = Attr(
     accepting(lambda v: type(v) is str and v in DTYPES, f"one of {', '.join(DTYPES)}"),
