@@ -28,7 +28,7 @@ from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from .errors import BadInput
 from .limits import MAX_DEPTH, AliasLimit, Limits, clip
-from .parse_json import json_file, json_unique
+from .parse_json import DuplicateKey, duplicate_key_error, json_file, json_unique
 
 _BASE_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _STR = "tag:yaml.org,2002:str"
@@ -119,6 +119,8 @@ def parse(text: str, source: str, aliases: AliasLimit = SPEC_ALIASES) -> Documen
     if text.lstrip()[:1] in ("{", "["):
         try:
             return Document(json_unique(text), None)
+        except DuplicateKey as err:  # JSON's own words, and fast, even for a large file
+            raise duplicate_key_error(text, source, err.key) from None
         except (RecursionError, ValueError):  # YAML reads JSON too, and says where it fails
             pass
     return parse_yaml(text, source, aliases)

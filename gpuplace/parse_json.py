@@ -19,11 +19,12 @@ from .limits import LONG_INT, MAX_DEPTH, clip
 
 
 def json_unique(text: str) -> Any:
-    """`json.loads(text)`, refusing a key given twice in one object (_DuplicateKey)."""
+    """`json.loads(text)`, refusing a key given twice in one object (DuplicateKey, which
+    `duplicate_key_error` turns into a message with both lines)."""
     return json.loads(text, object_pairs_hook=_unique)
 
 
-class _DuplicateKey(ValueError):
+class DuplicateKey(ValueError):
     """A JSON object with a key twice (`key`); where, the slower second read finds."""
 
     def __init__(self, key: str) -> None:
@@ -38,7 +39,7 @@ def _unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
         seen: set[str] = set()
         for key, _ in pairs:
             if key in seen:
-                raise _DuplicateKey(key)
+                raise DuplicateKey(key)
             seen.add(key)
     return out
 
@@ -58,8 +59,8 @@ def json_file(text: str, source: str) -> Any:
             f"{where}: not JSON ({err.msg}); a .json file holds JSON: write it as JSON, or "
             "name it .yaml if it is YAML"
         ) from None
-    except _DuplicateKey as err:
-        raise _json_duplicate(text, source, err.key) from None
+    except DuplicateKey as err:
+        raise duplicate_key_error(text, source, err.key) from None
     except RecursionError:
         raise BadInput(
             f"{source}: the JSON is nested too deeply to read (specs and machine files need fewer than "
@@ -69,7 +70,7 @@ def json_file(text: str, source: str) -> Any:
         raise BadInput(f"{source}: cannot read the JSON: {LONG_INT}") from None
 
 
-def _json_duplicate(text: str, source: str, key: str) -> BadInput:
+def duplicate_key_error(text: str, source: str, key: str) -> BadInput:
     """The message for a key given twice in one JSON object, with both lines (a second read
     with the pure-Python scanner, which says where each value starts)."""
     found: list[tuple[str, int, int]] = []
