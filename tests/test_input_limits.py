@@ -117,6 +117,7 @@ IN_PROCESS = [
     ("run: a truncated .npy", {"g.yaml": LOAD, "x.npy": TRUNCATED}, ["run", "g.yaml"], {}, "it is truncated"),
     ("plan: negative dimensions", {"g.yaml": LOAD, "x.npy": NEGATIVE}, ["plan", "g.yaml"], {}, "(its header gives negative dimensions [-4,-4])"),
     ("load a long header", {"g.yaml": LOAD, "x.npy": LONG_HEADER}, ["plan", "g.yaml"], {}, "(its header is 60,0"),
+    ("load an unclosed header", {"g.yaml": LOAD, "x.npy": npy("{'descr': '<f4', 'shape': (4, 4", bytes(64))}, ["plan", "g.yaml"], {}, "(its header is not the dictionary numpy writes)"),
     ("load a pickle", {"g.yaml": LOAD, "x.npy": pickled}, ["plan", "g.yaml"], {}, "it holds Python objects (a pickle), which gpuplace never loads"),
     ("feed a truncated .npy", {"g.yaml": PLACEHOLDER, "x.npy": TRUNCATED}, ["run", "g.yaml", "--feed", "x=x.npy"], {}, "--feed x=x.npy: cannot read it as a .npy file: it is truncated"),
     ("feed negative dimensions", {"g.yaml": PLACEHOLDER, "x.npy": NEGATIVE}, ["run", "g.yaml", "--feed", "x=x.npy"], {}, "its header gives negative dimensions [-4,-4]"),

@@ -16,6 +16,7 @@ import re
 import stat
 from dataclasses import dataclass
 from math import prod
+from tokenize import TokenError
 from typing import TYPE_CHECKING, Any
 
 from ..limits import MAX_RANK, clip
@@ -58,8 +59,10 @@ def read_header(path: str) -> NpyHeader:
         raise NpyError(err.strerror or str(err)) from None
     except NpyError:
         raise
-    except ValueError as err:  # a bad magic string, an unreadable or oversized header
+    except ValueError as err:  # a bad magic string, an oversized or malformed header
         raise NpyError(_numpy_words(str(err))) from None
+    except (SyntaxError, TokenError, RecursionError):  # numpy's parser tokenizes the header
+        raise NpyError("its header is not the dictionary numpy writes") from None
     return _checked(tuple(shape), dtype, have)
 
 
