@@ -35,6 +35,7 @@ if TYPE_CHECKING:  # the real signatures for type checkers; at run time, __getat
     from .errors import RuntimeFailure as RuntimeFailure
     from .graph import load as load
     from .graph import loads as loads
+    from .limits import Limits as Limits
     from .options import Options as Options
     from .pipeline import compare_policies as compare_policies
     from .pipeline import estimate_plan as estimate_plan
@@ -54,6 +55,7 @@ _EXPORTS = {
     "loads": "gpuplace.graph",
     "place": "gpuplace.placement",
     "Options": "gpuplace.options",
+    "Limits": "gpuplace.limits",
     "prepare": "gpuplace.pipeline",
     "execute_prepared": "gpuplace.pipeline",
     "predict_memory": "gpuplace.pipeline",

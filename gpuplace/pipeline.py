@@ -24,6 +24,7 @@ from .errors import BadInput, Message, Setting, Term
 from .graph import apply_feeds, load
 from .graph.model import Config, Graph
 from .graph.prune import needed, prune
+from .limits import read_limits
 from .memory.fit import check_fits, device_limits
 from .memory.ledger import OutOfMemory
 from .memory.policy import logical_gpus, resolve_policy
@@ -84,7 +85,8 @@ def prepare(
     `predict_memory`, `estimate_plan` and `execute_prepared`.
 
     `view` is what the process sees (`gpuplace.view(machine, env)`); `env` is the environment
-    (`os.environ`, or a dict): TF_FORCE_GPU_ALLOW_GROWTH and GPUPLACE_RATES are read from it.
+    (`os.environ`, or a dict): TF_FORCE_GPU_ALLOW_GROWTH, GPUPLACE_RATES and the input limits
+    (GPUPLACE_MAX_OPS, GPUPLACE_MAX_SPEC_SIZE) are read from it.
     As TensorFlow's DirectSession (with its default `place_pruned_graph: false`), the tensorflow
     strategy places the whole graph, so device requests and colocations count for every op,
     then only what the fetches need runs; balanced and round-robin, which spread work, place
@@ -106,7 +108,7 @@ def prepare(
         return n
 
     writes = {"out_dir": options.out_dir, "allow_writes_anywhere": options.allow_writes_anywhere}
-    graph = load(path, gpus=gpus, replicate=count, **writes)
+    graph = load(path, gpus=gpus, replicate=count, limits=read_limits(env), **writes)
     keep = needed(graph)
     if feeds:
         check_feed_names(graph, options.feeds)

@@ -104,7 +104,11 @@ def test_bad_machine_files(tmp_path: Path, text: str, message: str) -> None:
 
 
 def test_yaml_error_has_line_and_column(tmp_path: Path) -> None:
-    with pytest.raises(BadInput, match=r"node\.yaml:3:1: YAML syntax error: expected .,. or .}."):
+    with pytest.raises(
+        BadInput,
+        match=r"node\.yaml:3:1: YAML syntax error: while parsing a flow mapping did not find "
+        r"expected .,. or .}.",
+    ):
         load_machine(write(tmp_path, "gpus:\n  - {name: T4\n"), "--machine")
 
 

@@ -11,13 +11,17 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import os
 import re
+import stat
 import uuid as uuidlib
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from ..errors import BadInput
+from ..gc_pause import gc_paused
+from ..limits import MACHINE_ALIASES, MACHINE_FILE_BYTES, clip, read_text, show
 from ..units import GiB, human, parse_size
 from . import sim_fields as fields
 from .model import Gpu, Host, Machine
@@ -72,14 +76,13 @@ def load_machine(spec: str, source: str = "load_machine(spec)") -> Machine:
         raise BadInput(
             f"{source}: empty spec; expected {SPEC_FORMS}. To use this machine's own GPUs, {leave}"
         )
-    path = Path(text)
-    if text.endswith((".yaml", ".yml", ".json")) or path.is_file():
-        return _from_file(path, spec, source)
+    if text.endswith((".yaml", ".yml", ".json")) or _is_file(text):
+        return _from_file(Path(text), source)
     gpus: list[dict[str, Any]] = []
     for item in text.split(","):
         match = _ITEM.match(item)
         if match is None:
-            raise BadInput(f"{source}: cannot read {item.strip()!r}; expected {SPEC_FORMS}")
+            raise BadInput(f"{source}: cannot read {clip(item.strip())!r}; expected {SPEC_FORMS}")
         count = int(match.group(1) or 1)
         if count < 1:
             raise BadInput(
@@ -96,25 +99,29 @@ def load_machine(spec: str, source: str = "load_machine(spec)") -> Machine:
     return build_machine(gpus, host=None, description=text, where=source)
 
 
-def _from_file(path: Path, spec: str, source: str) -> Machine:
-    import yaml
+def _is_file(text: str) -> bool:
+    """Whether `text` names an existing file (False for what no file could be named: a name
+    too long, a NUL in it)."""
+    try:
+        return stat.S_ISREG(os.stat(text).st_mode)
+    except (OSError, ValueError):
+        return False
 
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise BadInput(f"{source}: cannot read machine file {spec!r}: {exc.strerror}") from exc
-    try:
-        data = yaml.safe_load(text)
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark
-        where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else str(path)
-        raise BadInput(f"{where}: YAML syntax error: {exc.problem}") from exc
+
+def _from_file(path: Path, source: str) -> Machine:
+    """A machine file: YAML or JSON, read by the same bounded parser as specs."""
+    from ..parse import parse
+
+    hint = f"a machine file describes at most {MAX_GPUS} GPUs: trim it"
+    text = read_text(path, MACHINE_FILE_BYTES, f"{source}: cannot read machine file", hint)
+    with gc_paused():
+        data = parse(text, str(path), MACHINE_ALIASES).data
     if not isinstance(data, dict) or not isinstance(data.get("gpus", []), list):
         raise BadInput(f"{path}: a machine file is a mapping with a 'gpus:' list")
     _known_fields(str(path), data, TOP_FIELDS)
     host = _host(data.get("host"), str(path))
     machine = build_machine(
-        data.get("gpus") or [], host, str(data.get("name") or spec), str(path), from_file=True
+        data.get("gpus") or [], host, str(data.get("name") or path), str(path), from_file=True
     )
     return Machine(
         source="simulated",
@@ -156,7 +163,7 @@ def _host(raw: object, where: str) -> Host:
 
 def _entry_count(entry: object, label: str) -> int:
     if not isinstance(entry, dict):
-        raise BadInput(f"{label}: expected a mapping with at least 'name', got {entry!r}")
+        raise BadInput(f"{label}: expected a mapping with at least 'name', got {show(entry)}")
     _known_fields(label, entry, GPU_FIELDS)
     count = entry.get("count", 1)
     if not isinstance(count, int) or isinstance(count, bool) or count < 1:
@@ -213,7 +220,7 @@ def _preset_or_fail(name: str, label: str, has_memory: bool, from_file: bool) ->
         close = difflib.get_close_matches(name, keys + [k.lower() for k in keys], n=1, cutoff=0.4)
         hint = f" (did you mean {close[0]!r}?)" if close else ""
         raise BadInput(
-            f"{label}: unknown GPU preset {name!r}{hint}; presets: {', '.join(keys)}"
+            f"{label}: unknown GPU preset {clip(name)!r}{hint}; presets: {', '.join(keys)}"
             + (
                 "; in a machine file, give 'memory' to describe another GPU"
                 if from_file

@@ -8,9 +8,11 @@ from __future__ import annotations
 from math import isfinite, prod
 from typing import Any
 
-from .attrs import AttrError, flatten, nested_shape
+from ..limits import clip
+from .attrs import FLOAT64_MAX, AttrError, flatten, is_number, nested_shape, show
 from .infer import FLOATS
 from .model import DTYPES
+from .npy import NpyError, read_header
 
 _INT_RANGE = {"int32": 2**31, "int64": 2**63}
 _INIT_PARAMS = {
@@ -42,6 +44,13 @@ def _check_numbers(values: list[Any], dtype: str) -> None:
         )
     bound = _INT_RANGE.get(dtype)
     if bound is None:
+        if int in kinds:
+            for x in values:
+                if not is_number(x):
+                    raise AttrError(
+                        f"value {show(x)} is beyond the range of float64 (about "
+                        f"{FLOAT64_MAX:.1e}); give a smaller number"
+                    )
         return
     for x in values:
         if (type(x) is float and not x.is_integer()) or not -bound <= x < bound:
@@ -115,23 +124,20 @@ def check_variable(attrs: dict[str, Any]) -> None:
 
 
 def check_load(attrs: dict[str, Any]) -> None:
-    """Shape and dtype from the `.npy` header alone; the data is read at run time."""
-    from numpy.lib import format as npy
-
+    """Shape and dtype from the `.npy` header alone, checked against the file (`npy.py`); the
+    data is read at run time."""
     path = attrs["path"]
     try:
-        with open(path, "rb") as f:
-            version = npy.read_magic(f)
-            read = npy.read_array_header_1_0 if version == (1, 0) else npy.read_array_header_2_0
-            shape, _, dtype = read(f)
-    except (OSError, ValueError) as err:
+        header = read_header(path)
+    except NpyError as err:
         raise AttrError(
-            f"cannot read {path!r} as a .npy file ({err}); point path at a file written by "
+            f"cannot read {clip(path)!r} as a .npy file ({err}); point path at a file written by "
             "numpy.save (a relative path starts at the spec's folder)"
         ) from None
+    dtype = header.dtype
     if dtype.name not in DTYPES:
         raise AttrError(
-            f"{path!r} holds {dtype}, which is not supported; accepted: {', '.join(DTYPES)} "
+            f"{clip(path)!r} holds {dtype}, which is not supported; accepted: {', '.join(DTYPES)} "
             "(save it with .astype('float32'))"
         )
-    attrs["shape"], attrs["dtype"] = tuple(shape), dtype.name
+    attrs["shape"], attrs["dtype"] = header.shape, dtype.name

@@ -7,14 +7,20 @@ accepted where a number is expected (YAML's `yes` would otherwise become a dimen
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ..limits import MAX_RANK
+from ..limits import show as show  # attrs' messages, and the graph package's
+from ..parse import is_number_text
 from .model import DTYPES
-from .parse import is_number_text
 
 MAX_DIM = 2**63 - 1  # TensorFlow dimensions are int64
+RANK_WHY = "numpy's limit; TensorFlow allows 254, but every array here is numpy's"
+FLOAT64_MAX = sys.float_info.max
+FLOAT_INT_BOUND = 2**1024 - 2**970  # the smallest integer that float() cannot hold
 INITIALIZERS = ("zeros", "ones", "constant", "random_normal", "random_uniform")
 
 
@@ -30,12 +36,6 @@ class Attr:
     schema: Mapping[str, Any]
 
 
-def show(value: Any, limit: int = 60) -> str:
-    """A value for a message: its repr, cut short (a spec may hold a million-element list)."""
-    text = repr(value)
-    return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
 def number_hint(value: Any) -> str:
     """For text given where a number is expected: why it is text, and the fix ("" if neither)."""
     if type(value) is not str:
@@ -49,11 +49,24 @@ def number_hint(value: Any) -> str:
 
 
 def is_number(value: object) -> bool:
-    return type(value) is int or type(value) is float
+    """A float, or an int that float64 can hold (YAML and JSON integers have any size)."""
+    return type(value) is float or (
+        type(value) is int and -FLOAT_INT_BOUND < value < FLOAT_INT_BOUND
+    )
+
+
+def _number(value: Any) -> Any:
+    if is_number(value):
+        return value
+    if type(value) is int:
+        raise AttrError(f"a number within float64's range (up to about {FLOAT64_MAX:.1e})")
+    raise AttrError("a number, e.g. 0.5")
 
 
 def _int_list(value: Any, lowest: int, expected: str) -> tuple[int, ...]:
     if type(value) is list and all(type(d) is int and lowest <= d <= MAX_DIM for d in value):
+        if len(value) > MAX_RANK:
+            raise AttrError(f"at most {MAX_RANK} dimensions ({RANK_WHY}), got {len(value)}")
         return tuple(value)
     raise AttrError(expected)
 
@@ -74,6 +87,14 @@ def _sizes(value: Any) -> tuple[int, ...]:
     if not sizes:
         raise AttrError("a non-empty list of sizes, e.g. [2, 1] or [2, -1]")
     return sizes
+
+
+def _path(value: Any) -> str:
+    if type(value) is not str or value.strip() == "":
+        raise AttrError("a file path, e.g. data/x.npy")
+    if "\0" in value:
+        raise AttrError("a file path without a NUL character (\\0), which no file name holds")
+    return value
 
 
 def accepting(test: Callable[[Any], bool], expected: str) -> Callable[[Any], Any]:
@@ -123,6 +144,8 @@ def nested_shape(value: list[Any]) -> tuple[int, ...]:
     while level and type(level[0]) is list:
         shape.append(len(level[0]))
         level = level[0]
+        if len(shape) > MAX_RANK:
+            raise AttrError(f"a list nested at most {MAX_RANK} deep ({RANK_WHY})")
     _check_nested(value, shape, 0)
     return tuple(shape)
 
@@ -156,14 +179,19 @@ _NESTED: dict[str, Any] = {
     "anyOf": [_SCALAR, {"type": "array", "items": {"$ref": "#/$defs/value"}}]
 }
 
-SHAPE = Attr(_shape, {"type": "array", "items": {"type": "integer", "minimum": 0}})
-NEW_SHAPE = Attr(_new_shape, {"type": "array", "items": {"type": "integer", "minimum": -1}})
+SHAPE = Attr(
+    _shape, {"type": "array", "maxItems": MAX_RANK, "items": {"type": "integer", "minimum": 0}}
+)
+NEW_SHAPE = Attr(
+    _new_shape,
+    {"type": "array", "maxItems": MAX_RANK, "items": {"type": "integer", "minimum": -1}},
+)
 SIZES = Attr(_sizes, {"type": "array", "minItems": 1, "items": {"type": "integer", "minimum": -1}})
 DTYPE = Attr(
     accepting(lambda v: type(v) is str and v in DTYPES, f"one of {', '.join(DTYPES)}"),
     {"enum": list(DTYPES)},
 )
-NUMBER = Attr(accepting(is_number, "a number, e.g. 0.5"), _NUM)
+NUMBER = Attr(_number, _NUM)
 BOOL = Attr(accepting(lambda v: type(v) is bool, "true or false"), {"type": "boolean"})
 SEED = Attr(
     accepting(lambda v: type(v) is int and 0 <= v <= MAX_DIM, "an integer >= 0, e.g. 1"),
@@ -177,10 +205,7 @@ POSITIVE = Attr(
 AXES = Attr(_axes, {"anyOf": [_INT, _INTS, {"type": "null"}]})
 PERM = Attr(_perm, _INTS)
 TEXT = Attr(accepting(lambda v: type(v) is str, "a string"), {"type": "string"})
-PATH = Attr(
-    accepting(lambda v: type(v) is str and v.strip() != "", "a file path, e.g. data/x.npy"),
-    {"type": "string", "minLength": 1},
-)
+PATH = Attr(_path, {"type": "string", "minLength": 1})
 OUT_PATH = Attr(PATH.check, PATH.schema)  # a file `save` writes: kept in bounds by writes.py
 INITIALIZER = Attr(
     accepting(lambda v: type(v) is str and v in INITIALIZERS, f"one of {', '.join(INITIALIZERS)}"),

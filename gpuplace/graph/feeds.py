@@ -9,14 +9,20 @@ must be fed before a run; the message lists all that are not, in TensorFlow's wo
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Any
 
-from ..errors import BadInput, Message, Part, Setting, Term
+from ..errors import BadInput, Message, Part, RuntimeFailure, Setting, Term
+from ..limits import LONG_INT, MAX_RANK, clip, show
+from ..units import human
+from .attrs import RANK_WHY
 from .infer import fmt
 from .model import Graph, Op
+from .npy import NpyError, read_header
 from .ops import suggest
+
+_MAX_RANK_WORDS = f"a value has at most {MAX_RANK} dimensions ({RANK_WHY})"
 
 
 def apply_feeds(graph: Graph, feeds: Mapping[str, Any]) -> Graph:
@@ -106,27 +112,112 @@ def _value(op: Op, fed: Any) -> Any:
     import numpy as np
 
     text = fed if isinstance(fed, str) else None
-    given = Setting("feeds", text, key=op.name)  # an array is named without its value
+    given = Setting("feeds", text and clip(text), key=op.name)  # an array: without its value
     if text is not None and text.lower().endswith(".npy"):
-        try:
-            value = np.load(text, allow_pickle=False)
-        except (OSError, ValueError) as err:
-            raise BadInput(Message(given, f": cannot read it as a .npy file: {err}")) from None
-    else:
-        try:
-            value = np.asarray(fed if text is None else json.loads(text))
-        except json.JSONDecodeError as err:
+        return _fit(op, _npy_value(op, text, given), given)
+    data = fed if text is None else _json(op, text, given)
+    _check_elements(data, op.outputs[0].dtype, given)
+    try:
+        value = np.asarray(data)
+    except ValueError:
+        raise BadInput(
+            Message(given, ": lists of different lengths; give a rectangular list")
+        ) from None
+    return _fit(op, value, given)
+
+
+def _npy_value(op: Op, path: str, given: Setting) -> Any:
+    """A .npy feed: its header checked against the file and the placeholder's shape before
+    its data is read (a header may claim 10^12 elements)."""
+    import numpy as np
+
+    try:
+        header = read_header(path)
+    except NpyError as err:
+        raise BadInput(Message(given, f": cannot read it as a .npy file: {err}")) from None
+    _check_shape(op, header.shape)
+    try:
+        return np.load(path, allow_pickle=False)
+    except (OSError, ValueError) as err:  # changed since its header was read
+        raise BadInput(Message(given, f": cannot read it as a .npy file: {err}")) from None
+    except MemoryError:
+        raise RuntimeFailure(
+            Message(given, f": {human(header.nbytes)} of data do not fit in this host's memory")
+        ) from None
+
+
+def _json(op: Op, text: str, given: Setting) -> Any:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as err:
+        raise BadInput(
+            Message(
+                given, f": neither JSON ({err.msg}) nor a .npy path; write e.g. ",
+                *example(op), " or ", _npy(op),
+            )
+        ) from None  # fmt: skip
+    except RecursionError:
+        raise BadInput(Message(given, f": nested too deeply; {_MAX_RANK_WORDS}")) from None
+    except ValueError:  # the only other error json raises
+        raise BadInput(Message(given, f": cannot read it as JSON: {LONG_INT}")) from None
+
+
+def _check_elements(data: Any, dtype: str, given: Setting) -> None:
+    """Nested lists (JSON, or Python's) at most MAX_RANK deep, with booleans only for a bool
+    placeholder: numpy would cast `[1, true]` to `[1, 1]` silently. One level at a time, so a
+    large list costs a few comprehensions, not a Python call per element."""
+    level = [data]
+    for _ in range(MAX_RANK + 1):
+        if any(type(x) is int and not -(2**63) <= x < 2**64 for x in level):
+            where, big = _first(data, lambda x: type(x) is int and not -(2**63) <= x < 2**64)
             raise BadInput(
                 Message(
-                    given, f": neither JSON ({err.msg}) nor a .npy path; write e.g. ",
-                    *example(op), " or ", _npy(op),
+                    given, f": element {where} is {show(big)}, an integer beyond 64 bits, which "
+                    "numpy cannot hold as a number; write it as a float (e.g. 1e30)",
                 )
-            ) from None  # fmt: skip
-        except ValueError:
+            )  # fmt: skip
+        if dtype != "bool" and any(type(x) is bool for x in level):
+            where, flag = _first(data, lambda x: type(x) is bool)
             raise BadInput(
-                Message(given, ": lists of different lengths; give a rectangular list")
-            ) from None
-    return _fit(op, value, given)
+                Message(
+                    given, f": element {where} is {json.dumps(flag)}, a boolean, which does "
+                    f"not fit a placeholder of dtype {dtype}; give numbers (1 for true)",
+                )
+            )  # fmt: skip
+        lists = [x for x in level if type(x) is list]
+        if not lists:
+            return
+        level = [x for row in lists for x in row]
+    raise BadInput(Message(given, f": nested more than {MAX_RANK} deep; {_MAX_RANK_WORDS}"))
+
+
+def _first(data: Any, found: Callable[[Any], bool]) -> tuple[str, Any]:
+    """(`[i][j]`, element): the first element of nested lists `data` that `found` accepts."""
+    path: list[int] = []
+
+    def search(value: Any) -> Any:
+        if type(value) is not list:
+            return value if found(value) else None
+        for i, item in enumerate(value):
+            path.append(i)
+            hit = search(item)
+            if hit is not None:
+                return hit
+            path.pop()
+        return None
+
+    hit = search(data)
+    return "".join(f"[{i}]" for i in path), hit
+
+
+def _check_shape(op: Op, shape: tuple[int, ...]) -> None:
+    """TensorFlow's words for a value whose shape is not the placeholder's."""
+    spec = op.outputs[0]
+    if shape != spec.shape:
+        raise BadInput(
+            f"Cannot feed value of shape {shape} for Tensor '{op.name}:0', which has "
+            f"shape '{spec.shape}'; give a value of shape {fmt(spec.shape)}"
+        )
 
 
 def _fit(op: Op, value: Any, given: Setting) -> Any:
@@ -137,11 +228,7 @@ def _fit(op: Op, value: Any, given: Setting) -> Any:
     spec = op.outputs[0]
     if value.dtype.kind not in "biuf":
         raise BadInput(Message(given, f": expected numbers, got {value.dtype} values"))
-    if tuple(value.shape) != spec.shape:
-        raise BadInput(
-            f"Cannot feed value of shape {tuple(value.shape)} for Tensor '{op.name}:0', which has "
-            f"shape '{spec.shape}'; give a value of shape {fmt(spec.shape)}"
-        )
+    _check_shape(op, tuple(value.shape))
     with np.errstate(over="ignore", invalid="ignore"):  # 1e39 -> float32 inf, as TF feeds it
         converted = value.astype(spec.dtype)
     lossy = value.size > 0 and (  # `[]` reads as float64 but has no values to change

@@ -205,6 +205,14 @@ def reduce(kind: str) -> InferFn:
                     inputs,
                     f"axis must be in [{-rank}, {rank - 1}]" if rank else "omit axis for a scalar",
                 )
+            if axis % rank in axes:
+                raise shape_error(
+                    f"Invalid reduction arguments: Axes contains duplicate dimension: {axis % rank}",
+                    name,
+                    tf_type,
+                    inputs,
+                    f"give each axis once ({list(given or ())} names axis {axis % rank} twice)",
+                )
             axes.add(axis % rank)
         if kind == "max" and any(shape[a] == 0 for a in axes):
             raise shape_error(

@@ -15,6 +15,7 @@ from ..errors import BadInput, RuntimeFailure
 from ..fileio import write_atomic
 from .attrs import show
 from .infer import batch_rows, split_sizes
+from .npy import read_header
 from .writes import check_folder
 
 Array = Any
@@ -81,11 +82,14 @@ def variable(xp: ModuleType, inputs: Sequence[Array], attrs: Mapping[str, Any]) 
 
 
 def load(xp: ModuleType, inputs: Sequence[Array], attrs: Mapping[str, Any]) -> list[Array]:
+    """The file's array; its header is checked again first (the file may have changed since
+    the spec was loaded), so nothing is allocated for a header the file does not back."""
     np = _np()
     path = attrs["path"]
     try:
+        read_header(path)
         value = np.load(path, allow_pickle=False)
-    except (OSError, ValueError) as err:
+    except (OSError, ValueError) as err:  # NpyError too
         raise RuntimeFailure(f"load: cannot read {path!r}: {err}") from None
     if tuple(value.shape) != tuple(attrs["shape"]) or value.dtype.name != attrs["dtype"]:
         raise RuntimeFailure(

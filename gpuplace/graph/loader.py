@@ -17,10 +17,13 @@ from typing import Any, NamedTuple
 
 from ..errors import BadInput, Message, Setting, Term
 from ..gc_pause import gc_paused
+from ..limits import SPEC_SIZE_ENV, Limits, read_text
+from ..parse import Document, key_line, parse
+from ..parse_json import json_lines
 from .attrs import show
+from .expansion import count_ops
 from .model import STRATEGIES, Config, Graph, Op, TensorRef, TensorSpec
 from .ops import suggest
-from .parse import Document, key_line, parse, parse_json_lines
 from .replicate import FlagSettings, Synthetic, replica_error
 from .resolve import Inputs, Lookup, direct, new_op, new_ref, order, resolve_inputs
 from .scope import Scope, SpecError
@@ -35,14 +38,12 @@ EXAMPLE = "e.g. graph: [{name: a, op: constant, value: 1.0}]"
 
 def load(path: str | Path, **options: Any) -> Graph:
     """Read and load a spec file; relative paths inside it (load, save) start at its folder
-    (`save`'s at `out_dir` when given); `options` are `loads`' keywords."""
+    (`save`'s at `out_dir` when given); `options` are `loads`' keywords. A file larger than
+    `limits.spec_bytes` is refused before it is read."""
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8-sig")
-    except OSError as err:
-        raise BadInput(f"cannot read spec {str(path)!r}: {err.strerror or err}") from None
-    except UnicodeDecodeError as err:
-        raise BadInput(f"{path}: not UTF-8 text ({err.reason} at byte {err.start})") from None
+    limit = (options.get("limits") or Limits()).spec_bytes
+    hint = f"set {SPEC_SIZE_ENV} to raise the limit (e.g. {SPEC_SIZE_ENV}=4GiB)"
+    text = read_text(path, limit, "cannot read spec", hint)
     return loads(text, str(path), base=str(path.parent), **options)
 
 
@@ -55,6 +56,7 @@ def loads(
     replicate: int | str | None = None,
     out_dir: str | os.PathLike[str] | None = None,
     allow_writes_anywhere: bool = False,
+    limits: Limits | None = None,
 ) -> Graph:
     """Load spec text; `source` names it in messages, `base` anchors relative paths (cwd).
 
@@ -62,12 +64,16 @@ def loads(
     means); `replicate` (`--replicate N|all`) wraps a graph with no replicate block in one,
     and messages name it as a Setting (`--replicate 2`, or `Options.replicate=2`). A `save`
     writes under `out_dir` if given, else under `base`, and nowhere else unless
-    `allow_writes_anywhere` (`writes.py`: refused here, before anything runs).
+    `allow_writes_anywhere` (`writes.py`: refused here, before anything runs). `limits` bound
+    what the text may expand to (`Limits()`: the defaults; `read_limits(env)`: as the
+    environment sets them).
     """
     base = os.path.abspath(base or os.curdir)
-    extra = Extra(gpus, replicate, write_rules(base, out_dir, allow_writes_anywhere))
+    extra = Extra(
+        gpus, replicate, write_rules(base, out_dir, allow_writes_anywhere), limits or Limits()
+    )
     with gc_paused():
-        doc = parse(text, source)
+        doc = parse(text, source, extra.limits.aliases)
         if doc.data is None:
             what = "is empty" if not text.strip() else "holds no data (only comments or null)"
             raise BadInput(
@@ -90,7 +96,7 @@ def _with_lines(
 ) -> tuple[SpecError, Mapping[int, int] | None]:
     """The same error again from a JSON read that keeps each object's line."""
     try:
-        doc = parse_json_lines(text)
+        doc = Document(*json_lines(text))
         _build(doc, source, base, extra)
     except SpecError as again:
         return again, doc.lines
@@ -141,12 +147,13 @@ def _line(where: object, lines: Mapping[int, int] | None) -> int | None:
 
 
 class Extra(NamedTuple):
-    """What the caller adds to a spec: its GPU count (by config), `--replicate`, and where its
-    `save` ops may write."""
+    """What the caller adds to a spec: its GPU count (by config), `--replicate`, where its
+    `save` ops may write, and the limits."""
 
     gpus: Callable[[Config], int] | None
     replicate: int | str | None
     writes: WriteRules
+    limits: Limits
 
 
 def _wrap_replicate(items: list[Any], count: int | str) -> list[Any]:
@@ -193,6 +200,7 @@ def _build(doc: Document, source: str, base: str, extra: Extra) -> Graph:
     if extra.replicate is not None:
         items = _wrap_replicate(items, extra.replicate)
     walker = Walker(base, extra.gpus(config) if extra.gpus else None, extra.writes)
+    count_ops(items, walker.num_gpus, extra.limits.ops)
     if extra.replicate is None and data.get("fetch") is None:
         done = direct(items, walker, doc.lines)
         if done is not None:

@@ -72,7 +72,7 @@ def test_pyyaml_itself_is_left_alone() -> None:
 
 
 def test_the_loader_keeps_the_c_loader() -> None:
-    from gpuplace.graph import parse
+    from gpuplace import parse
 
     assert issubclass(parse._Loader, yaml.CSafeLoader)
 

@@ -1,29 +1,34 @@
 """Spec text -> plain Python data (dicts, lists, scalars), fast, with line numbers where cheap.
 
-JSON is YAML, but `json.loads` is ~60x faster than PyYAML's C loader, so text that starts with
-`{` or `[` is tried as JSON first. YAML is composed by libyaml (C) and turned into Python data
+Specs and machine files both come through here. JSON is YAML, but `json.loads` is ~60x faster
+than PyYAML's C loader, so text that starts with `{` or `[` is tried as JSON first (a `.json`
+file must be JSON). YAML is composed by libyaml (C) and turned into Python data
 by a small builder instead of PyYAML's constructor: faster, and the composed nodes carry marks,
 so every mapping's line comes for free. Plain scalars are read as YAML 1.2 reads numbers (`1e3`
 is a float, `010` is ten, `0o10` eight; YAML 1.1 has `1e3` a string and `010` eight), the rest as
-YAML 1.1 (`yes` is true). JSON keeps no lines; `parse_json_lines` re-reads it
-(pure Python, slower) when an error needs one. Callers pause the cyclic GC (`gc_paused`), which
+YAML 1.1 (`yes` is true). JSON keeps no lines; `parse_json.json_lines` re-reads it
+(pure Python, slower) when an error needs one. Hostile text is bounded before it costs: nesting
+(libyaml stops at 1,000 levels, the builder at MAX_DEPTH), what YAML aliases repeat (a billion
+laughs), and a key given twice in a mapping is an error naming both lines (YAML forbids it;
+PyYAML and json keep the last silently). Callers pause the cyclic GC (`gc_paused`), which
 otherwise makes loading a large spec superlinear.
 """
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
-from json import decoder as json_decoder
-from json import scanner as json_scanner
+from itertools import chain
 from typing import Any
 
 import yaml
 from yaml.constructor import SafeConstructor
+from yaml.error import Mark
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
-from ..errors import BadInput
+from .errors import BadInput
+from .limits import MAX_DEPTH, AliasLimit, Limits, clip
+from .parse_json import DuplicateKey, duplicate_key_error, json_file, json_unique
 
 _BASE_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _STR = "tag:yaml.org,2002:str"
@@ -33,6 +38,7 @@ _SEQ = "tag:yaml.org,2002:seq"
 _MAP = "tag:yaml.org,2002:map"
 _MERGE = "tag:yaml.org,2002:merge"
 _BUSY = object()
+SPEC_ALIASES = Limits().aliases
 
 
 # YAML 1.2 numbers on top of PyYAML's YAML 1.1 patterns: an exponent needs no dot and no sign
@@ -104,48 +110,77 @@ class Document:
     lines: dict[int, int] | None
 
 
-def parse(text: str, source: str) -> Document:
-    """JSON when it parses as JSON (or must, for a `.json` file), else YAML."""
+def parse(text: str, source: str, aliases: AliasLimit = SPEC_ALIASES) -> Document:
+    """JSON for a `.json` file; else JSON when the text parses as JSON, else YAML. Bounded:
+    nesting (MAX_DEPTH), the nodes YAML aliases repeat (`aliases`); a key twice in
+    one mapping is refused, naming both lines."""
+    if source.lower().endswith(".json"):
+        return Document(json_file(text, source), None)
     if text.lstrip()[:1] in ("{", "["):
         try:
-            return Document(json.loads(text), None)
-        except json.JSONDecodeError as err:
-            if source.lower().endswith(".json"):
-                raise BadInput(
-                    f"{source}:{err.lineno}:{err.colno}: JSON syntax error: {err.msg}"
-                ) from None
-        except (RecursionError, ValueError) as err:  # ValueError: an int of 4,301+ digits
-            if source.lower().endswith(".json"):
-                raise BadInput(f"{source}: cannot read the JSON: {err}") from None
-    return parse_yaml(text, source)
+            return Document(json_unique(text), None)
+        except DuplicateKey as err:  # JSON's own words, and fast, even for a large file
+            raise duplicate_key_error(text, source, err.key) from None
+        except (RecursionError, ValueError):  # YAML reads JSON too, and says where it fails
+            pass
+    return parse_yaml(text, source, aliases)
 
 
-def parse_yaml(text: str, source: str) -> Document:
+def parse_yaml(text: str, source: str, aliases: AliasLimit = SPEC_ALIASES) -> Document:
     try:
         node = yaml.compose(text, Loader=_Loader)
-        builder = _Builder()
+        builder = _Builder(aliases)
         return Document(None if node is None else builder.build(node), builder.lines)
+    except _Refused as err:
+        raise BadInput(f"{source}:{err.where}: {err.problem}") from None
     except yaml.MarkedYAMLError as err:
         mark = err.problem_mark or err.context_mark
         where = f"{source}:{mark.line + 1}:{mark.column + 1}" if mark else source
         what = " ".join(f"{err.context or ''} {err.problem or ''}".split())
         raise BadInput(f"{where}: YAML syntax error: {what}") from None
+    except yaml.reader.ReaderError as err:  # a control character, read before any mark exists
+        line = text.count("\n", 0, err.position) + 1
+        column = err.position - text.rfind("\n", 0, err.position)
+        raise BadInput(
+            f"{source}:{line}:{column}: YAML error: control character U+{err.character:04X} is "
+            "not allowed in YAML text; remove it (inside double quotes, an escape such as "
+            "\\x01 stands for one)"
+        ) from None
     except yaml.YAMLError as err:
         raise BadInput(f"{source}: YAML error: {' '.join(str(err).split())}") from None
+    except UnicodeEncodeError as err:  # a lone surrogate, from Python text
+        raise BadInput(
+            f"{source}: not valid text ({err.reason} at character {err.start})"
+        ) from None
     except RecursionError:
-        raise BadInput(f"{source}: the spec is nested too deeply") from None
+        raise BadInput(f"{source}: nested too deeply (over {MAX_DEPTH} levels)") from None
+
+
+class _Refused(yaml.MarkedYAMLError):
+    """What the builder refuses (a key twice, nesting past MAX_DEPTH, an alias bomb), at a mark."""
+
+    def __init__(self, problem: str, mark: Mark) -> None:
+        super().__init__(None, None, problem, mark)
+        self.where = f"{mark.line + 1}:{mark.column + 1}"
 
 
 class _Builder:
     """Composed YAML nodes -> Python data, as SafeLoader builds it, recording mapping lines.
 
-    Aliases are memoised by node (so `*a` repeated costs nothing and recursion is caught).
+    Aliases are memoised by node (so `*a` repeated costs nothing and recursion is caught), but
+    what they repeat is counted: later stages walk every copy, so `room` bounds the nodes all
+    aliases may repeat (a billion laughs is refused here, before anything walks it). Nesting
+    is bounded by MAX_DEPTH, and a key given twice in one mapping is refused.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, aliases: AliasLimit) -> None:
         self.lines: dict[int, int] = {}
         self.memo: dict[int, Any] = {}
         self.scalars = _Constructor()
+        self.depth = 0
+        self.aliases = aliases
+        self.room = aliases.nodes  # nodes aliases may still repeat
+        self.sizes: dict[int, int] = {}  # id(node) -> nodes in it, for nodes aliases repeat
 
     def build(self, node: Node) -> Any:
         if node.__class__ is ScalarNode:
@@ -167,36 +202,89 @@ class _Builder:
                 node.start_mark,
             )
         if done is not None:
+            self._repeat(node)
             return done
         self.memo[key] = _BUSY
+        self.depth += 1
+        if self.depth > MAX_DEPTH:
+            raise _Refused(
+                f"lists and mappings nest more than {MAX_DEPTH} levels deep here; a spec needs "
+                "far fewer (a value has at most 64 dimensions)",
+                node.start_mark,
+            )
         if isinstance(node, MappingNode):
             out: Any = self._mapping(node)
         else:
             out = self._sequence(node)
+        self.depth -= 1
         self.memo[key] = out
         return out
+
+    def _repeat(self, node: Node) -> None:
+        """Count what an alias repeats; refuse past `aliases.nodes` in all."""
+        self.room -= self._size(node)
+        if self.room < 0:
+            raise _Refused(
+                f"the aliases of the anchor here take what YAML aliases repeat past "
+                f"{self.aliases.nodes:,} nodes (an alias bomb?); write the data out, or "
+                f"{self.aliases.fix}",
+                node.start_mark,
+            )
+
+    def _size(self, node: Node) -> int:
+        """Nodes in `node`, aliases counted in full (memoised: linear in distinct nodes)."""
+        if node.__class__ is ScalarNode:
+            return 1
+        size = self.sizes.get(id(node))
+        if size is None:
+            items = node.value if node.__class__ is SequenceNode else chain(*node.value)
+            size = self.sizes[id(node)] = 1 + sum(map(self._size, items))
+        return size
 
     def _sequence(self, node: Node) -> list[Any]:
         if node.tag != _SEQ:
             raise _unsupported(node)
         return [self.build(item) for item in node.value]
 
-    def _mapping(self, node: MappingNode) -> dict[Any, Any]:
+    def _mapping(self, node: MappingNode, merged: int = 0) -> dict[Any, Any]:
+        """A mapping; `merged`: how many of its first pairs `<<:` merged in (they may repeat
+        a key that the mapping's own pairs then override)."""
         if node.tag != _MAP:
             raise _unsupported(node)
         out: dict[Any, Any] = {}
         for key_node, value_node in node.value:
             if key_node.tag == _MERGE:  # `<<: *defaults`: PyYAML merges, then we start over
+                own = [pair for pair in node.value if pair[0].tag != _MERGE]
+                self._keys(own)
                 self.scalars.flatten_mapping(node)
-                return self._mapping(node)
+                return self._mapping(node, len(node.value) - len(own))
             key = self.build(key_node)
             if key.__class__ is list or key.__class__ is dict:
                 raise yaml.constructor.ConstructorError(
                     None, None, "found an unhashable key (a list or mapping)", key_node.start_mark
                 )
             out[key] = self.build(value_node)
+        if not merged and len(out) != len(node.value):
+            self._keys(node.value)
         self.lines[id(out)] = node.start_mark.line + 1
         return out
+
+    def _keys(self, pairs: list[tuple[Node, Node]]) -> None:
+        """Refuse a key given twice among `pairs`, naming both lines."""
+        first: dict[Any, Node] = {}
+        for key_node, _ in pairs:
+            if key_node.__class__ is not ScalarNode:
+                continue  # a list or mapping: refused as unhashable when the mapping is built
+            key = self.build(key_node)
+            if key in first:
+                mark = first[key].start_mark
+                raise _Refused(
+                    f"duplicate key {clip(str(key))!r} (first at {mark.line + 1}:"
+                    f"{mark.column + 1}); a key may appear once in a mapping: merge the two or "
+                    "rename one",
+                    key_node.start_mark,
+                )
+            first[key] = key_node
 
 
 def _unsupported(node: Node) -> yaml.MarkedYAMLError:
@@ -218,27 +306,7 @@ def key_line(text: str, key: str, index: int | None = None) -> int | None:
     found = [(k, v) for k, v in node.value if isinstance(k, ScalarNode) and k.value == key]
     if not found:
         return None
-    key_node, value = found[-1]  # a key given twice: the last one holds
+    key_node, value = found[0]
     if index is not None and isinstance(value, SequenceNode) and 0 <= index < len(value.value):
         return int(value.value[index].start_mark.line) + 1
     return int(key_node.start_mark.line) + 1
-
-
-def parse_json_lines(text: str) -> Document:
-    """JSON again with each object's line (the pure-Python scanner; used only for messages)."""
-    lines: dict[int, int] = {}
-    cursor = [0, 1]  # offset, line: objects start in increasing order
-
-    def parse_object(s_and_end: tuple[str, int], *args: Any) -> tuple[Any, int]:
-        s, end = s_and_end
-        cursor[1] += s.count("\n", cursor[0], end)
-        cursor[0] = end
-        line = cursor[1]
-        obj, after = json_decoder.JSONObject(s_and_end, *args)  # type: ignore[attr-defined]
-        lines[id(obj)] = line
-        return obj, after
-
-    decoder = json.JSONDecoder()
-    decoder.parse_object = parse_object  # type: ignore[attr-defined]
-    decoder.scan_once = json_scanner.py_make_scanner(decoder)  # type: ignore[attr-defined]
-    return Document(decoder.decode(text), lines)
