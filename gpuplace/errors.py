@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import ClassVar
 
+from .echo import TEXT_CHARS, fit_line, show
+
 
 @dataclass(frozen=True)
 class Setting:
@@ -78,8 +80,8 @@ class Words:
 
     def setting(self, ref: Setting) -> str:
         """`Options.memory_limit`, `Options.memory_limit='64MiB'`, `Options.feeds['x']='[1]'`."""
-        name = f"Options.{ref.field}" + ("" if ref.key is None else f"[{ref.key!r}]")
-        return name if ref.value is None else f"{name}={ref.value!r}"
+        name = f"Options.{ref.field}" + ("" if ref.key is None else f"[{show(ref.key)}]")
+        return name if ref.value is None else f"{name}={show(ref.value, TEXT_CHARS)}"
 
     def word(self, part: Part) -> str:
         """One part in these words."""
@@ -120,9 +122,9 @@ class GpuplaceError(Exception):
         return None if self.setting is None else self.setting.value
 
     def render(self, words: Words) -> str:
-        """The whole line in `words` (the Python API's, or the CLI's)."""
+        """The whole line in `words` (the Python API's, or the CLI's), within one screen."""
         text = words.say(self.message)
-        return text if self.fix is None else f"{text}{self.joint}{words.say(self.fix)}"
+        return fit_line(text if self.fix is None else f"{text}{self.joint}{words.say(self.fix)}")
 
     def __str__(self) -> str:
         """The Python API's words: what a caller of `gpuplace.prepare` reads."""

@@ -30,12 +30,6 @@ class Attr:
     schema: Mapping[str, Any]
 
 
-def show(value: Any, limit: int = 60) -> str:
-    """A value for a message: its repr, cut short (a spec may hold a million-element list)."""
-    text = repr(value)
-    return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
 def number_hint(value: Any) -> str:
     """For text given where a number is expected: why it is text, and the fix ("" if neither)."""
     if type(value) is not str:

@@ -15,9 +15,9 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from ..echo import show
 from ..errors import BadInput, Message, Setting, Term
 from ..gc_pause import gc_paused
-from .attrs import show
 from .model import STRATEGIES, Config, Graph, Op, TensorRef, TensorSpec
 from .ops import suggest
 from .parse import Document, key_line, parse, parse_json_lines

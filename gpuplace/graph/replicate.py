@@ -18,8 +18,8 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
+from ..echo import show
 from ..errors import Message, Part, Setting, Text
-from .attrs import show
 from .infer import fmt
 from .ops import REGISTRY, suggest
 from .scope import Device, Namespace, Scope, SpecError, check_keys

@@ -26,8 +26,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any, NoReturn
 
 from ..devices.names import DeviceNameError, DeviceSpec, parse_device
+from ..echo import show
 from ..errors import BadInput
-from .attrs import show
 from .ops import EMPTY, REGISTRY, OpDef, suggest
 from .replicate import expand_replicate, slice_item
 from .scope import UNCONSTRAINED, Device, Names, Namespace, Scope, SpecError, check_keys
