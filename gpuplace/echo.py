@@ -32,15 +32,18 @@ def show(value: object, limit: int = VALUE_CHARS) -> str:
         return f"<{type(value).__name__} too large to show>"
 
 
-def sample(items: Sequence[str], sep: str = ", ", limit: int = ITEMS) -> str:
+def sample(
+    items: Sequence[str], sep: str = ", ", limit: int = ITEMS, width: int = VALUE_CHARS
+) -> str:
     """`items` joined by `sep`; past `limit` items, the first and last halves around
     `... (N more) ...`: `op0 -> op1 -> op2 -> op3 -> ... (1,993 more) ... -> op1998 -> op1999`.
-    Each item shown is cut at 60 characters."""
+    Each item shown is cut at `width` characters."""
     if len(items) <= limit:
-        return sep.join(clip(item) for item in items)
+        return sep.join(clip(item, width) for item in items)
     head, tail = items[: limit // 2], items[len(items) - (limit - limit // 2) :]
     skipped = f"... ({len(items) - len(head) - len(tail):,} more) ..."
-    return sep.join([*(clip(item) for item in head), skipped, *(clip(item) for item in tail)])
+    shown = [*head, skipped, *tail]
+    return sep.join(clip(item, width) for item in shown)
 
 
 def fit_line(text: str, limit: int = LINE_CHARS) -> str:

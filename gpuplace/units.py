@@ -68,12 +68,12 @@ def parse_size(text: str | int, what: Part = "size") -> int:
 
 
 def parse_count(text: str) -> int | None:
-    """`text` as a whole number >= 0 if it is one in the ASCII digits 0-9, else None ('３' and '²'
-    are not, though str.isdigit says they are). Past 4,000 digits it is 10**4000, more than
-    anything counts, as int() refuses 4,300 digits."""
-    if not (text.isascii() and text.isdigit()):
+    """`text` as a whole number >= 0 if it is one of at most 18 ASCII digits, else None: '３' and
+    '²' are not (though str.isdigit says they are), nor 5,000 digits (int() refuses 4,300), and
+    nothing gpuplace counts comes near 10**18."""
+    if not (text.isascii() and text.isdigit()) or len(text.lstrip("0")) > 18:
         return None
-    return int(text) if len(text) <= 4000 else 10**4000
+    return int(text)
 
 
 def mib(n: int) -> str:

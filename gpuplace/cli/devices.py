@@ -8,6 +8,7 @@ from typing import Any
 import click
 
 from ..devices import View
+from ..echo import LINE_CHARS, sample
 from ..errors import BadInput, CheckFailed
 from .context import AppContext
 from .flags import global_options
@@ -135,7 +136,7 @@ def devices(
     if as_json:
         click.echo(json.dumps(doc, indent=2))
     if failures:
-        raise CheckFailed("; ".join(failures))
+        raise CheckFailed(sample(failures, "; ", width=LINE_CHARS))
 
 
 def _presets(as_json: bool, **others: object) -> None:

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import click
 
+from ..echo import TEXT_CHARS, clip, show
 from ..errors import BadInput
 from .context import MACHINE_ENV, AppContext
 
@@ -33,8 +34,8 @@ def _merge_globals(app: AppContext, machine_spec: str | None, debug: bool) -> No
     before = click.get_current_context().meta.get("gpuplace.machine")
     if before is not None and before != machine_spec:
         raise BadInput(
-            f"--machine is given twice with different values: {before!r} before the command and "
-            f"{machine_spec!r} after it; give it once"
+            f"--machine is given twice with different values: {show(before, TEXT_CHARS)} before "
+            f"the command and {show(machine_spec, TEXT_CHARS)} after it; give it once"
         )
     app.machine_spec = machine_spec
 
@@ -100,12 +101,14 @@ def parse_feeds(values: Sequence[str]) -> dict[str, str]:
     for item in values:
         name, sep, value = item.partition("=")
         if not sep or not name.strip():
-            raise BadInput(f"--feed {item!r}: expected NAME=FILE.npy or NAME=JSON (e.g. x=[[1,2]])")
+            raise BadInput(
+                f"--feed {show(item, TEXT_CHARS)}: expected NAME=FILE.npy or NAME=JSON (e.g. x=[[1,2]])"
+            )
         name = name.strip()
         if name in feeds:
+            first, again = (clip(f"{name}={v}", TEXT_CHARS) for v in (feeds[name], value))
             raise BadInput(
-                f"--feed {name} is given twice ({name}={feeds[name]} and {name}={value}); "
-                f"feed each placeholder once"
+                f"--feed {clip(name)} is given twice ({first} and {again}); feed each placeholder once"
             )
         feeds[name] = value
     return feeds

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from ..echo import LINE_CHARS, sample
 from ..errors import BadInput, CheckFailed
 from .context import AppContext
 from .flags import JSON, SOFT, global_options, memory_options, options_from_flags, pop_memory_flags
@@ -116,11 +117,11 @@ def run(app: AppContext, /, spec: str, log: bool | None, soft: bool | None, expl
         _print_run(app, view, prepared, result, explain, checked)
     bad = [c for c in checked if not c.ok]
     if bad:
-        raise CheckFailed("; ".join(
+        raise CheckFailed(sample([
             f"--verify: {c.fetch} differs from the float64 CPU run by {c.max_rel_error:.2e} "
             f"(relative; tolerance for {c.dtype} is {c.tolerance:.0e})"
             + (f"; {c.hint}" if c.hint else "") for c in bad
-        ))  # fmt: skip
+        ], "; ", width=LINE_CHARS))  # fmt: skip
 
 
 def _verify(prepared: Prepared, result: RunResult, view: View) -> list[Verified]:

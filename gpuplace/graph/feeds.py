@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
+from ..echo import TEXT_CHARS, sample
 from ..errors import BadInput, Message, Part, Setting, Term
 from .infer import fmt
 from .model import Graph, Op
@@ -38,7 +39,7 @@ def apply_feeds(graph: Graph, feeds: Mapping[str, Any]) -> Graph:
                 )
             )  # fmt: skip
         if op.type != "placeholder":
-            listed = ", ".join(placeholders) or "none"
+            listed = sample(placeholders) or "none"
             raise BadInput(
                 Message(
                     Setting("feeds", key=name), f": op {name!r} is a {op.type}, not a "
@@ -60,10 +61,10 @@ def require_fed(graph: Graph) -> None:
     """BadInput listing every placeholder without a value (call before running)."""
     unfed = [op for op in graph.ops if op.type == "placeholder" and "value" not in op.attrs]
     if unfed:
-        what = ", ".join(
-            f"'{op.name}' with dtype {op.outputs[0].dtype} and shape {fmt(op.outputs[0].shape)}"
-            for op in unfed
-        )
+        what = sample(
+            [f"'{op.name}' with dtype {op.outputs[0].dtype} and shape {fmt(op.outputs[0].shape)}"
+             for op in unfed], width=TEXT_CHARS,
+        )  # fmt: skip
         raise BadInput(
             Message(
                 f"You must feed a value for placeholder tensor {what}; ", Term.FEED_EACH,

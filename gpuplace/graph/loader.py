@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from ..echo import show
+from ..echo import sample, show
 from ..errors import BadInput, Message, Setting, Term
 from ..gc_pause import gc_paused
 from .model import STRATEGIES, Config, Graph, Op, TensorRef, TensorSpec
@@ -422,7 +422,7 @@ def _no_fetch(
         )
         return SpecError(f"fetch {text!r}: op {name!r} ({e.opdef.name}) has {fix}", where)
     fed = [entries[i].name + (f":{o}" if o else "") for i, o in inputs[j]]
-    instead = f" instead: fetch: [{', '.join(fed)}]" if fed else " instead"
+    instead = f" instead: fetch: [{sample(fed)}]" if fed else " instead"
     if e.opdef.name == "save":
         path = e.raw.get("path")
         writes = f"writes its input to {path!r}" if type(path) is str else "writes its input"

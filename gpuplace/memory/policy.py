@@ -89,11 +89,12 @@ def parse_virtual(text: str, where: Part = VIRTUAL_GPUS) -> dict[int, tuple[int,
     given: dict[int, str] = {}
     for part in text.split(";"):
         match = _VIRTUAL.match(part)
-        if match is None:
+        index = None if match is None else parse_count(match.group(1))
+        if match is None or index is None:
             raise BadInput(
                 Message(
-                    where, f": cannot read {show(part.strip(), TEXT_CHARS)}; expected GPU:N=SIZE[,SIZE...] "
-                    "(e.g. GPU:0=2GiB,2GiB), several separated by ';'",
+                    where, f": cannot read {show(part.strip(), TEXT_CHARS)}; expected "
+                    "GPU:N=SIZE[,SIZE...] (e.g. GPU:0=2GiB,2GiB), several separated by ';'",
                 )
             )  # fmt: skip
         sizes = tuple(parse_size(s.strip(), where) for s in match.group(2).split(","))
@@ -104,14 +105,12 @@ def parse_virtual(text: str, where: Part = VIRTUAL_GPUS) -> dict[int, tuple[int,
                     f": every logical GPU needs memory > 0, got {show(part.strip(), TEXT_CHARS)}",
                 )
             )
-        index = parse_count(match.group(1))
-        assert index is not None  # the pattern matched ASCII digits
         if index in given:
             raise BadInput(
                 Message(
-                    where, f": GPU:{index} is given twice ({show(given[index], TEXT_CHARS)} and "
-                    f"{show(part.strip(), TEXT_CHARS)}); give each GPU once, with all its logical GPUs' sizes "
-                    f"after one '=' (e.g. GPU:{index}=1GiB,2GiB,2GiB)",
+                    where, f": GPU:{index} is given twice ({show(given[index], TEXT_CHARS)} "
+                    f"and {show(part.strip(), TEXT_CHARS)}); give each GPU once, with all its "
+                    f"logical GPUs' sizes after one '=' (e.g. GPU:{index}=1GiB,2GiB,2GiB)",
                 )
             )  # fmt: skip
         given[index] = part.strip()

@@ -25,6 +25,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from ..devices.names import parse_device
+from ..echo import sample
 from ..errors import Message, Setting, Term
 from ..graph.model import Graph, OpMeta
 from ..units import human
@@ -164,7 +165,7 @@ class _Balancer:
                 text += f" counting copies {self.weight:g}x"
             if excluded:
                 limits = {human(models[e].memory_limit or 0) for e in excluded}
-                names = ", ".join(models[e].short for e in excluded)
+                names = sample([models[e].short for e in excluded])
                 its = "its" if len(excluded) == 1 else "their"
                 text += f" ({names} would exceed {its} {', '.join(sorted(limits))} limit)"
             kind = "explicit" if request else "balanced"
@@ -221,7 +222,7 @@ class _Balancer:
             f"{ops[p].type} '{ops[p].name}'" for p, _ in self.flat.inputs[j] if self.dev[p] < 0
         ]
         if brought:
-            what += f" with the {', '.join(dict.fromkeys(brought))} it reads"
+            what += f" with the {sample(list(dict.fromkeys(brought)))} it reads"
         need = max(plan[4] for _, plan in plans)
         return NoFit(what, name, need, rooms, why)
 

@@ -14,11 +14,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..devices.names import DeviceSpec, full_name
+from ..echo import sample
 from ..errors import Message, Term, Text
 from .colocation import has_details
 from .model import PlacementError
 
 _PRIORITY = {"GPU": 210, "CPU": 70}
+_LISTED = 32  # devices TF's messages list whole (a 16-GPU node's); past that, a sample
 
 
 @dataclass(frozen=True)
@@ -143,7 +145,7 @@ class DeviceTable:
         group's Colocation Debug Info, which TF appends (gpuplace: for groups of two or more)."""
         prefix = f"Cannot assign a device for operation {name}: "
         if own != group:
-            listed = ", ".join(d.name for d in self.created)
+            listed = sample([d.name for d in self.created], limit=_LISTED)
             message = (
                 f"Could not satisfy explicit device specification '{requested}' because the node "
                 f"{{{{colocation_node {name}}}}} was colocated with a group of nodes that required "
@@ -152,7 +154,7 @@ class DeviceTable:
             )
             fix = f"change the device of {name} or of the ops colocated with it"
         elif not self.exists(own):
-            listed = ", ".join(sorted(d.name for d in self.created))
+            listed = sample(sorted(d.name for d in self.created), limit=_LISTED)
             message = (
                 f"{{{{node {name}}}}} was explicitly assigned to {requested} but available "
                 f"devices are [ {listed} ]. Make sure the device specification refers to a "
