@@ -236,3 +236,14 @@ def test_a_fetch_of_only_a_save_says_what_ran(run: Run, tmp_path: Path) -> None:
     assert (code, err) == (0, "")
     assert stdout == f"{SIM}\nran sv; nothing fetched to show or verify\n"
     np.testing.assert_array_equal(np.load(out), [1.0, 2.0])
+
+
+def test_print_says_its_message_then_the_value_on_stderr(run: Run, tmp_path: Path) -> None:
+    spec = write(tmp_path, (
+        "graph:\n"
+        "  - {name: a, op: constant, value: [1.0, 2.0]}\n"
+        "  - {name: p, op: print, inputs: [a], message: 'a is '}\n"
+        "  - {name: b, op: neg, inputs: [p]}\n"
+    ))  # fmt: skip
+    code, out, err = k520(run, "run", spec)
+    assert (code, err) == (0, "a is [1. 2.]\n") and out.endswith("b:\n[-1. -2.]\n")
