@@ -7,6 +7,8 @@ rich or numpy are still loading ends as one during a run does (`cli/interrupt.py
 
 import sys
 
+INTERRUPTED = 130  # 128 + SIGINT
+
 
 def entry() -> None:  # pragma: no cover - the console script; tests run it in a subprocess
     """Run the command line and exit with its code."""
@@ -15,19 +17,28 @@ def entry() -> None:  # pragma: no cover - the console script; tests run it in a
 
         code = run_console()
     except KeyboardInterrupt:  # while the command line loads (then `main` handles its own)
-        import contextlib
-        import os
         import signal
 
         signal.signal(signal.SIGINT, signal.SIG_IGN)
-        with contextlib.suppress(OSError, ValueError, AttributeError):  # stderr closed or None
-            sys.stderr.write("\nerror: interrupted\n")
-            sys.stderr.flush()
-        # Nothing is left to clean up (the command has not started, or has ended); and an
-        # interrupted import can leave the interpreter sure the interrupt went unhandled,
-        # which it would exit by (-SIGINT), not by 130.
-        os._exit(130)
+        _write_stderr("\nerror: interrupted\n")
+        code = INTERRUPTED
+    if code == INTERRUPTED:
+        # Nothing is left to clean up. And an import the interrupt cut short can leave the
+        # interpreter sure the interrupt went unhandled: it would exit by SIGINT, not by 130.
+        _write_stderr("")
+        import os
+
+        os._exit(code)
     sys.exit(code)
+
+
+def _write_stderr(text: str) -> None:
+    """Write and flush stderr, if there is one that takes it."""
+    try:
+        sys.stderr.write(text)
+        sys.stderr.flush()
+    except (OSError, ValueError, AttributeError):  # closed, or None
+        pass
 
 
 if __name__ == "__main__":
