@@ -33,7 +33,7 @@ from . import place
 from .cost import DeviceModel, LinkModel, copy_time, split_devices, work_time
 from .estimate import Estimate, simulate
 from .flat import Flat, default_meta, flatten, free_groups
-from .links import Link, Piece, transfer
+from .links import Link, transfer
 from .model import Decision, Placement, PlacementError
 from .occupancy import Occupancy
 
@@ -273,10 +273,10 @@ class _Balancer:
     def _plan(self, j: int, draft: Draft) -> Plan:
         """A draft completed with its copies on the links' timelines: (finish, memory)."""
         _, d, avail, ready, seconds, copies, lo, before, hi, total = draft
-        held: list[Piece] = []  # copies planned into d
+        held = Link()  # copies planned into d
         for src, start, length in copies:
             end, pieces = transfer(self.outs[src], self.ins[d], start, length, held)
-            held.extend(pieces)
+            held.book(pieces)
             ready = max(ready, end)
         return max(avail, ready) + seconds, lo, before, hi, total
 

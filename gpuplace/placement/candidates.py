@@ -87,13 +87,23 @@ class DeviceTable:
         made += [LocalDevice("GPU", i, full_name("GPU", i)) for i in range(num_gpus)]
         self.created = tuple(made)  # DeviceSet insertion order: CPU:0, then GPUs by index
         self.devices = tuple(sorted(made, key=lambda d: (-_PRIORITY[d.type], d.name)))
+        self._by_id = {(d.type, d.index): d for d in made}
         self.types = frozenset(d.type for d in made)
         self.soft = soft
         self._cache: dict[tuple[DeviceSpec, frozenset[str]], Candidates] = {}
         self._exists: dict[DeviceSpec, int] = {}
 
     def matching(self, spec: DeviceSpec, types: frozenset[str]) -> tuple[LocalDevice, ...]:
-        """`FindMatchingDevices` then `FilterSupportedDevices`, in priority order."""
+        """`FindMatchingDevices` then `FilterSupportedDevices`, in priority order.
+
+        A spec naming one device (`/device:GPU:7`) is looked up, not matched against every
+        device: with a replica per logical GPU, scanning would cost devices x specs."""
+        if spec.device_type is not None and spec.device_index is not None:
+            found = self._by_id.get((spec.device_type, spec.device_index))
+            hit = (
+                found is not None and found.type in types and spec.matches(found.type, found.index)
+            )
+            return (found,) if hit and found is not None else ()
         return tuple(d for d in self.devices if d.type in types and spec.matches(d.type, d.index))
 
     def exists(self, spec: DeviceSpec) -> int:
