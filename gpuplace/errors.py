@@ -42,6 +42,7 @@ class Term(Enum):
     FEED_EACH = "how to give each placeholder a value"
     REPLICATE_AGAIN = "the replicate setting, when the spec has its own replicate: block"
     COMPARE = "running a graph under several memory policies side by side"
+    PLAN = "where each device's predicted memory is shown"
 
 
 Part = str | Setting | Term
@@ -76,6 +77,7 @@ class Words:
         Term.FEED_EACH: "give each a value in Options.feeds: a .npy path, JSON text or an array",
         Term.REPLICATE_AGAIN: "Options.replicate",
         Term.COMPARE: "compare_policies",
+        Term.PLAN: "gpuplace.predict_memory(prepared, view)",
     }
 
     def setting(self, ref: Setting) -> str:

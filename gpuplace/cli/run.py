@@ -77,7 +77,10 @@ def check_save_path(path: str) -> None:
     help="Feed a placeholder: NAME=FILE.npy or NAME=JSON.",
 )
 @click.option(
-    "--force", is_flag=True, help="Run even when the plan predicts running out of memory."
+    "--force",
+    is_flag=True,
+    help="Run even when the plan predicts running out of GPU memory "
+    "(never past the host memory available: the kernel would kill the run).",
 )
 @memory_options
 @global_options

@@ -25,6 +25,7 @@ class CliWords(Words):
         Term.FEED_EACH: "pass --feed NAME=FILE.npy or --feed NAME=JSON for each",
         Term.REPLICATE_AGAIN: "the flag",
         Term.COMPARE: "--compare",
+        Term.PLAN: "gpuplace plan",
     }
 
     def setting(self, ref: Setting) -> str:
