@@ -127,3 +127,23 @@ def test_min_memory_failures_of_many_gpus_are_sampled(run: Run) -> None:
     result = run("--machine", "255xT4", "devices", "--min-memory", "1TiB")
     assert result.code == 1 and "... (247 more) ..." in result.err
     assert len(result.err) <= LINE_CHARS + len("error: \n")
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("--require-gpus", "9" * 5000), "Error: Invalid value for '--require-gpus': '999"),
+        (
+            ("--require-gpus", "\uff13"),
+            "Error: Invalid value for '--require-gpus': '\uff13' is not",
+        ),
+        (("--" + "x" * 5000,), "Error: No such option"),  # click words the rest by version
+    ],
+)
+def test_click_usage_errors_quote_flags_within_one_screen(
+    run: Run, args: tuple[str, ...], message: str
+) -> None:
+    result = run("--machine", "4xK520", "devices", *args)
+    assert (result.code, result.out) == (2, "")
+    last = result.err.splitlines()[-1]
+    assert last.startswith(message) and len(last) <= LINE_CHARS

@@ -11,7 +11,7 @@ from ..devices import View
 from ..echo import LINE_CHARS, sample
 from ..errors import BadInput, CheckFailed
 from .context import AppContext
-from .flags import global_options
+from .flags import count_flag, global_options
 from .output import echo_renderable, gpus_required, warn
 
 
@@ -70,7 +70,7 @@ def _save_rates(app: AppContext, results: list[Any], as_json: bool) -> None:
 @click.option("--json", "as_json", is_flag=True, help="One JSON document (sizes in bytes).")
 @click.option(
     "--require-gpus",
-    type=click.IntRange(min=0),
+    callback=count_flag,
     metavar="N",
     help="Exit 1 unless at least N GPUs are visible.",
 )

@@ -11,6 +11,7 @@ import click
 
 from ..echo import TEXT_CHARS, clip, show
 from ..errors import BadInput
+from ..units import parse_count
 from .context import MACHINE_ENV, AppContext
 
 if TYPE_CHECKING:
@@ -24,6 +25,17 @@ MACHINE_HELP = (
 DEBUG_HELP = "Show tracebacks for errors (the exit code stays the same)."
 MEMORY_FLAGS = ("allow_growth", "memory_fraction", "memory_limit", "virtual_gpus", "strategy",
                 "replicate")  # fmt: skip
+
+
+def count_flag(ctx: click.Context, param: click.Parameter, value: str | None) -> int | None:
+    """A whole number >= 0 in the ASCII digits 0-9 (`units.parse_count`), as a click callback:
+    click's int would take '３' as 3, and echo all of 5,000 digits in its error."""
+    if value is None:
+        return None
+    count = parse_count(value.strip())
+    if count is None:
+        raise click.BadParameter(f"{show(value, TEXT_CHARS)} is not a whole number >= 0 (e.g. 2)")
+    return count
 
 
 def _merge_globals(app: AppContext, machine_spec: str | None, debug: bool) -> None:

@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import io
 import os
 import sys
 from typing import Any, TextIO, cast
 
 import click
 
+from ..echo import fit_line
 from ..errors import GpuplaceError, OutputError
 from .context import AppContext
 from .devices import devices
@@ -90,7 +92,10 @@ def _invoke(argv: list[str] | None, app: AppContext) -> int:
     try:
         cli.main(args=argv, obj=app, standalone_mode=False, prog_name="gpuplace")
     except click.ClickException as exc:
-        exc.show()
+        shown = io.StringIO()
+        exc.show(file=shown)  # click quotes a flag's value whole: 5,000 digits, one screen each
+        for line in shown.getvalue().splitlines():
+            say(fit_line(line))
         return exc.exit_code
     except click.exceptions.Exit as exc:
         return exc.exit_code
