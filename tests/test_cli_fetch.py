@@ -98,7 +98,7 @@ def test_without_fetch_everything_runs(run: Run, tmp_path: Path) -> None:
     assert "needs" not in k520(run, "plan", spec)[1]
 
 
-def test_a_long_list_of_pruned_ops_is_cut_after_eight(run: Run, tmp_path: Path) -> None:
+def test_a_long_list_of_pruned_ops_shows_its_ends_and_the_count(run: Run, tmp_path: Path) -> None:
     side = "".join(f"  - {{name: n{i}, op: neg, inputs: [a]}}\n" for i in range(11))
     spec = write(
         tmp_path,
@@ -107,7 +107,7 @@ def test_a_long_list_of_pruned_ops_is_cut_after_eight(run: Run, tmp_path: Path) 
     code, out, _ = k520(run, "run", spec)
     assert code == 0 and out.splitlines()[1] == (
         "fetch [a] needs 1 of 12 ops; not run (as TensorFlow's session.run): "
-        "n0, n1, n2, n3, n4, n5, n6, n7 and 3 more"
+        "n0, n1, n2, n3, ... (3 more) ..., n7, n8, n9, n10"
     )
 
 

@@ -164,7 +164,7 @@ def _print_run(app: AppContext, view: View, prepared: Prepared, result: RunResul
     if result.values:
         click.echo(report.results_text(result.values))
     elif prepared.graph.targets:  # fetch: named only ops run for their effect (save)
-        click.echo(f"ran {', '.join(prepared.graph.targets)}; nothing fetched to show or verify")
+        click.echo(f"ran {sample(prepared.graph.targets)}; nothing fetched to show or verify")
     for c in checked:
         verdict = "ok" if c.ok else "MISMATCH" + (f" ({c.hint})" if c.hint else "")
         click.echo(f"verify {c.fetch}: max relative error {c.max_rel_error:.1e} vs float64 CPU "
