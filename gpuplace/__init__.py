@@ -23,9 +23,11 @@ run failed it), one line naming the setting as the caller wrote it (`Options.mem
 from __future__ import annotations
 
 from importlib import import_module
-from typing import TYPE_CHECKING, Any
 
+TYPE_CHECKING = False  # typing's, without importing typing: the console script starts sooner
 if TYPE_CHECKING:  # the real signatures for type checkers; at run time, __getattr__ imports
+    from typing import Any
+
     from .devices import discover as discover
     from .devices import load_machine as load_machine
     from .devices import view as view

@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import ClassVar
 
+from .echo import TEXT_CHARS, fit_line, show
+
 
 @dataclass(frozen=True)
 class Setting:
@@ -40,6 +42,7 @@ class Term(Enum):
     FEED_EACH = "how to give each placeholder a value"
     REPLICATE_AGAIN = "the replicate setting, when the spec has its own replicate: block"
     COMPARE = "running a graph under several memory policies side by side"
+    PLAN = "where each device's predicted memory is shown"
 
 
 Part = str | Setting | Term
@@ -74,12 +77,13 @@ class Words:
         Term.FEED_EACH: "give each a value in Options.feeds: a .npy path, JSON text or an array",
         Term.REPLICATE_AGAIN: "Options.replicate",
         Term.COMPARE: "compare_policies",
+        Term.PLAN: "gpuplace.predict_memory(prepared, view)",
     }
 
     def setting(self, ref: Setting) -> str:
         """`Options.memory_limit`, `Options.memory_limit='64MiB'`, `Options.feeds['x']='[1]'`."""
-        name = f"Options.{ref.field}" + ("" if ref.key is None else f"[{ref.key!r}]")
-        return name if ref.value is None else f"{name}={ref.value!r}"
+        name = f"Options.{ref.field}" + ("" if ref.key is None else f"[{show(ref.key)}]")
+        return name if ref.value is None else f"{name}={show(ref.value, TEXT_CHARS)}"
 
     def word(self, part: Part) -> str:
         """One part in these words."""
@@ -120,9 +124,9 @@ class GpuplaceError(Exception):
         return None if self.setting is None else self.setting.value
 
     def render(self, words: Words) -> str:
-        """The whole line in `words` (the Python API's, or the CLI's)."""
+        """The whole line in `words` (the Python API's, or the CLI's), within one screen."""
         text = words.say(self.message)
-        return text if self.fix is None else f"{text}{self.joint}{words.say(self.fix)}"
+        return fit_line(text if self.fix is None else f"{text}{self.joint}{words.say(self.fix)}")
 
     def __str__(self) -> str:
         """The Python API's words: what a caller of `gpuplace.prepare` reads."""

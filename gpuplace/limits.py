@@ -13,10 +13,11 @@ from __future__ import annotations
 import os
 import re
 import stat
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import NamedTuple
 
+from .echo import clip_middle
 from .errors import BadInput
 from .units import GiB, MiB, human, parse_size
 
@@ -28,7 +29,6 @@ MAX_RANK = 64  # numpy's NPY_MAXDIMS (TensorFlow allows 254, but every array her
 ALIAS_FACTOR = 10  # YAML aliases may repeat up to this many nodes per op the limit allows
 LONG_INT = "an integer has over 4,300 digits (Python's limit for reading one); write a float"
 _READ_CHUNK = 16 * MiB
-_ECHO = 80  # characters of a path or value quoted in a message
 
 
 @dataclass(frozen=True)
@@ -72,57 +72,9 @@ def read_limits(env: Mapping[str, str]) -> Limits:
         return Limits(spec_bytes, limits.ops)
     if not re.fullmatch(r"[0-9][0-9_]{0,30}", ops) or int(ops) < 1:
         raise BadInput(
-            f"{OPS_ENV}={clip(ops)!r}: expected a whole number of ops >= 1, e.g. 5000000"
+            f"{OPS_ENV}={clip_middle(ops)!r}: expected a whole number of ops >= 1, e.g. 5000000"
         )
     return Limits(spec_bytes, int(ops))
-
-
-def clip(text: str, limit: int = _ECHO) -> str:
-    """`text` for a message: whole when short, else its start, `...` and its end."""
-    if len(text) <= limit:
-        return text
-    keep = (limit - 3) // 2
-    return f"{text[:keep]}...{text[-keep:]}"
-
-
-def show(value: object, limit: int = 60) -> str:
-    """A value for a message: its repr, cut short. Only about `limit` characters are ever made,
-    so a million-element list, or one that YAML aliases repeat 10^9 times, costs nothing."""
-    pieces: list[str] = []
-    size = 0
-    for piece in _repr_pieces(value, 0):
-        pieces.append(piece)
-        size += len(piece)
-        if size > limit:
-            break
-    text = "".join(pieces)
-    return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
-def _repr_pieces(value: object, depth: int) -> Iterator[str]:
-    """repr(value), in pieces, lists and dicts item by item (deeper than MAX_DEPTH: `...`)."""
-    if depth > MAX_DEPTH:
-        yield "..."
-    elif isinstance(value, list):
-        yield "["
-        for i, item in enumerate(value):
-            yield ", " if i else ""
-            yield from _repr_pieces(item, depth + 1)
-        yield "]"
-    elif isinstance(value, dict):
-        yield "{"
-        for i, (key, item) in enumerate(value.items()):
-            yield ", " if i else ""
-            yield from _repr_pieces(key, depth + 1)
-            yield ": "
-            yield from _repr_pieces(item, depth + 1)
-        yield "}"
-    elif isinstance(value, str):
-        yield repr(value[:_ECHO])  # the rest is cut anyway
-    elif isinstance(value, int) and value.bit_length() > 10_000:  # repr refuses 4,301+ digits
-        yield f"<an integer of {value.bit_length():,} bits>"
-    else:
-        yield repr(value)
 
 
 def read_text(path: str | os.PathLike[str], limit: int, cannot: str, hint: str) -> str:
@@ -130,7 +82,7 @@ def read_text(path: str | os.PathLike[str], limit: int, cannot: str, hint: str) 
     a file or a pipe of at most `limit` bytes: a device (/dev/zero) is never read, and a
     regular file's size is checked before reading. Messages start with `cannot` and the path
     (`cannot read spec 'g.yaml': ...`); `hint` says how to raise the limit."""
-    name = clip(os.fspath(path))
+    name = clip_middle(os.fspath(path))
     data = _read_bytes(path, limit, f"{cannot} {name!r}", hint)
     try:
         return data.decode("utf-8-sig")

@@ -10,6 +10,7 @@ from typing import Any
 
 from .errors import BadInput, Message, RuntimeFailure, Setting
 from .graph.model import STRATEGIES, Graph
+from .units import parse_count
 
 # Options fields checked by type: the types accepted (a bool only where listed), and in words
 _FIELD_TYPES: dict[str, tuple[tuple[type, ...], str]] = {
@@ -97,21 +98,22 @@ def replicate_count(given: int | str | None) -> int | str | None:
     if value == "all":
         return value
     two, every = Setting("replicate", 2), Setting("replicate", "all")
-    if isinstance(value, str) and not value.isdigit():
+    count = value if isinstance(value, int) else parse_count(value)
+    if count is None:
         raise BadInput(
             Message(
                 Setting("replicate", given, quote=True),
                 ": expected a number of GPUs (2 or more) or 'all' (e.g. ", two, ")",
             )
         )  # fmt: skip
-    if int(value) < 2:
+    if count < 2:
         raise BadInput(
             Message(
                 Setting("replicate", given), ": data parallelism needs at least 2 GPUs (as "
                 "Keras' multi_gpu_model: gpus >= 2); give ", two, " or more, or ", every,
             )
         )  # fmt: skip
-    return int(value)
+    return count
 
 
 def check_replicas(count: int | str, gpus: int) -> None:

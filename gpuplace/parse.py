@@ -26,8 +26,9 @@ from yaml.constructor import SafeConstructor
 from yaml.error import Mark
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
+from .echo import clip_middle
 from .errors import BadInput
-from .limits import MAX_DEPTH, AliasLimit, Limits, clip
+from .limits import MAX_DEPTH, AliasLimit, Limits
 from .parse_json import DuplicateKey, duplicate_key_error, json_file, json_unique
 
 _BASE_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -279,7 +280,7 @@ class _Builder:
             if key in first:
                 mark = first[key].start_mark
                 raise _Refused(
-                    f"duplicate key {clip(str(key))!r} (first at {mark.line + 1}:"
+                    f"duplicate key {clip_middle(str(key))!r} (first at {mark.line + 1}:"
                     f"{mark.column + 1}); a key may appear once in a mapping: merge the two or "
                     "rename one",
                     key_node.start_mark,

@@ -14,8 +14,9 @@ from json import decoder as json_decoder
 from json import scanner as json_scanner
 from typing import Any
 
+from .echo import clip_middle
 from .errors import BadInput
-from .limits import LONG_INT, MAX_DEPTH, clip
+from .limits import LONG_INT, MAX_DEPTH
 
 
 def json_unique(text: str) -> Any:
@@ -96,11 +97,13 @@ def duplicate_key_error(text: str, source: str, key: str) -> BadInput:
     with contextlib.suppress(RecursionError, ValueError):
         decoder.decode(text)
     if not found:
-        return BadInput(f"{source}: duplicate key {clip(key)!r} in one object; give each key once")
+        return BadInput(
+            f"{source}: duplicate key {clip_middle(key)!r} in one object; give each key once"
+        )
     name, first, second = found[0]
     lines = [text.count("\n", 0, text.rfind(":", 0, at)) + 1 for at in (first, second)]
     return BadInput(
-        f"{source}:{lines[1]}: duplicate key {clip(name)!r} (first at line {lines[0]}); a key "
+        f"{source}:{lines[1]}: duplicate key {clip_middle(name)!r} (first at line {lines[0]}); a key "
         "may appear once in an object: merge the two or rename one"
     )
 

@@ -25,7 +25,7 @@ from .graph import apply_feeds, load
 from .graph.model import Config, Graph
 from .graph.prune import needed, prune
 from .limits import read_limits
-from .memory.fit import check_fits, device_limits
+from .memory.fit import check_fits, check_host_memory, device_limits
 from .memory.ledger import OutOfMemory
 from .memory.policy import logical_gpus, resolve_policy
 from .memory.pools import (
@@ -208,10 +208,13 @@ def execute_prepared(
     """Run the prepared graph under its memory policy: reserve, run with per-device ledgers,
     release. Returns an Outcome (the fetched values and what each device held); raises
     OutOfMemory (a RuntimeFailure) with advice when a device runs out, after freeing
-    everything. `observe` sees the memory while it is still held (nvidia-smi's view of this
-    process); `cupy_loader` imports cupy for real GPUs (tests pass a fake)."""
+    everything, and a RuntimeFailure before anything runs when the tensors it keeps in host
+    memory (CPU:0, simulated GPUs) would need more than `view.host_available`. `observe` sees
+    the memory while it is still held (nvidia-smi's view of this process); `cupy_loader`
+    imports cupy for real GPUs (tests pass a fake)."""
     from .execute.backends import device_backends
     from .execute.executor import plan, run
+    from .execute.predict import host_peak
     from .graph import get_op
 
     _expect_prepared(prepared, "execute_prepared")
@@ -220,6 +223,8 @@ def execute_prepared(
     backs = device_backends(view.machine, logical, cupy_loader)
     devices = {name: d.device for name, d in prepared.placement.decisions.items()}
     schedule = plan(prepared.graph, devices, backs, get_op)
+    peak = host_peak(schedule)
+    check_host_memory(peak.nbytes, peak.op, view.host_available)
     check_reservations(logical)
     names = [CPU0, *(full_name("GPU", g.index) for g in logical)]
     books = {lg.device: lg for lg in ledgers(names, logical)}

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+from .echo import TEXT_CHARS, show
 from .errors import BadInput, Message, Part
 
 UNITS: dict[str, int] = {
@@ -18,7 +19,8 @@ UNITS: dict[str, int] = {
     "TIB": 1024**4,
 }
 ACCEPTED = "a number and a unit: B, KB, MB, GB, TB, KiB, MiB, GiB, TiB (e.g. 16GiB, 500MB, 1.5GiB)"
-_SIZE = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*([A-Za-z]+)\s*$")
+_SIZE = re.compile(r"^\s*([0-9]+(?:\.[0-9]*)?|\.[0-9]+)\s*([A-Za-z]+)\s*$")  # ASCII digits only
+MAX_SIZE = 2**63 - 1  # bytes: int64, as TensorFlow's and numpy's byte counts (8 EiB)
 
 MiB = 1024**2
 GiB = 1024**3
@@ -36,19 +38,42 @@ def allocation_size(nbytes: int) -> int:
 def parse_size(text: str | int, what: Part = "size") -> int:
     """Return `text` as integer bytes; an int is taken as bytes already.
 
-    Raises BadInput naming `what` (a field, or the caller's Setting), the value and the
-    accepted forms.
+    Raises BadInput naming `what` (a field, or the caller's Setting), the value (cut short) and
+    the accepted forms; a size beyond MAX_SIZE (8 EiB) is refused, not overflowed.
     """
     if isinstance(text, bool):
         raise BadInput(Message(what, f": expected a size, got {text!r}; accepted: {ACCEPTED}"))
     if isinstance(text, int):
         if text < 0:
-            raise BadInput(Message(what, f": size must not be negative, got {text}"))
-        return text
-    match = _SIZE.match(str(text))
-    if match is None or match.group(2).upper() not in UNITS:
-        raise BadInput(Message(what, f": cannot read {text!r} as a size; accepted: {ACCEPTED}"))
-    return int(float(match.group(1)) * UNITS[match.group(2).upper()])
+            raise BadInput(Message(what, f": size must not be negative, got {show(text)}"))
+        size = text
+    else:
+        match = _SIZE.match(str(text))
+        if match is None or match.group(2).upper() not in UNITS:
+            raise BadInput(
+                Message(
+                    what, f": cannot read {show(text, TEXT_CHARS)} as a size; accepted: {ACCEPTED}"
+                )
+            )
+        number = float(match.group(1)) * UNITS[match.group(2).upper()]  # inf past 1.8e308
+        size = int(number) if number <= MAX_SIZE else MAX_SIZE + 1
+    if size > MAX_SIZE:
+        raise BadInput(
+            Message(
+                what, f": {show(text, TEXT_CHARS)} is larger than any memory "
+                f"(gpuplace takes sizes up to 8 EiB, {MAX_SIZE} B); give a size such as 16GiB",
+            )
+        )  # fmt: skip
+    return size
+
+
+def parse_count(text: str) -> int | None:
+    """`text` as a whole number >= 0 if it is one of at most 18 ASCII digits, else None: '３' and
+    '²' are not (though str.isdigit says they are), nor 5,000 digits (int() refuses 4,300), and
+    nothing gpuplace counts comes near 10**18."""
+    if not (text.isascii() and text.isdigit()) or len(text.lstrip("0")) > 18:
+        return None
+    return int(text)
 
 
 def mib(n: int) -> str:

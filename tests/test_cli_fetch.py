@@ -98,7 +98,7 @@ def test_without_fetch_everything_runs(run: Run, tmp_path: Path) -> None:
     assert "needs" not in k520(run, "plan", spec)[1]
 
 
-def test_a_long_list_of_pruned_ops_is_cut_after_eight(run: Run, tmp_path: Path) -> None:
+def test_a_long_list_of_pruned_ops_shows_its_ends_and_the_count(run: Run, tmp_path: Path) -> None:
     side = "".join(f"  - {{name: n{i}, op: neg, inputs: [a]}}\n" for i in range(11))
     spec = write(
         tmp_path,
@@ -107,7 +107,7 @@ def test_a_long_list_of_pruned_ops_is_cut_after_eight(run: Run, tmp_path: Path) 
     code, out, _ = k520(run, "run", spec)
     assert code == 0 and out.splitlines()[1] == (
         "fetch [a] needs 1 of 12 ops; not run (as TensorFlow's session.run): "
-        "n0, n1, n2, n3, n4, n5, n6, n7 and 3 more"
+        "n0, n1, n2, n3, ... (3 more) ..., n7, n8, n9, n10"
     )
 
 
@@ -236,3 +236,14 @@ def test_a_fetch_of_only_a_save_says_what_ran(run: Run, tmp_path: Path) -> None:
     assert (code, err) == (0, "")
     assert stdout == f"{SIM}\nran sv; nothing fetched to show or verify\n"
     np.testing.assert_array_equal(np.load(out), [1.0, 2.0])
+
+
+def test_print_says_its_message_then_the_value_on_stderr(run: Run, tmp_path: Path) -> None:
+    spec = write(tmp_path, (
+        "graph:\n"
+        "  - {name: a, op: constant, value: [1.0, 2.0]}\n"
+        "  - {name: p, op: print, inputs: [a], message: 'a is '}\n"
+        "  - {name: b, op: neg, inputs: [p]}\n"
+    ))  # fmt: skip
+    code, out, err = k520(run, "run", spec)
+    assert (code, err) == (0, "a is [1. 2.]\n") and out.endswith("b:\n[-1. -2.]\n")

@@ -53,6 +53,11 @@ CASES = [
     ("uuid then index cannot mix", f"{U[2]},0", [2]),
     ("uuid and index naming one gpu twice", f"{U[0]},GPU-18ef", []),
     ("garbage stops", "gpu0", []),
+    ("full-width digit is no index", "\uff10", []),  # ０
+    ("arabic-indic digit stops the list", "1,\u0660,2", [1]),  # ٠
+    ("ascii digits before other digits count", "1\u0660,2", [1, 2]),
+    ("superscript digit is no index", "\u00b2", []),  # ²
+    ("an index of 5,000 digits names no gpu", "9" * 5000 + ",1", []),
 ]
 
 
@@ -231,3 +236,29 @@ def test_mig_gpu_without_instances_says_why_it_is_skipped() -> None:
 def test_a_single_mig_gpu_with_one_instance_needs_no_reason() -> None:
     gpu = Gpu(0, "A100", U[0], "x", mig_enabled=True, mig_instances=(MIG[0],))
     assert visibility([gpu], None).reasons == ()
+
+
+def test_other_digits_say_cuda_reads_ascii_only() -> None:
+    assert visibility(machine(), "1,\u0660,2").reasons == (
+        "Entry '\u0660' is not a GPU index (CUDA reads only the ASCII digits 0-9): CUDA stops at "
+        "the first invalid entry, so '2' after it is ignored.",
+    )
+
+
+def test_entries_after_an_invalid_one_are_sampled_with_their_count() -> None:
+    (reason,) = visibility(machine(), "1,x," + ",".join(map(str, range(10_000)))).reasons
+    assert reason == (
+        "Entry 'x' is not a GPU index, a GPU- UUID or a MIG- UUID: CUDA stops at the first "
+        "invalid entry, so '0', '1', '2', '3', ... (9,992 more) ..., '9996', '9997', '9998', "
+        "'9999' after it are ignored."
+    )
+
+
+def test_a_long_entry_and_a_long_order_are_cut() -> None:
+    (reason,) = visibility(machine(), "x" * 100_000).reasons
+    assert reason == f"Entry '{'x' * 196}... is not a GPU index, a GPU- UUID or a MIG- UUID: " + (
+        "CUDA stops at the first invalid entry."
+    )
+    warning = order_warning(visible(machine(), None), "A" * 100_000)
+    assert warning is not None and len(warning) < 600
+    assert warning.startswith(f"CUDA_DEVICE_ORDER='{'A' * 196}... is not a value CUDA documents")

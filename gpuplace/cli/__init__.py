@@ -1,6 +1,6 @@
 """The `gpuplace` command line (see `main.py`); `AppContext` is what tests inject."""
 
 from .context import AppContext
-from .main import cli, entry, main
+from .main import cli, main
 
-__all__ = ["AppContext", "cli", "entry", "main"]
+__all__ = ["AppContext", "cli", "main"]

@@ -9,7 +9,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from ..devices import Machine, View, discover, view
+from ..devices import Machine, View, available_memory, discover, view
 from ..devices.nvml import NvmlLoader, load_pynvml
 
 if TYPE_CHECKING:
@@ -29,6 +29,7 @@ class AppContext:
     machine_spec: str | None = None  # --machine; None: GPUPLACE_MACHINE, else the real machine
     debug: bool = False
     installed: Callable[[str], str | None] | None = None  # distribution -> version; None: look
+    host_memory: Callable[[], int | None] = available_memory  # bytes this host can still give
 
     def installed_version(self, name: str) -> str | None:
         from ..devices.cuda_match import installed_version
@@ -55,4 +56,4 @@ class AppContext:
         return discover(spec, self.nvml_loader, source or "--machine")
 
     def view(self) -> View:
-        return view(self.machine(), self.env)
+        return view(self.machine(), self.env, self.host_memory)

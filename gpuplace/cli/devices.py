@@ -8,9 +8,10 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from ..devices import View
+from ..echo import LINE_CHARS, sample
 from ..errors import BadInput, CheckFailed
 from .context import AppContext
-from .flags import global_options
+from .flags import count_flag, global_options
 from .output import echo_renderable, gpus_required, warn
 
 if TYPE_CHECKING:
@@ -74,7 +75,7 @@ def _save_rates(app: AppContext, results: list[CheckResult], as_json: bool) -> N
 @click.option("--json", "as_json", is_flag=True, help="One JSON document (sizes in bytes).")
 @click.option(
     "--require-gpus",
-    type=click.IntRange(min=0),
+    callback=count_flag,
     metavar="N",
     help="Exit 1 unless at least N GPUs are visible.",
 )
@@ -145,7 +146,7 @@ def devices(
     if as_json:
         click.echo(json.dumps(doc, indent=2))
     if failures:
-        raise CheckFailed("; ".join(failures))
+        raise CheckFailed(sample(failures, "; ", width=LINE_CHARS))
 
 
 def _presets(as_json: bool, **others: object) -> None:

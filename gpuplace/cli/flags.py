@@ -9,7 +9,9 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import click
 
+from ..echo import TEXT_CHARS, clip, show
 from ..errors import BadInput
+from ..units import parse_count
 from .context import MACHINE_ENV, AppContext
 
 if TYPE_CHECKING:
@@ -25,6 +27,17 @@ MEMORY_FLAGS = ("allow_growth", "memory_fraction", "memory_limit", "virtual_gpus
                 "replicate", "out_dir", "allow_writes_anywhere")  # fmt: skip
 
 
+def count_flag(ctx: click.Context, param: click.Parameter, value: str | None) -> int | None:
+    """A whole number >= 0 in the ASCII digits 0-9 (`units.parse_count`), as a click callback:
+    click's int would take '３' as 3, and echo all of 5,000 digits in its error."""
+    if value is None:
+        return None
+    count = parse_count(value.strip())
+    if count is None:
+        raise click.BadParameter(f"{show(value, TEXT_CHARS)} is not a whole number >= 0 (e.g. 2)")
+    return count
+
+
 def _merge_globals(app: AppContext, machine_spec: str | None, debug: bool) -> None:
     """Fold --machine / --debug given after the command into the app (see `global_options`)."""
     app.debug = app.debug or debug
@@ -33,8 +46,8 @@ def _merge_globals(app: AppContext, machine_spec: str | None, debug: bool) -> No
     before = click.get_current_context().meta.get("gpuplace.machine")
     if before is not None and before != machine_spec:
         raise BadInput(
-            f"--machine is given twice with different values: {before!r} before the command and "
-            f"{machine_spec!r} after it; give it once"
+            f"--machine is given twice with different values: {show(before, TEXT_CHARS)} before "
+            f"the command and {show(machine_spec, TEXT_CHARS)} after it; give it once"
         )
     app.machine_spec = machine_spec
 
@@ -108,12 +121,14 @@ def parse_feeds(values: Sequence[str]) -> dict[str, str]:
     for item in values:
         name, sep, value = item.partition("=")
         if not sep or not name.strip():
-            raise BadInput(f"--feed {item!r}: expected NAME=FILE.npy or NAME=JSON (e.g. x=[[1,2]])")
+            raise BadInput(
+                f"--feed {show(item, TEXT_CHARS)}: expected NAME=FILE.npy or NAME=JSON (e.g. x=[[1,2]])"
+            )
         name = name.strip()
         if name in feeds:
+            first, again = (clip(f"{name}={v}", TEXT_CHARS) for v in (feeds[name], value))
             raise BadInput(
-                f"--feed {name} is given twice ({name}={feeds[name]} and {name}={value}); "
-                f"feed each placeholder once"
+                f"--feed {clip(name)} is given twice ({first} and {again}); feed each placeholder once"
             )
         feeds[name] = value
     return feeds

@@ -7,16 +7,19 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import io
 import os
 import sys
 from typing import Any, TextIO, cast
 
 import click
 
+from ..echo import fit_line
 from ..errors import GpuplaceError, OutputError
 from .context import AppContext
 from .devices import devices
 from .flags import DEBUG_HELP, MACHINE_HELP
+from .interrupt import interrupted
 from .mem import mem
 from .output import say
 from .plan import plan
@@ -66,8 +69,8 @@ class _GuardedStdout:
 
 
 def main(argv: list[str] | None = None, app: AppContext | None = None) -> int:
-    """Console entry point: run the group, map gpuplace errors to one message and an exit code
-    (with --debug, the traceback too; the exit code stays the error's)."""
+    """Run the group: map gpuplace errors to one message and an exit code (with --debug, the
+    traceback too; the exit code stays the error's), and a SIGINT to `error: interrupted`, 130."""
     app = app or AppContext()
     stdout = sys.stdout
     if stdout is None:
@@ -78,6 +81,8 @@ def main(argv: list[str] | None = None, app: AppContext | None = None) -> int:
         sys.stdout.flush()
     except GpuplaceError as exc:
         return _report(app, exc)
+    except KeyboardInterrupt as exc:  # outside click's handling (flushing, reporting)
+        return interrupted(exc, app.debug)
     finally:
         sys.stdout = stdout
     return code
@@ -87,13 +92,15 @@ def _invoke(argv: list[str] | None, app: AppContext) -> int:
     try:
         cli.main(args=argv, obj=app, standalone_mode=False, prog_name="gpuplace")
     except click.ClickException as exc:
-        exc.show()
+        shown = io.StringIO()
+        exc.show(file=shown)  # click quotes a flag's value whole: 5,000 digits, one screen each
+        for line in shown.getvalue().splitlines():
+            say(fit_line(line))
         return exc.exit_code
     except click.exceptions.Exit as exc:
         return exc.exit_code
-    except click.Abort:
-        say("Aborted.")
-        return 1
+    except click.Abort as exc:  # click's word for a KeyboardInterrupt (it printed a new line)
+        return interrupted(exc.__cause__, app.debug, new_line=False)
     return 0
 
 
@@ -110,7 +117,8 @@ def _report(app: AppContext, exc: GpuplaceError) -> int:
     return exc.exit_code
 
 
-def entry() -> None:  # pragma: no cover - thin console-script wrapper
+def run_console() -> int:  # pragma: no cover - the console script's; tests run it in a subprocess
+    """`main` for the console script (`gpuplace.cli.entry`): its exit code, with stdout flushed."""
     code = main()
     try:
         if sys.stdout is not None:
@@ -118,7 +126,7 @@ def entry() -> None:  # pragma: no cover - thin console-script wrapper
     except (OSError, ValueError):  # already reported: let the interpreter's last flush go nowhere
         with contextlib.suppress(OSError, ValueError):
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-    sys.exit(code)
+    return code
 
 
 for command in (devices, run, plan, mem):

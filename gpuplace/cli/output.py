@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from ..echo import fit_line
 from .context import AppContext
 from .words import CLI
 
@@ -73,7 +74,8 @@ def _fits(console: Any, table: Any) -> bool:
 
 
 def warn(message: str) -> None:
-    say(f"warning: {message}")
+    """One warning line, within one screen however much input it quotes."""
+    say(f"warning: {fit_line(message)}")
 
 
 def say(message: str) -> None:

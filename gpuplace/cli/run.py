@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from ..echo import LINE_CHARS, sample
 from ..errors import BadInput, CheckFailed, RuntimeFailure
 from .context import AppContext
 from .flags import JSON, SOFT, global_options, memory_options, options_from_flags, pop_memory_flags
@@ -78,7 +79,10 @@ def check_save_path(path: str) -> None:
     help="Feed a placeholder: NAME=FILE.npy or NAME=JSON.",
 )
 @click.option(
-    "--force", is_flag=True, help="Run even when the plan predicts running out of memory."
+    "--force",
+    is_flag=True,
+    help="Run even when the plan predicts running out of GPU memory "
+    "(never past the host memory available: the kernel would kill the run).",
 )
 @memory_options
 @global_options
@@ -120,11 +124,11 @@ def run(app: AppContext, /, spec: str, log: bool | None, soft: bool | None, expl
         _print_run(app, view, prepared, result, explain, checked)
     bad = [c for c in checked if not c.ok]
     if bad:
-        raise CheckFailed("; ".join(
+        raise CheckFailed(sample([
             f"--verify: {c.fetch} differs from the float64 CPU run by {c.max_rel_error:.2e} "
             f"(relative; tolerance for {c.dtype} is {c.tolerance:.0e})"
             + (f"; {c.hint}" if c.hint else "") for c in bad
-        ))  # fmt: skip
+        ], "; ", width=LINE_CHARS))  # fmt: skip
 
 
 def _verify(prepared: Prepared, result: RunResult, view: View) -> list[Verified]:
@@ -181,7 +185,7 @@ def _print_run(app: AppContext, view: View, prepared: Prepared, result: RunResul
     if result.values:
         click.echo(report.results_text(result.values))
     elif prepared.graph.targets:  # fetch: named only ops run for their effect (save)
-        click.echo(f"ran {', '.join(prepared.graph.targets)}; nothing fetched to show or verify")
+        click.echo(f"ran {sample(prepared.graph.targets)}; nothing fetched to show or verify")
     for c in checked:
         verdict = "ok" if c.ok else "MISMATCH" + (f" ({c.hint})" if c.hint else "")
         click.echo(f"verify {c.fetch}: max relative error {c.max_rel_error:.1e} vs float64 CPU "

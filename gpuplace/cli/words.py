@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import ClassVar
 
+from ..echo import TEXT_CHARS, clip, show
 from ..errors import Setting, Term, Words
 
 # Options fields whose flag is not `--` and the field's name with dashes
@@ -24,17 +25,27 @@ class CliWords(Words):
         Term.FEED_EACH: "pass --feed NAME=FILE.npy or --feed NAME=JSON for each",
         Term.REPLICATE_AGAIN: "the flag",
         Term.COMPARE: "--compare",
+        Term.PLAN: "gpuplace plan",
     }
 
     def setting(self, ref: Setting) -> str:
         flag = _FLAGS.get(ref.field, "--" + ref.field.replace("_", "-"))
+        value = ref.value
         if ref.key is not None:
-            return f"{flag} {ref.key}" + ("" if ref.value is None else f"={ref.value}")
-        if ref.value is None:
+            return f"{flag} {clip(ref.key)}" + ("" if value is None else f"={_text(value)}")
+        if value is None:
             return flag
-        if isinstance(ref.value, bool):
-            return flag if ref.value else f"--no-{flag[2:]}"
-        return f"{flag} {ref.value!r}" if ref.quote else f"{flag} {ref.value}"
+        if isinstance(value, bool):
+            return flag if value else f"--no-{flag[2:]}"
+        return f"{flag} {show(value, TEXT_CHARS)}" if ref.quote else f"{flag} {_text(value)}"
+
+
+def _text(value: object) -> str:
+    """A flag's value as typed, cut short (--replicate with 5,000 digits)."""
+    try:
+        return clip(str(value), TEXT_CHARS)
+    except ValueError:  # an int past the 4,300 digits str() takes
+        return show(value)
 
 
 CLI = CliWords()

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from ..errors import BadInput
+from .host_memory import available_memory
 from .model import Gpu, GpuProcess, Host, Machine, MigInstance, View, VisibleGpu
 from .nvml import NvmlLoader, load_pynvml, probe
 from .simulated import load_machine
@@ -19,6 +20,7 @@ __all__ = [
     "View",
     "Visibility",
     "VisibleGpu",
+    "available_memory",
     "discover",
     "load_machine",
     "view",
@@ -40,9 +42,18 @@ def discover(
     return probe(nvml_loader)
 
 
-def view(machine: Machine, env: Mapping[str, str]) -> View:
+def view(
+    machine: Machine,
+    env: Mapping[str, str],
+    host_available: int | Callable[[], int | None] | None = available_memory,
+) -> View:
     """What a process started with environment `env` (os.environ, or a dict) sees of `machine`:
-    its GPUs in CUDA order after CUDA_VISIBLE_DEVICES, warnings, and why the others are hidden."""
+    its GPUs in CUDA order after CUDA_VISIBLE_DEVICES, warnings, and why the others are hidden.
+
+    `host_available`: the bytes this host can still give the process, where a run on the CPU
+    or simulated GPUs keeps its tensors (a run needing more is refused): a number, None (do not
+    check), or a function that measures it (by default, this host: MemAvailable, cgroup limits,
+    ulimit -v)."""
     if not isinstance(machine, Machine):
         raise BadInput(
             f"view: machine must be a Machine (what gpuplace.discover() returns), got "
@@ -65,4 +76,5 @@ def view(machine: Machine, env: Mapping[str, str]) -> View:
         cuda_visible_devices=cvd,
         warnings=tuple(warnings),
         hidden=seen.reasons,
+        host_available=host_available() if callable(host_available) else host_available,
     )

@@ -140,13 +140,18 @@ class VisibleGpu:
 class View:
     """What one process sees on a machine: the visible GPUs in CUDA order, plus warnings, and
     `hidden`: one sentence per cause for GPUs of the machine (or CUDA_VISIBLE_DEVICES entries)
-    the process does not see (an invalid entry, a duplicate, MIG's single-device enumeration)."""
+    the process does not see (an invalid entry, a duplicate, MIG's single-device enumeration).
+
+    `host_available`: the bytes this host could still give the process when the view was made
+    (`host_memory.py`), where a run on the CPU or simulated GPUs keeps its tensors; None:
+    unknown, and runs are not checked against it. A measurement, so views compare without it."""
 
     machine: Machine
     gpus: tuple[VisibleGpu, ...]
     cuda_visible_devices: str | None
     warnings: tuple[str, ...] = field(default=())
     hidden: tuple[str, ...] = field(default=())
+    host_available: int | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)

@@ -19,9 +19,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from ..echo import clip_middle, show
 from ..errors import BadInput
 from ..gc_pause import gc_paused
-from ..limits import MACHINE_ALIASES, MACHINE_FILE_BYTES, clip, read_text, show
+from ..limits import MACHINE_ALIASES, MACHINE_FILE_BYTES, read_text
 from ..units import GiB, human, parse_size
 from . import sim_fields as fields
 from .model import Gpu, Host, Machine
@@ -82,7 +83,9 @@ def load_machine(spec: str, source: str = "load_machine(spec)") -> Machine:
     for item in text.split(","):
         match = _ITEM.match(item)
         if match is None:
-            raise BadInput(f"{source}: cannot read {clip(item.strip())!r}; expected {SPEC_FORMS}")
+            raise BadInput(
+                f"{source}: cannot read {clip_middle(item.strip())!r}; expected {SPEC_FORMS}"
+            )
         count = int(match.group(1) or 1)
         if count < 1:
             raise BadInput(
@@ -220,7 +223,7 @@ def _preset_or_fail(name: str, label: str, has_memory: bool, from_file: bool) ->
         close = difflib.get_close_matches(name, keys + [k.lower() for k in keys], n=1, cutoff=0.4)
         hint = f" (did you mean {close[0]!r}?)" if close else ""
         raise BadInput(
-            f"{label}: unknown GPU preset {clip(name)!r}{hint}; presets: {', '.join(keys)}"
+            f"{label}: unknown GPU preset {clip_middle(name)!r}{hint}; presets: {', '.join(keys)}"
             + (
                 "; in a machine file, give 'memory' to describe another GPU"
                 if from_file

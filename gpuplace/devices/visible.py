@@ -2,7 +2,8 @@
 
 Rules (CUDA Programming Guide, environment variables; nvitop `_parse_cuda_visible_devices`):
 unset means every GPU; an empty string means none; entries are trimmed and an entry starting with
-a digit (or a sign and a digit) counts only its leading integer; enumeration stops at the first
+a digit (or a sign and a digit) counts only its leading integer, in the ASCII digits 0-9 alone
+(`０` or `٠` is no index: CUDA does not read them); enumeration stops at the first
 entry that names no GPU (`0,2,-1,1` is GPUs 0 and 2); integer indices are NVML (PCI) indices;
 `GPU-` UUIDs may be abbreviated to any unique prefix; `MIG-<uuid>` and `MIG-GPU-<uuid>/<gi>/<ci>`
 name MIG devices; a device named twice empties the list; the first entry fixes indices or UUIDs,
@@ -23,11 +24,13 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from ..echo import TEXT_CHARS, sample, show
 from ..errors import BadInput
 from .model import Gpu, Machine, MigInstance, VisibleGpu
 
-_LEADING_INT = re.compile(r"^[+-]?\d+")
-_MIG_TRIPLE = re.compile(r"^MIG-(GPU-[0-9A-Fa-f-]+)/(\d+)/(\d+)$")
+_LEADING_INT = re.compile(r"^[+-]?[0-9]+")  # ASCII only: \d also matches "０" and "٠"
+_MIG_TRIPLE = re.compile(r"^MIG-(GPU-[0-9A-Fa-f-]+)/([0-9]{1,9})/([0-9]{1,9})$")
+_MAX_DIGITS = 9  # an index with more digits names no GPU (and int() refuses 4,300 of them)
 _KIND = {"index": "a GPU index", "uuid": "a UUID"}
 ORDERS = ("FASTEST_FIRST", "PCI_BUS_ID")  # CUDA_DEVICE_ORDER's documented values
 
@@ -74,7 +77,8 @@ def _target(gpus: Sequence[Gpu], entry: str) -> tuple[str, Target | None]:
     """Return (kind, target) for one trimmed entry; kind is 'index', 'uuid' or 'invalid'."""
     number = _LEADING_INT.match(entry)
     if number:
-        index = int(number.group(0))
+        digits = number.group(0)
+        index = int(digits) if len(digits.lstrip("+-0")) <= _MAX_DIGITS else -1
         target = next(((g, None) for g in gpus if g.nvml_index == index), None)
         return "index", target
     if entry.startswith("MIG-"):
@@ -95,25 +99,26 @@ def _name(target: Target) -> str:
 
 
 def _quoted(entries: Sequence[str]) -> str:
-    return ", ".join(repr(e) for e in entries)
+    return sample([show(e, TEXT_CHARS) for e in entries])
 
 
 def _why_invalid(gpus: Sequence[Gpu], entry: str) -> str:
     if not entry:
         return "An empty entry names no GPU"
+    shown = show(entry, TEXT_CHARS)
     if _LEADING_INT.match(entry):
         indices = f"0-{len(gpus) - 1}" if len(gpus) > 1 else "0" if gpus else "none: it has no GPU"
-        return f"Entry {entry!r} is not a GPU index of this machine (indices: {indices})"
+        return f"Entry {shown} is not a GPU index of this machine (indices: {indices})"
     if entry.startswith("GPU-"):
         matches = len(_uuid_matches(gpus, entry))
         if matches > 1:
-            return (
-                f"Entry {entry!r} matches {matches} GPU UUIDs; an abbreviated UUID must match one"
-            )
-        return f"Entry {entry!r} matches no GPU UUID of this machine"
+            return f"Entry {shown} matches {matches} GPU UUIDs; an abbreviated UUID must match one"
+        return f"Entry {shown} matches no GPU UUID of this machine"
     if entry.startswith("MIG-"):
-        return f"Entry {entry!r} names no MIG device of this machine (or more than one)"
-    return f"Entry {entry!r} is not a GPU index, a GPU- UUID or a MIG- UUID"
+        return f"Entry {shown} names no MIG device of this machine (or more than one)"
+    if entry.lstrip("+-")[:1].isdigit():
+        return f"Entry {shown} is not a GPU index (CUDA reads only the ASCII digits 0-9)"
+    return f"Entry {shown} is not a GPU index, a GPU- UUID or a MIG- UUID"
 
 
 def _stopped(reason: str, rest: Sequence[str]) -> str:
@@ -135,18 +140,18 @@ def _parse(gpus: Sequence[Gpu], cuda_visible_devices: str) -> tuple[list[Named],
         if target is None:
             return named, _stopped(_why_invalid(gpus, entry), entries[i + 1 :])
         if mode is not None and kind != mode:
-            reason = (
-                f"Entry {entry!r} is {_KIND[kind]} after {_KIND[mode]}, and CUDA never mixes them"
-            )
+            reason = f"Entry {show(entry, TEXT_CHARS)} is {_KIND[kind]} after {_KIND[mode]}, and CUDA never mixes them"
             return named, _stopped(reason, entries[i + 1 :])
         mode = mode or kind
         key = (target[0].uuid, target[1].uuid if target[1] else "")
         if key in seen:
             again = (
-                "is listed twice" if seen[key] == entry else f"names the same GPU as {seen[key]!r}"
+                "is listed twice"
+                if seen[key] == entry
+                else f"names the same GPU as {show(seen[key], TEXT_CHARS)}"
             )
             return [], (
-                f"Entry {entry!r} {again} ({_name(target)}): CUDA makes no GPU visible when a "
+                f"Entry {show(entry, TEXT_CHARS)} {again} ({_name(target)}): CUDA makes no GPU visible when a "
                 "device is listed twice."
             )
         seen[key] = entry
@@ -198,7 +203,7 @@ def _single_mig(named: list[Named]) -> tuple[list[Target], list[str]]:
         verb = "is" if len(rest) == 1 else "are"
         return [target], [
             f"With a MIG device in CUDA_VISIBLE_DEVICES, CUDA enumerates that one MIG device only "
-            f"(the first named, {first!r}), so {_quoted(rest)} {verb} ignored."
+            f"(the first named, {show(first, TEXT_CHARS)}), so {_quoted(rest)} {verb} ignored."
         ]
     reasons: list[str] = []
     for _, (gpu, _mig) in named:
@@ -255,7 +260,7 @@ def order_warning(visible_gpus: Sequence[VisibleGpu], cuda_device_order: str | N
     mixed = len({v.gpu.product for v in visible_gpus}) > 1
     if order is not None and order not in ORDERS:
         text = (
-            f"CUDA_DEVICE_ORDER={order!r} is not a value CUDA documents (FASTEST_FIRST, the "
+            f"CUDA_DEVICE_ORDER={show(order, TEXT_CHARS)} is not a value CUDA documents (FASTEST_FIRST, the "
             "default, or PCI_BUS_ID); gpuplace assumes CUDA's default order, FASTEST_FIRST"
         )
         if mixed:

@@ -121,9 +121,12 @@ class _Run:
             )
 
     def print(self, op: Op, text: Compute, args: list[Any], backend: Backend) -> list[Any]:
-        """A print op: one line per input, `name: value` in numpy's text of the host value."""
+        """A print op: per input, its `message` then numpy's text of the host value, as
+        TensorFlow's tf.Print writes `message` then the data (`loss: [0.25]`); without a message,
+        the op's name says whose value it is (`p: [1. 2.]`)."""
         hosts = [backend.get(value) for value in args]
-        self.printed.extend(f"{op.name}: {line}" for line in text(np, hosts, op.attrs))
+        lead = op.attrs.get("message") or f"{op.name}: "
+        self.printed.extend(f"{lead}{line}" for line in text(np, hosts, op.attrs))
         return []
 
     def device_oom(self, step: Step | None, device: int, exc: BaseException) -> OutOfMemory:

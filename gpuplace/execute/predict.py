@@ -19,8 +19,8 @@ from ..graph.model import Graph
 from ..memory.ledger import Ledger, OutOfMemory
 from ..memory.pools import DeviceMemory, ledgers, summary
 from ..placement.model import Placement
-from .backends import NullBackend
-from .executor import plan, run
+from .backends import NullBackend, NumpyBackend
+from .executor import Schedule, plan, run
 
 CPU0 = full_name("CPU", 0)
 
@@ -46,6 +46,34 @@ class Prediction:
 
     memory: list[DeviceMemory]
     oom: OutOfMemory | None
+
+
+@dataclass(frozen=True)
+class HostPeak:
+    """The most bytes a run holds at once in host memory, and the op whose step gets there."""
+
+    nbytes: int
+    op: str
+
+
+def host_peak(schedule: Schedule) -> HostPeak:
+    """The most a run of `schedule` holds at once in host memory: the tensors (and copies) of
+    its numpy devices, CPU:0 and simulated GPUs, counted as the ledgers count them (rounded to
+    256 B, charged before each step, freed after their last reader). One pass, no kernels."""
+    host = [isinstance(b, NumpyBackend) for b in schedule.backends]
+    held = peak = 0
+    at = ""
+    for segment in schedule.segments:
+        on_host = host[segment.device]
+        for step, frees in zip(segment.steps, segment.frees, strict=True):
+            if on_host:
+                held += step[5]  # the bytes of its outputs and copies (see `Step`)
+                if held > peak:
+                    peak, at = held, step[0].name
+            for _, device, size in frees:
+                if host[device]:
+                    held -= size
+    return HostPeak(peak, at)
 
 
 def _walk(graph: Graph, placement: Placement, books: Sequence[Ledger]) -> None:

@@ -168,8 +168,8 @@ class _Planner:
         for step, (op, placed) in enumerate(zip(ops, self._devices(ops), strict=True)):
             if placed != device:
                 device = self._segment(op, placed, step)  # raises for None
-            inputs: tuple[int, ...] = ()
-            copies: Copies = ()
+            slots: list[int] = []  # a list, not a growing tuple: add_n may read 100,000
+            made: list[CopyStep] = []
             for ref in op.inputs:
                 try:
                     slot = home[ref.op][ref.index]
@@ -179,9 +179,11 @@ class _Planner:
                     ) from None
                 if slot_info[slot][0] != device:
                     last_use[slot] = step
-                    slot, copies = self._copy_in(op.name, ref, slot, device, step, copies)
+                    slot = self._copy_in(op.name, ref, slot, device, step, made)
                 last_use[slot] = step
-                inputs += (slot,)
+                slots.append(slot)
+            inputs = tuple(slots)
+            copies: Copies = tuple(made)
             alloc = sum(slot_info[c.dst][2] for c in copies) if copies else 0
             first = len(slot_info)
             if op.type == PRINT_OP:  # forwards its inputs' buffers, as TF's Print does
@@ -255,14 +257,15 @@ class _Planner:
         return index
 
     def _copy_in(
-        self, consumer: str, ref: TensorRef, src: int, device: int, step: int, copies: Copies
-    ) -> tuple[int, Copies]:
-        """The slot of `ref`'s copy on `device`, and the step's copies with it if it is new."""
+        self, consumer: str, ref: TensorRef, src: int, device: int, step: int, made: list[CopyStep]
+    ) -> int:
+        """The slot of `ref`'s copy on `device`; a new copy joins the step's copies (`made`)."""
         copy = self.copied.get((ref.op, ref.index, device))
         if copy is not None:
-            return copy, copies
-        made = self._copy(consumer, ref, src, device, step)
-        return made.dst, (*copies, made)
+            return copy
+        new = self._copy(consumer, ref, src, device, step)
+        made.append(new)
+        return new.dst
 
     def _copy(self, consumer: str, ref: TensorRef, src: int, device: int, step: int) -> CopyStep:
         src_device, nbytes, size = self.slot_info[src]
@@ -300,11 +303,11 @@ class _Planner:
         n, last_use = len(self.steps), self.last_use
         for slot in self.keep:
             last_use[slot] = n  # the step after the last: never freed
-        frees: list[tuple[Free, ...]] = [()] * (n + 1)
+        frees: list[list[Free]] = [[] for _ in range(n + 1)]  # lists: one step may free 100,000
         slots = zip(last_use, self.slot_info, strict=True)
         for slot, (step, (device, _, size)) in enumerate(slots):
-            frees[step] += ((slot, device, size),)
-        return frees
+            frees[step].append((slot, device, size))
+        return [tuple(f) for f in frees]
 
     def _segments(self, frees: list[tuple[Free, ...]]) -> tuple[Segment, ...]:
         """Runs of consecutive steps on one device, each with its steps' frees."""

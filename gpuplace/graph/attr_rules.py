@@ -8,8 +8,8 @@ from __future__ import annotations
 from math import isfinite, prod
 from typing import Any
 
-from ..limits import clip
-from .attrs import FLOAT64_MAX, AttrError, flatten, is_number, nested_shape, show
+from ..echo import clip_middle, show
+from .attrs import FLOAT64_MAX, AttrError, flatten, is_number, nested_shape
 from .infer import FLOATS
 from .model import DTYPES
 from .npy import NpyError, read_header
@@ -131,13 +131,13 @@ def check_load(attrs: dict[str, Any]) -> None:
         header = read_header(path)
     except NpyError as err:
         raise AttrError(
-            f"cannot read {clip(path)!r} as a .npy file ({err}); point path at a file written by "
+            f"cannot read {clip_middle(path)!r} as a .npy file ({err}); point path at a file written by "
             "numpy.save (a relative path starts at the spec's folder)"
         ) from None
     dtype = header.dtype
     if dtype.name not in DTYPES:
         raise AttrError(
-            f"{clip(path)!r} holds {dtype}, which is not supported; accepted: {', '.join(DTYPES)} "
+            f"{clip_middle(path)!r} holds {dtype}, which is not supported; accepted: {', '.join(DTYPES)} "
             "(save it with .astype('float32'))"
         )
     attrs["shape"], attrs["dtype"] = header.shape, dtype.name

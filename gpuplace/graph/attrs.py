@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..limits import MAX_RANK
-from ..limits import show as show  # attrs' messages, and the graph package's
 from ..parse import is_number_text
 from .model import DTYPES
 

@@ -13,8 +13,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Any
 
+from ..echo import TEXT_CHARS, clip_middle, sample, show
 from ..errors import BadInput, Message, Part, RuntimeFailure, Setting, Term
-from ..limits import LONG_INT, MAX_RANK, clip, show
+from ..limits import LONG_INT, MAX_RANK
 from ..units import human
 from .attrs import RANK_WHY
 from .infer import fmt
@@ -44,7 +45,7 @@ def apply_feeds(graph: Graph, feeds: Mapping[str, Any]) -> Graph:
                 )
             )  # fmt: skip
         if op.type != "placeholder":
-            listed = ", ".join(placeholders) or "none"
+            listed = sample(placeholders) or "none"
             raise BadInput(
                 Message(
                     Setting("feeds", key=name), f": op {name!r} is a {op.type}, not a "
@@ -66,10 +67,10 @@ def require_fed(graph: Graph) -> None:
     """BadInput listing every placeholder without a value (call before running)."""
     unfed = [op for op in graph.ops if op.type == "placeholder" and "value" not in op.attrs]
     if unfed:
-        what = ", ".join(
-            f"'{op.name}' with dtype {op.outputs[0].dtype} and shape {fmt(op.outputs[0].shape)}"
-            for op in unfed
-        )
+        what = sample(
+            [f"'{op.name}' with dtype {op.outputs[0].dtype} and shape {fmt(op.outputs[0].shape)}"
+             for op in unfed], width=TEXT_CHARS,
+        )  # fmt: skip
         raise BadInput(
             Message(
                 f"You must feed a value for placeholder tensor {what}; ", Term.FEED_EACH,
@@ -112,7 +113,7 @@ def _value(op: Op, fed: Any) -> Any:
     import numpy as np
 
     text = fed if isinstance(fed, str) else None
-    given = Setting("feeds", text and clip(text), key=op.name)  # an array: without its value
+    given = Setting("feeds", text and clip_middle(text), key=op.name)  # an array: without its value
     if text is not None and text.lower().endswith(".npy"):
         return _fit(op, _npy_value(op, text, given), given)
     data = fed if text is None else _json(op, text, given)

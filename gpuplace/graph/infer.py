@@ -11,6 +11,7 @@ from collections.abc import Callable, Mapping, Sequence
 from math import prod
 from typing import Any
 
+from ..echo import sample
 from ..errors import BadInput
 from .model import DTYPES, TensorSpec
 
@@ -29,7 +30,7 @@ def fmt(shape: Sequence[int]) -> str:
 
 
 def shape_error(lead: str, name: str, tf_type: str, inputs: Specs, fix: str) -> BadInput:
-    shapes = ", ".join(fmt(s.shape) for s in inputs)
+    shapes = sample([fmt(s.shape) for s in inputs])
     return BadInput(
         f"{lead} for '{name}' (op: '{tf_type}') with input shapes: {shapes}. Fix: {fix}"
     )

@@ -11,9 +11,9 @@ from collections.abc import Callable, Mapping, Sequence
 from types import ModuleType
 from typing import Any
 
+from ..echo import show
 from ..errors import BadInput, RuntimeFailure
 from ..fileio import write_atomic
-from .attrs import show
 from .infer import batch_rows, split_sizes
 from .npy import read_header
 from .writes import check_folder

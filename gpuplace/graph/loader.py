@@ -15,12 +15,12 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from ..echo import sample, show
 from ..errors import BadInput, Message, Setting, Term
 from ..gc_pause import gc_paused
 from ..limits import SPEC_SIZE_ENV, Limits, read_text
 from ..parse import Document, key_line, parse
 from ..parse_json import json_lines
-from .attrs import show
 from .expansion import count_ops
 from .model import STRATEGIES, Config, Graph, Op, TensorRef, TensorSpec
 from .ops import suggest
@@ -438,7 +438,7 @@ def _no_fetch(
         )
         return SpecError(f"fetch {text!r}: op {name!r} ({e.opdef.name}) has {fix}", where)
     fed = [entries[i].name + (f":{o}" if o else "") for i, o in inputs[j]]
-    instead = f" instead: fetch: [{', '.join(fed)}]" if fed else " instead"
+    instead = f" instead: fetch: [{sample(fed)}]" if fed else " instead"
     if e.opdef.name == "save":
         path = e.raw.get("path")
         writes = f"writes its input to {path!r}" if type(path) is str else "writes its input"

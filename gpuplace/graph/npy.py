@@ -19,7 +19,8 @@ from math import prod
 from tokenize import TokenError
 from typing import TYPE_CHECKING, Any
 
-from ..limits import MAX_RANK, clip
+from ..echo import clip_middle
+from ..limits import MAX_RANK
 
 if TYPE_CHECKING:
     import numpy as np
@@ -87,8 +88,8 @@ def _numpy_words(text: str) -> str:
     large = re.match(r"Header info length \((\d+)\) is large", text)
     if large:
         return f"its header is {int(large[1]):,} bytes, more than the 10,000 numpy reads"
-    return clip(" ".join(text.split()), 160)
+    return clip_middle(" ".join(text.split()), 160)
 
 
 def _dims(shape: tuple[int, ...]) -> str:
-    return clip(f"[{','.join(map(str, shape))}]")
+    return clip_middle(f"[{','.join(map(str, shape))}]")

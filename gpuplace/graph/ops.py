@@ -27,6 +27,7 @@ from math import prod
 from types import MappingProxyType, ModuleType
 from typing import Any
 
+from ..echo import show
 from ..errors import BadInput
 from . import infer as inf
 from . import kernels as k
@@ -53,7 +54,6 @@ from .attrs import (
     Attr,
     AttrError,
     number_hint,
-    show,
 )
 from .model import OpMeta, TensorSpec
 from .writes import WriteRules, save_path, write_rules

@@ -18,8 +18,8 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
+from ..echo import sample, show
 from ..errors import Message, Part, Setting, Text
-from .attrs import show
 from .infer import fmt
 from .ops import REGISTRY, suggest
 from .scope import Device, Namespace, Scope, SpecError, check_keys
@@ -274,7 +274,7 @@ def replica_error(raw: Synthetic, specs: Sequence[TensorSpec] | None, reason: st
             ),
             raw,
         )  # fmt: skip
-    shapes = ", ".join(fmt(s.shape) for s in specs)
+    shapes = sample([fmt(s.shape) for s in specs])
     if merge == "concat" and any(not s.shape for s in specs):
         fix = (
             "write a replicate: block with merge: mean or merge: add_n instead of the flag"

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import fields
 from typing import Any, NamedTuple, NoReturn
 
-from .attrs import show
+from ..echo import ITEMS, sample, show
 from .model import Op, TensorRef, TensorSpec
 from .ops import EMPTY, REGISTRY, OpDef, suggest
 from .scope import UNCONSTRAINED, Names, Scope, SpecError
@@ -175,10 +175,11 @@ def _cycle(entries: list[Entry], inputs: list[Inputs], waiting: list[int]) -> No
         path.append(at)
         at = next(j for j, _ in inputs[at] if waiting[j])
     loop = [*path[seen[at] :], at][::-1]
-    text = " -> ".join(entries[i].name for i in loop)
+    text = sample([entries[i].name for i in loop], " -> ")
+    size = f" (a cycle of {len(loop) - 1:,} ops)" if len(loop) > ITEMS else ""
     raise SpecError(
-        f"cycle in the graph: {text}; an op cannot depend on its own output, remove one of "
-        "these inputs",
+        f"cycle in the graph: {text}{size}; an op cannot depend on its own output, remove one "
+        "of these inputs",
         entries[loop[0]].raw,
     )
 

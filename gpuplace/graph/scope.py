@@ -8,8 +8,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..devices.names import DeviceSpec
+from ..echo import show
 from ..errors import BadInput, Text
-from .attrs import show
 from .ops import suggest
 
 

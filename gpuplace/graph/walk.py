@@ -26,8 +26,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any, NoReturn
 
 from ..devices.names import DeviceNameError, DeviceSpec, parse_device
+from ..echo import show
 from ..errors import BadInput
-from .attrs import show
 from .ops import EMPTY, REGISTRY, OpDef, suggest
 from .replicate import expand_replicate, slice_item
 from .scope import UNCONSTRAINED, Device, Names, Namespace, Scope, SpecError, check_keys
@@ -80,15 +80,18 @@ class Walker:
         copy k a local `name` that is its share of the outer `name` (replicate's split)."""
         exported: dict[str, list[int]] = {}
         written: dict[str, object] = {}
+        by_copy: dict[int, list[tuple[str, int, int]]] = {}  # each copy's slices, found once
+        for item in slices:
+            by_copy.setdefault(item[1], []).append(item)
+        sliced = {x for x, _, _ in slices}
         for k, (device, prefix) in enumerate(copies):
             local = Scope(scope)
-            for x, index, parts in slices:
-                if index == k:
-                    raw = slice_item(x, index, parts)
-                    self.add_synthetic(raw, scope, local, x, UNCONSTRAINED, prefix + x)
+            for x, index, parts in by_copy.get(k, ()):
+                raw = slice_item(x, index, parts)
+                self.add_synthetic(raw, scope, local, x, UNCONSTRAINED, prefix + x)
             self._walk(body, local, Namespace(Names(body), prefix), device, where)
             for name, indices in local.names.items():
-                if not any(x == name for x, _, _ in slices):
+                if name not in sliced:
                     exported.setdefault(name, []).extend(indices)
             written.update(local.written)
         for name, indices in exported.items():

@@ -19,8 +19,8 @@ import stat
 from dataclasses import dataclass
 from typing import NoReturn
 
+from ..echo import show
 from ..errors import BadInput, Message, Setting
-from .attrs import show
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,5 @@
-"""Fit checks before anything is allocated: each device's memory, and no tensor larger than it."""
+"""Fit checks before anything is allocated: each device's memory, no tensor larger than it, and
+no run holding more in host memory than the host has."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ from collections.abc import Mapping, Sequence
 
 from ..devices.model import LogicalGpu, View
 from ..devices.names import full_name
-from ..errors import RuntimeFailure
+from ..errors import Message, RuntimeFailure, Term
 from ..graph.model import Graph
 from ..placement.model import Placement
 from ..units import human
@@ -32,3 +33,22 @@ def check_fits(graph: Graph, placement: Placement, limits: Mapping[str, int | No
                     f"{human(spec.nbytes)}, larger than all {human(limit)} {device} may use; nothing "
                     "was allocated. Place it on a device with more memory or make the tensor smaller"
                 )
+
+
+def check_host_memory(nbytes: int, op: str, available: int | None) -> None:
+    """Refuse, before anything runs, a run whose tensors in host memory (those of CPU:0 and of
+    the simulated GPUs, all numpy arrays) would at `op` come to `nbytes`, more than the host has
+    `available` (None: unknown, not checked). Past it the kernel kills the process (SIGKILL)
+    rather than fail an allocation, so no option runs it anyway."""
+    if available is None or nbytes <= available:
+        return
+    raise RuntimeFailure(
+        f"at op '{op}' this run would hold {human(nbytes)} ({nbytes:,} B) in host memory (the "
+        "tensors of CPU:0 and of the simulated GPUs live there), more than the "
+        f"{human(available)} this host has available; nothing was run, and nothing overrides "
+        "this check: past it the kernel kills the process",
+        Message(
+            "see each device's peak with ", Term.PLAN, ", then run it on a host with more memory "
+            "or make its tensors smaller",
+        ),
+    )  # fmt: skip

@@ -19,8 +19,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..devices.model import LogicalGpu, VisibleGpu
+from ..echo import TEXT_CHARS, sample, show
 from ..errors import BadInput, Message, Part, Setting, Text
-from ..units import GiB, MiB, human, parse_size
+from ..units import GiB, MiB, human, parse_count, parse_size
 
 ENV_GROWTH = "TF_FORCE_GPU_ALLOW_GROWTH"
 VIRTUAL_GPUS = Setting("virtual_gpus")
@@ -79,7 +80,7 @@ def _fraction(value: object, where: Part) -> float:
     return f
 
 
-_VIRTUAL = re.compile(r"^\s*(?:/?(?:device:)?GPU:)?(\d+)\s*=\s*(.+)$", re.IGNORECASE)
+_VIRTUAL = re.compile(r"^\s*(?:/?(?:device:)?GPU:)?([0-9]+)\s*=\s*(.+)$", re.IGNORECASE)
 
 
 def parse_virtual(text: str, where: Part = VIRTUAL_GPUS) -> dict[int, tuple[int, ...]]:
@@ -88,25 +89,28 @@ def parse_virtual(text: str, where: Part = VIRTUAL_GPUS) -> dict[int, tuple[int,
     given: dict[int, str] = {}
     for part in text.split(";"):
         match = _VIRTUAL.match(part)
-        if match is None:
+        index = None if match is None else parse_count(match.group(1))
+        if match is None or index is None:
             raise BadInput(
                 Message(
-                    where, f": cannot read {part.strip()!r}; expected GPU:N=SIZE[,SIZE...] "
-                    "(e.g. GPU:0=2GiB,2GiB), several separated by ';'",
+                    where, f": cannot read {show(part.strip(), TEXT_CHARS)}; expected "
+                    "GPU:N=SIZE[,SIZE...] (e.g. GPU:0=2GiB,2GiB), several separated by ';'",
                 )
             )  # fmt: skip
         sizes = tuple(parse_size(s.strip(), where) for s in match.group(2).split(","))
         if any(s <= 0 for s in sizes):
             raise BadInput(
-                Message(where, f": every logical GPU needs memory > 0, got {part.strip()!r}")
+                Message(
+                    where,
+                    f": every logical GPU needs memory > 0, got {show(part.strip(), TEXT_CHARS)}",
+                )
             )
-        index = int(match.group(1))
         if index in given:
             raise BadInput(
                 Message(
-                    where, f": GPU:{index} is given twice ({given[index]!r} and "
-                    f"{part.strip()!r}); give each GPU once, with all its logical GPUs' sizes "
-                    f"after one '=' (e.g. GPU:{index}=1GiB,2GiB,2GiB)",
+                    where, f": GPU:{index} is given twice ({show(given[index], TEXT_CHARS)} "
+                    f"and {show(part.strip(), TEXT_CHARS)}); give each GPU once, with all its "
+                    f"logical GPUs' sizes after one '=' (e.g. GPU:{index}=1GiB,2GiB,2GiB)",
                 )
             )  # fmt: skip
         given[index] = part.strip()
@@ -264,19 +268,19 @@ def _check_virtual(gpu: VisibleGpu, sizes: Sequence[int], policy: Policy) -> Non
         return
     each = free // len(sizes) // MiB * MiB
     source = policy.virtual_source
-    example: Part
-    if source == VIRTUAL_GPUS:
+    example: tuple[Part, ...] = (f" ({free // MiB:,} logical GPUs of 1MiB at most)",)
+    if each and source == VIRTUAL_GPUS:
         split = f"GPU:{gpu.cuda_index}=" + ",".join([_size(each)] * len(sizes))
-        example = Setting("virtual_gpus", split)
-    else:
-        example = f"memory_limit_mb: [{', '.join([str(each // MiB)] * len(sizes))}]"
+        example = (" (e.g. ", Setting("virtual_gpus", split), ")")
+    elif each:
+        example = (f" (e.g. memory_limit_mb: [{sample([str(each // MiB)] * len(sizes))}])",)
     used = f" (other processes use {human(gpu.memory_used)})" if gpu.memory_used else ""
     what = f"the {len(sizes)} logical GPUs" if len(sizes) > 1 else "the logical GPU"
     raise BadInput(
         Message(
             source, f" asks {human(want)} in all for {what} of GPU:{gpu.cuda_index} "
             f"({gpu.product}), which has {human(free)} free{used}; give sizes that "
-            f"add up to at most {human(free)} (e.g. ", example, ")",
+            f"add up to at most {human(free)}", *example,
         )
     )  # fmt: skip
 

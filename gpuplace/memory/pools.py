@@ -14,6 +14,7 @@ from typing import Any
 
 from ..devices.model import LogicalGpu, View
 from ..devices.names import full_name
+from ..echo import sample
 from ..errors import GpuplaceError, Message, Part, RuntimeFailure, Setting
 from ..units import human
 from .ledger import Ledger, OutOfMemory
@@ -69,7 +70,7 @@ def check_reservations(logical: Sequence[LogicalGpu]) -> None:
         free = gpu.memory_free if gpu.memory_free is not None else gpu.memory_total
         want = sum(g.reserve for g in group)
         if free is not None and want > free:
-            names = ", ".join(g.name for g in group)
+            names = sample([g.name for g in group])
             raise RuntimeFailure(
                 f"cannot reserve {human(want)} for {names} on {gpu.product} (CUDA GPU {gpu.cuda_index}): "
                 f"only {human(free)} is free (other processes use {human(gpu.memory_used or 0)}).",
@@ -100,7 +101,7 @@ def prepare_pools(logical: Sequence[LogicalGpu], backends: Mapping[str, Any]) ->
             _release(groups[:done], backends)
             gpu = group[0].gpu
             raise RuntimeFailure(
-                f"cannot reserve {human(reserve)} for {', '.join(g.name for g in group)} on "
+                f"cannot reserve {human(reserve)} for {sample([g.name for g in group])} on "
                 f"{gpu.product} (CUDA GPU {gpu.cuda_index}): cupy: {exc} Nothing is left "
                 "allocated.",
                 SMALLER,

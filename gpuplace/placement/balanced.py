@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from operator import attrgetter
 
 from ..devices.names import parse_device
+from ..echo import sample
 from ..gc_pause import gc_paused
 from ..graph.model import Graph, OpMeta
 from ..units import human
@@ -35,7 +36,7 @@ from . import place
 from .cost import DeviceModel, LinkModel, copy_time, split_devices, work_times
 from .estimate import Estimate, simulate
 from .flat import Flat, default_meta, flatten, free_groups
-from .links import Piece, transfer
+from .links import Link, transfer
 from .model import Decision, NoFit, Placement
 from .occupancy import Occupancy
 from .timeline import Slot, Timeline
@@ -155,7 +156,7 @@ class _Balancer:
                 text += f" counting copies {self.weight:g}x"
             if excluded:
                 limits = {human(models[other].memory_limit or 0) for other in excluded}
-                names = ", ".join(models[other].short for other in excluded)
+                names = sample([models[other].short for other in excluded])
                 its = "its" if len(excluded) == 1 else "their"
                 text += f" ({names} would exceed {its} {', '.join(sorted(limits))} limit)"
             kind = "explicit" if request else "balanced"
@@ -225,7 +226,7 @@ class _Balancer:
             if self.placed[producer] < 0
         ]
         if brought:
-            what += f" with the {', '.join(dict.fromkeys(brought))} it reads"
+            what += f" with the {sample(list(dict.fromkeys(brought)))} it reads"
         need = max(draft.total for draft in drafts)
         return NoFit(what, name, need, rooms, why)
 
@@ -285,11 +286,11 @@ class _Balancer:
 
     def _finish(self, draft: Draft) -> float:
         """When a draft would finish with its copies planned on the links (none booked)."""
-        ready, held = draft.ready, list[Piece]()  # copies planned into the device
+        ready, held = draft.ready, Link()  # copies planned into the device
         inbound, outbound = self.timeline.inbound[draft.device], self.timeline.outbound
         for source, start, seconds in draft.copies:
             end, pieces = transfer(outbound[source], inbound, start, seconds, held)
-            held.extend(pieces)
+            held.book(pieces)
             ready = max(ready, end)
         return max(draft.start, ready) + draft.seconds
 

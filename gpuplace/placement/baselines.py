@@ -24,17 +24,28 @@ def _options(flat: Flat, tf: Placement, gpus: Sequence[DeviceModel], cpu: Device
     device for a pinned op; the group's GPUs for a free op, plus the CPU for an unrequested
     generator with a CPU kernel (it may follow a consumer there, as TF's heuristic A does)."""
     groups, free = free_groups(flat, tf, num_gpus)
+    rates: dict[int, list[DeviceModel]] = {}  # per candidate tuple (groups share them): see below
     out = []
     for j, name in enumerate(flat.names):
         cands = free.get(groups[j])
         if cands is None:
             out.append([models[tf.decisions[name].device]])
             continue
-        options = [gpus[k] for k in cands]
+        options = rates.get(id(cands))
+        if options is None:  # a bound needs one GPU per rate, not all 20,000 logical GPUs
+            options = rates[id(cands)] = _one_per_rate([gpus[k] for k in cands])
         if flat.generator[j] and "CPU" in flat.kernels[j] and not flat.graph.ops[j].device:
-            options.append(cpu)
+            options = [*options, cpu]
         out.append(options)
     return out
+
+
+def _one_per_rate(models: Sequence[DeviceModel]) -> list[DeviceModel]:
+    """The first of each kind and rate among `models`: the same fastest time as all of them."""
+    seen: dict[tuple[str, float, float, float], DeviceModel] = {}
+    for m in models:
+        seen.setdefault((m.kind, m.flops, m.bandwidth, m.overhead), m)
+    return list(seen.values())
 
 
 class Bounds(NamedTuple):

@@ -14,11 +14,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..devices.names import DeviceSpec, full_name
+from ..echo import sample
 from ..errors import Message, Term, Text
 from .colocation import has_details
 from .model import PlacementError
 
 _PRIORITY = {"GPU": 210, "CPU": 70}
+_LISTED = 32  # devices TF's messages list whole (a 16-GPU node's); past that, a sample
 
 
 @dataclass(frozen=True)
@@ -85,13 +87,23 @@ class DeviceTable:
         made += [LocalDevice("GPU", i, full_name("GPU", i)) for i in range(num_gpus)]
         self.created = tuple(made)  # DeviceSet insertion order: CPU:0, then GPUs by index
         self.devices = tuple(sorted(made, key=lambda d: (-_PRIORITY[d.type], d.name)))
+        self._by_id = {(d.type, d.index): d for d in made}
         self.types = frozenset(d.type for d in made)
         self.soft = soft
         self._cache: dict[tuple[DeviceSpec, frozenset[str]], Candidates] = {}
         self._exists: dict[DeviceSpec, int] = {}
 
     def matching(self, spec: DeviceSpec, types: frozenset[str]) -> tuple[LocalDevice, ...]:
-        """`FindMatchingDevices` then `FilterSupportedDevices`, in priority order."""
+        """`FindMatchingDevices` then `FilterSupportedDevices`, in priority order.
+
+        A spec naming one device (`/device:GPU:7`) is looked up, not matched against every
+        device: with a replica per logical GPU, scanning would cost devices x specs."""
+        if spec.device_type is not None and spec.device_index is not None:
+            found = self._by_id.get((spec.device_type, spec.device_index))
+            hit = (
+                found is not None and found.type in types and spec.matches(found.type, found.index)
+            )
+            return (found,) if hit and found is not None else ()
         return tuple(d for d in self.devices if d.type in types and spec.matches(d.type, d.index))
 
     def exists(self, spec: DeviceSpec) -> int:
@@ -143,7 +155,7 @@ class DeviceTable:
         group's Colocation Debug Info, which TF appends (gpuplace: for groups of two or more)."""
         prefix = f"Cannot assign a device for operation {name}: "
         if own != group:
-            listed = ", ".join(d.name for d in self.created)
+            listed = sample([d.name for d in self.created], limit=_LISTED)
             message = (
                 f"Could not satisfy explicit device specification '{requested}' because the node "
                 f"{{{{colocation_node {name}}}}} was colocated with a group of nodes that required "
@@ -152,7 +164,7 @@ class DeviceTable:
             )
             fix = f"change the device of {name} or of the ops colocated with it"
         elif not self.exists(own):
-            listed = ", ".join(sorted(d.name for d in self.created))
+            listed = sample(sorted(d.name for d in self.created), limit=_LISTED)
             message = (
                 f"{{{{node {name}}}}} was explicitly assigned to {requested} but available "
                 f"devices are [ {listed} ]. Make sure the device specification refers to a "

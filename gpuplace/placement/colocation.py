@@ -17,6 +17,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 from ..devices.names import DeviceSpec
+from ..echo import TEXT_CHARS, sample
 from ..errors import Message, Term, Text
 from ..graph.model import Op
 from .model import PlacementError
@@ -164,7 +165,8 @@ class ColocationGraph:
             "",
             "Colocation members, user-requested devices, and framework assigned devices, if any:",
         ]
-        lines += [f"  {self.ops[i].name} ({self.tf_type(i)}) {self.ops[i].device}" for i in members]
+        listed = [f"  {self.ops[i].name} ({self.tf_type(i)}) {self.ops[i].device}" for i in members]
+        lines.append(sample(listed, "\n", width=TEXT_CHARS))
         return "\n".join(lines) + "\n"
 
     def lacking(self, root: int, device_type: str) -> list[int]:

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 
 from ..devices.names import full_name
 from ..devices.presets import find_preset
+from ..echo import sample
 from ..errors import BadInput
 from ..graph.model import Op, TensorSpec
 
@@ -146,7 +147,7 @@ def split_devices(devices: Sequence[DeviceModel]) -> tuple[list[DeviceModel], De
     """
     gpus = sorted((m for m in devices if m.kind == "GPU"), key=lambda m: _index(m.name))
     if [_index(m.name) for m in gpus] != list(range(len(gpus))):
-        names = ", ".join(m.short for m in gpus)
+        names = sample([m.short for m in gpus])
         raise BadInput(f"the GPU models must be GPU:0..GPU:{len(gpus) - 1}, got {names}")
     cpu = next((m for m in devices if m.kind == "CPU"), None)
     return gpus, cpu if cpu is not None else cpu_model()
@@ -178,7 +179,7 @@ def rate_sources(
     by_source: dict[str, list[str]] = {}
     for g in logical:
         by_source.setdefault(card_rates(g.gpu, rates)[2], []).append(str(g.index))
-    return [(f"GPU:{','.join(indices)}", source) for source, indices in by_source.items()]
+    return [(f"GPU:{sample(indices, ',')}", source) for source, indices in by_source.items()]
 
 
 def device_models(

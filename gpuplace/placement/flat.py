@@ -160,21 +160,35 @@ def free_groups(
     """(group root per op, GPU indices each free group may use, keyed by root).
 
     A group missing from the mapping is pinned: its ops keep TensorFlow's decisions in `tf`
-    (a group with one candidate GPU is pinned there: TF chose it too).
+    (a group with one candidate GPU is pinned there: TF chose it too). A request matches no
+    GPU, one (it names an index) or every GPU, and the groups that may use every GPU share one
+    tuple of them, so this is linear in ops plus GPUs (a replica per GPU is 20,000 of each).
     """
     groups = _groups(flat.graph)
+    every = tuple(range(num_gpus))
     matches: dict[str, tuple[int, ...]] = {}
-    allowed: dict[int, set[int]] = {}
+    allowed: dict[int, tuple[int, ...]] = {}
     for i, op in enumerate(flat.graph.ops):
         found = matches.get(op.device)
         if found is None:
-            spec: DeviceSpec = parse_device(op.device)
-            found = matches[op.device] = tuple(k for k in range(num_gpus) if spec.matches("GPU", k))
-        gpus = set(found) if "GPU" in flat.kernels[i] else set()
+            found = matches[op.device] = _matching_gpus(parse_device(op.device), every)
+        gpus = found if "GPU" in flat.kernels[i] else ()
         root = groups[i]
-        allowed[root] = allowed[root] & gpus if root in allowed else gpus
-    free = {root: tuple(sorted(g)) for root, g in allowed.items() if len(g) > 1}
+        before = allowed.get(root)
+        if before is None or before is every:
+            allowed[root] = gpus
+        elif gpus is not every:
+            allowed[root] = tuple(k for k in before if k in gpus)  # both hold one GPU at most
+    free = {root: g for root, g in allowed.items() if len(g) > 1}
     for i, name in enumerate(flat.names):  # soft placement split the group: keep TF's choice
         if tf.decisions[name].kind == "soft-fallback":
             free.pop(groups[i], None)
     return groups, free
+
+
+def _matching_gpus(spec: DeviceSpec, every: tuple[int, ...]) -> tuple[int, ...]:
+    """The GPU indices a device request matches: none, the one it names, or `every` one."""
+    if spec.device_index is None:
+        return every if every and spec.matches("GPU", 0) else ()
+    k = spec.device_index
+    return (k,) if k < len(every) and spec.matches("GPU", k) else ()

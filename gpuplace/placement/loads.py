@@ -53,10 +53,8 @@ def device_loads(graph: Graph, placement: Placement, copies: list[PlannedCopy]) 
         device = placement.decisions[op.name].device
         ops[device] = ops.get(device, 0) + 1
         outputs[device] = outputs.get(device, 0) + sum(s.nbytes for s in op.outputs)
-    return [
-        DeviceLoad(
-            d, ops[d], outputs[d],
-            sum(1 for c in copies if c.dst == d), sum(c.nbytes for c in copies if c.dst == d),
-        )
-        for d in ops
-    ]  # fmt: skip
+    copies_in: dict[str, tuple[int, int]] = {}  # one pass over the copies, not one per device
+    for c in copies:
+        count, nbytes = copies_in.get(c.dst, (0, 0))
+        copies_in[c.dst] = (count + 1, nbytes + c.nbytes)
+    return [DeviceLoad(d, ops[d], outputs[d], *copies_in.get(d, (0, 0))) for d in ops]

@@ -4,9 +4,13 @@ The executor walks the graph in order; at step j a device holds every tensor who
 (creation step to last-reader step, both included) contains j. So a device's usage is a sum of
 intervals over steps, and a tensor fits where the usage over its interval, plus its size, stays
 within the limit. Checking an interval before adding it keeps the invariant `usage <= limit`
-at every step whatever order the intervals arrive in. One numpy row per device; `high` is an
-upper bound of each row's maximum, so most checks never look at the row (Baechi m-ETF checks
-a device's free memory the same way before it places an op there).
+at every step whatever order the intervals arrive in. `high` is an upper bound of each device's
+usage, so most checks never look at its steps (Baechi m-ETF checks a device's free memory the
+same way before it places an op there).
+
+A device's row of steps is made only when a check needs it: until its tensors together could
+exceed its limit, a sum is enough. So a graph with a small tensor on each of 20,000 logical
+GPUs keeps 20,000 sums and interval lists, not a 20,000 x steps matrix.
 """
 
 from __future__ import annotations
@@ -21,16 +25,28 @@ class Occupancy:
 
     def __init__(self, limits: Sequence[int | None], steps: int) -> None:
         self.limits = list(limits)
-        tracked = [limit is not None for limit in limits]
-        self.usage = np.zeros((len(limits), max(steps, 1)), dtype=np.int64)
-        self.tracked = tracked
-        self.high = [0] * len(limits)
+        self.tracked = [limit is not None for limit in limits]
+        self.steps = max(steps, 1)
+        self.rows: list[np.ndarray | None] = [None] * len(limits)
+        self.pending: list[list[tuple[int, int, int]]] = [[] for _ in limits]  # not in a row yet
+        self.high = [0] * len(limits)  # the sum of a device's sizes until it has a row
+
+    def _row(self, d: int) -> np.ndarray:
+        """Device d's bytes per step, made from the intervals added so far on first use."""
+        row = self.rows[d]
+        if row is None:
+            row = self.rows[d] = np.zeros(self.steps, dtype=np.int64)
+            for lo, hi, size in self.pending[d]:
+                row[lo : hi + 1] += size
+            self.pending[d] = []
+            self.high[d] = int(row.max())
+        return row
 
     def peak(self, d: int, lo: int, hi: int) -> int:
         """The most bytes in use on device d at any step of lo..hi."""
         if lo > hi:
             return 0
-        return int(self.usage[d, lo : hi + 1].max())
+        return int(self._row(d)[lo : hi + 1].max())
 
     def fits(self, d: int, lo: int, j: int, hi: int, before: int, total: int) -> bool:
         """Whether device d can take `before` more bytes over steps lo..j-1 and `total` more
@@ -51,8 +67,13 @@ class Occupancy:
         """A tensor of `size` bytes alive on d over steps lo..hi."""
         if not self.tracked[d] or size == 0 or lo > hi:
             return
-        row = self.usage[d, lo : hi + 1]
-        row += size
-        top = int(row.max())
+        row = self.rows[d]
+        if row is None:
+            self.pending[d].append((lo, hi, size))
+            self.high[d] += size
+            return
+        part = row[lo : hi + 1]
+        part += size
+        top = int(part.max())
         if top > self.high[d]:
             self.high[d] = top

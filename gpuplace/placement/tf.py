@@ -29,6 +29,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import cast
 
 from ..devices.names import DeviceSpec, parse_device
+from ..echo import clip
 from ..gc_pause import gc_paused
 from ..graph.model import Graph, Op, OpMeta
 from .candidates import Candidates, Consumers, DeviceTable, LocalDevice
@@ -110,7 +111,7 @@ def _no_kernel_error(op: Op, meta: OpMeta, table: DeviceTable) -> PlacementError
     shown = dict(op.attrs)
     if dtype is not None:
         shown["T"] = _dt(dtype)
-    attrs = ", ".join(f"{k}={_short(v)}" for k, v in sorted(shown.items()))
+    attrs = ", ".join(f"{k}={clip(str(v), 40)}" for k, v in sorted(shown.items()))
     registered = "\n".join(
         f"  device='{t}'; T in [{_dt(d)}]" if t in limits else f"  device='{t}'"
         for t in sorted(meta.kernels)
@@ -140,11 +141,6 @@ def _no_kernel_error(op: Op, meta: OpMeta, table: DeviceTable) -> PlacementError
     if dtype is not None and not kernels:
         error.exit_code = 2  # no machine has a kernel for it: the spec must change (bad input)
     return error
-
-
-def _short(value: object) -> str:
-    text = str(value)
-    return text if len(text) <= 40 else text[:37] + "..."
 
 
 class _Placer:

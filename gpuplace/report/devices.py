@@ -6,6 +6,7 @@ from typing import Any
 
 from ..devices.model import View, VisibleGpu
 from ..devices.visible import visible
+from ..echo import TEXT_CHARS, show
 from ..units import human, mib
 from .text import NA, columns, na
 
@@ -115,7 +116,9 @@ def notice(view: View) -> str | None:
             parts.insert(0, f"CUDA shows {shown} of {count}.")
         else:
             unset = " (unset it to see all)" if len(visible(m.gpus, None)) == len(m.gpus) else ""
-            parts.insert(0, f"CUDA_VISIBLE_DEVICES={cvd!r} shows {shown} of {count}{unset}.")
+            parts.insert(
+                0, f"CUDA_VISIBLE_DEVICES={show(cvd, TEXT_CHARS)} shows {shown} of {count}{unset}."
+            )
     return " ".join(parts)
 
 

@@ -3,10 +3,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from ..devices.model import View
+from ..echo import sample
 
 if TYPE_CHECKING:
     from ..results import Prepared
@@ -22,26 +22,17 @@ def title(view: View, strategy: str = "tensorflow", verb: str = "Plan") -> str:
     return f"{verb} on {where} (strategy {strategy})"
 
 
-LISTED = 8  # names shown in the `not run` line before `and N more`
-
-
-def listed(names: Sequence[str]) -> str:
-    """`a, b, c`, or the first LISTED names and `and N more`."""
-    text = ", ".join(names[:LISTED])
-    return text + (f" and {len(names) - LISTED} more" if len(names) > LISTED else "")
-
-
 def pruned_line(prepared: Prepared) -> str | None:
     """`fetch [b] needs 2 of 6 ops; not run (as TensorFlow's session.run): p, q, big, bigr`, or
     None when every op runs."""
     pruned = prepared.pruned
     if not pruned:
         return None
-    fetch = listed([*(str(ref) for ref in prepared.graph.fetch), *prepared.graph.targets])
+    fetch = sample([*(str(ref) for ref in prepared.graph.fetch), *prepared.graph.targets])
     kept = len(prepared.graph.ops)
     return (
         f"fetch [{fetch}] needs {kept} of {kept + len(pruned)} ops; not run (as TensorFlow's "
-        f"session.run): {listed(pruned)}"
+        f"session.run): {sample(pruned)}"
     )
 
 

@@ -8,10 +8,15 @@ NA = "N/A"
 
 
 def columns(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
-    """Left-aligned columns separated by two spaces; trailing spaces stripped."""
-    widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
+    """Left-aligned columns separated by two spaces; trailing spaces stripped.
+
+    The last column is not padded: one long cell there (an op fed by 20,000 copies) would
+    otherwise pad every row to its width."""
+    widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header) - 1)]
     lines = [
-        "  ".join(str(c).ljust(w) for c, w in zip(r, widths, strict=True)).rstrip()
+        "  ".join(
+            [*(str(c).ljust(w) for c, w in zip(r[:-1], widths, strict=True)), str(r[-1])]
+        ).rstrip()
         for r in [header, *rows]
     ]
     return "\n".join(lines)

@@ -186,6 +186,16 @@ def test_print_records_a_line_and_forwards_its_input() -> None:
     assert result.peak_bytes[GPU0] == 512  # the copy of a and b: print allocates nothing
 
 
+def test_print_writes_its_message_then_the_value_as_tf_print_does() -> None:
+    g = graph(
+        op("a", "constant", shape=(2,), value=[1.0, 2.0]),
+        op("p", "print", "a", shape=(2,), message="a is "),
+        op("q", "print", "p", shape=(2,), message=""),
+        fetch=("q",),
+    )
+    assert run_graph(g).printed == ["a is [1. 2.]", "q: [1. 2.]"]
+
+
 class Saving:
     """A `save` kernel that records each call instead of writing a file."""
 

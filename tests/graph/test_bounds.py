@@ -13,12 +13,14 @@ import numpy as np
 import pytest
 
 import gpuplace
+from gpuplace.echo import clip_middle as clip
+from gpuplace.echo import show
 from gpuplace.errors import BadInput
 from gpuplace.graph import load, loads
 from gpuplace.graph.expansion import count_ops
 from gpuplace.graph.npy import NpyError, read_header
 from gpuplace.graph.scope import SpecError
-from gpuplace.limits import AliasLimit, Limits, clip, read_limits, read_text, show
+from gpuplace.limits import AliasLimit, Limits, read_limits, read_text
 from gpuplace.parse import parse
 
 

@@ -128,5 +128,7 @@ def test_a_copy_uses_the_idle_time_of_both_links() -> None:
     assert pieces == [(0.5, 1.0), (2.0, 2.5), (3.0, 3.5)] and end == 3.5
     out.book(pieces)
     assert (out.starts, out.ends) == ([0.5, 3.0], [2.5, 3.5])  # touching blocks merge
-    end, pieces = transfer(out, into, 0.0, 0.5, held=[(0.0, 0.4)])
+    held = Link()  # pieces planned into `into` for the same op, not booked yet
+    held.book([(0.0, 0.4)])
+    end, pieces = transfer(out, into, 0.0, 0.5, held=held)
     assert pieces == [(0.4, 0.5), (3.5, 3.9)] and end == pytest.approx(3.9)
