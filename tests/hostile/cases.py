@@ -55,7 +55,7 @@ def broken_promise(outcome: Outcome, codes: tuple[int, ...] = (0, 1, 2),
         last = outcome.stderr.strip().splitlines()[-1]
         frames = re.findall(r'gpuplace/([\w/]+\.py)", line \d+, in ([\w<>]+)', outcome.stderr)
         where = ":".join(frames[-1]) if frames else "outside gpuplace"
-        return f"traceback ({last.split(':')[0]} in {where})"
+        return f"traceback ({_shape(last.split(':')[0])} in {where})"
     if len(outcome.stderr) > SCREEN:
         return f"more than a screen on stderr ({_shape(outcome.stderr.splitlines()[-1])[:50]})"
     said = len(ERROR_LINE.findall(outcome.stderr))

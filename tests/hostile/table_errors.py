@@ -45,6 +45,11 @@ TRACEBACKS = [
          xfail="a machine file nested 10,000 deep raises RecursionError"),
     Case("machine-file-is-folder", "held", ("--machine", "m.yaml", "devices"), 2, r"m\.yaml",
          {"m.yaml/x": "gpus: []\n"}),
+    Case("replicate-merge-a-list", "traceback", (*SIM, "plan", "g.yaml"), 2, "merge",
+         {"g.yaml": spec("{name: x, op: placeholder, shape: [64, 8]}",
+                         "{replicate: {gpus: 4, split: [x], merge: [concat]}, "
+                         "graph: [{name: y, op: relu, inputs: [x]}]}")},
+         xfail="a list as replicate's merge raises TypeError (found by the fuzzer)"),
     Case("feed-30000-deep", "traceback",
          (*SIM, "run", "g.yaml", "--feed", "x=" + "[" * 30_000 + "]" * 30_000), 2, "--feed x",
          {"g.yaml": FEED},

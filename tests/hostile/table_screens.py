@@ -54,6 +54,15 @@ CASES = [
          {"g.yaml": spec("{name: a, op: ones, shape: [2]}",
                          f"{{name: b, op: neg, inputs: [{LONG}]}}")},
          xfail="a 100,000-character input name is echoed whole"),
+    Case("replicate-ops-listed-whole", "flood", (*SIM, "plan", "g.yaml"), 2, "names no op",
+         {"g.yaml": spec("{name: x, op: placeholder, shape: [64, 8]}",
+                         "{replicate: {gpus: 4, split: [x]}, graph: ["
+                         f"{{name: {'v' * 5000}, op: variable, shape: [8, 2]}}, "
+                         "{name: h, op: matmul, inputs: [x, w]}]}")},
+         xfail="an input naming no op in a replicate body lists every op, names whole (fuzzer)"),
+    Case("machine-file-gpu-5000-chars", "flood", ("--machine", "m.yaml", "devices"), 2, r"m\.yaml",
+         {"m.yaml": "gpus:\n  - " + "x" * 5000 + "\n"},
+         xfail="a 5,000-character GPU entry of a machine file is echoed whole (fuzzer)"),
     Case("unknown-field-100k", "flood", (*SIM, "run", "g.json"), 2, "unknown field",
          {"g.json": json.dumps({"graph": [{"name": "a", "op": "ones", "shape": [2], LONG: 1}]})},
          xfail="a 100,000-character field name is echoed whole"),
