@@ -100,12 +100,12 @@ Check = Callable[[Path, Outcome], None]
 class Case:
     """One hostile input and what `gpuplace` must do with it.
 
-        `code`: the exit code (or the codes) allowed; `phrase`: a regular expression searched, case
-        ignored, in stderr (for exit 0, in stdout and stderr); `outputs`: the paths under the world a
-        run may create or change (everything else must be left as it was); `check`: a last look at
-        the world after the run; `error_line`: a failure says one `error:` line (False: it may be
-    silent, as a closed pipe is). `fresh` starts a new interpreter (for signals and closed streams)
-        instead of forking the suite's zygote. `xfail`: why today's code fails it (issue #12)."""
+    `code`: the exit code (or the codes) allowed; `phrase`: a regular expression searched, case
+    ignored, in stderr (for exit 0, in stdout and stderr); `outputs`: the paths under the world a
+    run may create or change (everything else must be left as it was); `check`: a last look at
+    the world after the run; `error_line`: a failure says one `error:` line (False: it may be
+    silent, as after a closed pipe). `fresh` starts a new interpreter (for signals and closed
+    streams) instead of forking the suite's zygote. `xfail`: why today's code fails it (#12)."""
 
     name: str
     kind: str

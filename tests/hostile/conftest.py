@@ -9,6 +9,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from tests.hostile.cases import Case
 from tests.hostile.runner import Prefetch
 from tests.hostile.sandbox import ForkServer
 
@@ -24,9 +25,11 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     if os.environ.get("GPUPLACE_HOSTILE_PREFETCH", "1") == "0":
         return
     cases = [
-        item.callspec.params["case"]
+        case
         for item in session.items
-        if isinstance(item, pytest.Function) and item.originalname == "test_hostile_input"
+        if isinstance(item, pytest.Function)
+        and item.originalname == "test_hostile_input"
+        and isinstance(case := item.callspec.params["case"], Case)
     ]
     if cases:
         PREFETCH.append(Prefetch(cases))

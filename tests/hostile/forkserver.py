@@ -77,6 +77,7 @@ def child(request: dict[str, Any]) -> None:
     """Become `gpuplace ARGV` in the request's world, run it, and end as the interpreter would."""
     os.setpgid(0, 0)
     signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # the server's handler is not gpuplace's
     os.chdir(request["cwd"])
     _streams(request)
     set_limits(request["limits"])

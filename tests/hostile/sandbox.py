@@ -25,6 +25,7 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from tests.hostile.forkserver import set_limits
 
@@ -115,14 +116,14 @@ class ForkServer:
         assert ready.get("ready"), f"the fork server did not start: {ready}"
         self.vm_bytes = _vm_size(int(ready["pid"])) or FRESH_BASE
 
-    def _reply(self, timeout: float) -> dict[str, object]:
+    def _reply(self, timeout: float) -> dict[str, Any]:
         assert self.proc.stdout is not None
         ready, _, _ = select.select([self.proc.stdout], [], [], timeout)
         line = self.proc.stdout.readline() if ready else ""
         if not line:
             code = self.proc.poll()
             raise RuntimeError(f"the hostile suite's fork server went away (exit {code})")
-        reply: dict[str, object] = json.loads(line)
+        reply: dict[str, Any] = json.loads(line)
         return reply
 
     def run(self, argv: list[str], env: Mapping[str, str], cwd: Path, out: Path,
@@ -136,15 +137,15 @@ class ForkServer:
         self.proc.stdin.write(json.dumps(request) + "\n")
         self.proc.stdin.flush()
         reply = self._reply(limits.wall_s + 60)
-        status = int(reply["status"])  # type: ignore[call-overload]
+        status = int(reply["status"])
         return Outcome(
             code=os.waitstatus_to_exitcode(status) if os.WIFEXITED(status) else None,
             signal=os.WTERMSIG(status) if os.WIFSIGNALED(status) else None,
             timed_out=bool(reply["timed_out"]),
             stdout=_decode(stdout),
             stderr=_decode(stderr),
-            wall_s=float(reply["wall"]),  # type: ignore[arg-type]
-            maxrss_kb=int(reply["maxrss_kb"]),  # type: ignore[call-overload]
+            wall_s=float(reply["wall"]),
+            maxrss_kb=int(reply["maxrss_kb"]),
             argv=tuple(argv),
         )
 
