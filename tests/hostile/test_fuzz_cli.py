@@ -47,14 +47,16 @@ class Fuzzed:
     peak_rss_kb: int = 0
     longest_s: float = 0.0
     findings: dict[str, tuple[Mutant, Outcome]] = field(default_factory=dict)
+    times: Counter[str] = field(default_factory=Counter)  # mutants per finding
 
     def add(self, mutant: Mutant, outcome: Outcome) -> None:
         self.codes[str(outcome.code if outcome.signal is None else -outcome.signal)] += 1
         self.peak_rss_kb = max(self.peak_rss_kb, outcome.maxrss_kb)
         self.longest_s = max(self.longest_s, outcome.wall_s)
         found = broken_promise(outcome)
-        if found is not None and found not in self.findings:
-            self.findings[found] = (mutant, outcome)
+        if found is not None:
+            self.findings.setdefault(found, (mutant, outcome))
+            self.times[found] += 1
 
     def check(self, messages: bool) -> None:
         """Fail on a failure not KNOWN (of the messages, or of how runs ended); xfail when
@@ -75,7 +77,8 @@ class Fuzzed:
             out.write(json.dumps(summary) + "\n")
             for problem, (mutant, outcome) in self.findings.items():
                 lines = outcome.stderr.strip().splitlines() or [""]
-                row = {"problem": problem, "exit": outcome.code, "signal": outcome.signal,
+                row = {"problem": problem, "mutants": self.times[problem],
+                       "exit": outcome.code, "signal": outcome.signal,
                        "first_line": lines[0][:300], "last_line": lines[-1][:300],
                        "mutant": mutant.describe(1500)}  # fmt: skip
                 out.write(json.dumps(row, ensure_ascii=False) + "\n")
