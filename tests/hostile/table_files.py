@@ -1,0 +1,140 @@
+"""Hostile inputs, class 1: files destroyed or written where they should not be (the `save` op,
+`run --save`, the rates cache), and what a corrupt rates cache does to `run`, `plan` and `mem`."""
+
+from __future__ import annotations
+
+import zipfile
+from pathlib import Path
+
+from tests.hostile.cases import MATMUL, SIM, Case, Content, Folder, Link, q, spec
+from tests.hostile.sandbox import KiB, Limits, Outcome
+
+OLD = b"the previous file, which must survive\n"
+
+
+def save_spec(path: str, value: str = "{name: a, op: constant, value: 1.0, shape: [2, 2]}") -> str:
+    """A spec that writes op `a` to `path` with a `save` op, run as its only target."""
+    return spec(value, f"{{name: sv, op: save, inputs: [a], path: {q(path)}}}", fetch="sv")
+
+
+BIG = "{name: a, op: ones, shape: [512, 512]}"  # 1 MiB of float32: more than a 64 KiB write
+SMALL_FILES = Limits(file_size=64 * KiB)  # a write past 64 KiB fails (EFBIG): a full disk
+ESCAPE = "allow-writes-anywhere"
+
+
+def _members_safe(world: Path, outcome: Outcome) -> None:
+    """`--save` wrote an archive whose member names cannot climb out (zip slip), or refused."""
+    if outcome.code != 0:
+        return
+    names = zipfile.ZipFile(world / "out.npz").namelist()
+    assert names, "an empty archive"
+    for name in names:  # a member can climb out only through a separator (or a drive)
+        assert not any(c in name for c in "/\\:\0"), names
+
+
+def _wrote_path_given(world: Path, outcome: Outcome) -> None:
+    """A `save` to `result` wrote `result` (or was refused), never `result.npy`."""
+    assert not (world / "result.npy").exists(), "wrote result.npy, not the path given"
+    if outcome.code == 0:
+        assert (world / "result").is_file(), "nothing at the path given"
+
+
+CASES = [
+    Case("save-dotdot", "files", (*SIM, "run", "a/b/g.yaml"), 2, ESCAPE,
+         {"a/b/g.yaml": save_spec("../../out.npy")},
+         xfail="a save path with '..' writes outside the spec's folder"),
+    Case("save-dotdot-plan", "files", (*SIM, "plan", "a/b/g.yaml"), 2, ESCAPE,
+         {"a/b/g.yaml": save_spec("../../out.npy")},
+         xfail="plan accepts a save path that climbs out with '..'"),
+    Case("save-dotdot-inside", "files", (*SIM, "run", "a/g.yaml"), 2, ESCAPE,
+         {"a/g.yaml": save_spec("sub/../../out.npy"), "a/sub": Folder()},
+         xfail="a save path through sub/../.. writes outside the spec's folder"),
+    Case("save-home", "files", (*SIM, "run", "g.yaml"), 2, ESCAPE, {"g.yaml": save_spec("~/x.npy")},
+         xfail="a save path starting with ~ writes into the home folder"),
+    Case("save-absolute", "files", (*SIM, "run", "spec/g.yaml"), 2, ESCAPE,
+         {"spec/g.yaml": save_spec("{world}/abs.npy")},
+         xfail="an absolute save path is written"),
+    Case("save-symlink-file", "files", (*SIM, "run", "spec/g.yaml"), 2, ESCAPE,
+         {"spec/g.yaml": save_spec("out.npy"), "spec/out.npy": Link("../victim.txt"),
+          "victim.txt": OLD},
+         xfail="a save writes through a symbolic link (out.npy -> ../victim.txt)"),
+    Case("save-symlink-absolute", "files", (*SIM, "run", "spec/g.yaml"), 2, ESCAPE,
+         {"spec/g.yaml": save_spec("out.npy"), "spec/out.npy": Link("{world}/victim.txt"),
+          "victim.txt": OLD},
+         xfail="a save writes through a symbolic link to an absolute path"),
+    Case("save-symlink-dangling", "files", (*SIM, "run", "spec/g.yaml"), 2, ESCAPE,
+         {"spec/g.yaml": save_spec("out.npy"), "spec/out.npy": Link("../new.npy")},
+         xfail="a save creates the target of a dangling symbolic link"),
+    Case("save-symlink-folder", "files", (*SIM, "run", "spec/g.yaml"), 2, ESCAPE,
+         {"spec/g.yaml": save_spec("outdir/x.npy"), "spec/outdir": Link("../elsewhere"),
+          "elsewhere": Folder()},
+         xfail="a save writes through a linked folder"),
+    Case("save-overwrite-disk-full", "files", (*SIM, "run", "g.yaml"), 1, r"out\.npy",
+         {"g.yaml": save_spec("out.npy", BIG), "out.npy": OLD}, limits=SMALL_FILES,
+         xfail="a failed save leaves the previous file half overwritten (not atomic)"),
+    Case("save-new-disk-full", "files", (*SIM, "run", "g.yaml"), 1, r"out\.npy",
+         {"g.yaml": save_spec("out.npy", BIG)}, limits=SMALL_FILES,
+         xfail="a failed save leaves a partial file behind"),
+    Case("save-is-folder", "files", (*SIM, "run", "g.yaml"), 2, r"out\.npy",
+         {"g.yaml": save_spec("out.npy"), "out.npy": Folder()},
+         xfail="a save path that is a folder fails at run time (exit 1), not when the spec loads"),
+    Case("save-without-npy", "files", (*SIM, "run", "g.yaml"), (0, 2), r"result|\.npy",
+         {"g.yaml": save_spec("result")}, outputs=("result",), check=_wrote_path_given,
+         xfail="a save path without .npy writes result.npy"),
+    Case("save-nul", "files", (*SIM, "run", "g.yaml"), 2, r"NUL|null",
+         {"g.yaml": save_spec("out\0.npy")},
+         xfail="a NUL in a save path fails at run time (exit 1)"),
+    Case("save-inside", "held", (*SIM, "run", "spec/g.yaml"), 0, "ran sv",
+         {"spec/g.yaml": save_spec("sub/out.npy"), "spec/sub": Folder()},
+         outputs=("spec/sub/out.npy",)),
+    Case("cli-save-overwrite-disk-full", "files",
+         (*SIM, "run", "g.yaml", "--save", "values.npz"), 1, r"values\.npz",
+         {"g.yaml": spec(BIG), "values.npz": OLD}, limits=SMALL_FILES,
+         xfail="a failed --save exits 2 and leaves the previous archive half overwritten"),
+    Case("cli-save-new-disk-full", "files", (*SIM, "run", "g.yaml", "--save", "values.npz"), 1,
+         r"cannot write", {"g.yaml": spec(BIG)}, limits=SMALL_FILES,
+         xfail="a failed --save exits 2, not 1"),
+    Case("cli-save-zip-slip", "files", (*SIM, "run", "g.yaml", "--save", "out.npz"), (0, 2),
+         r"\.\./\.\./evil",
+         {"g.yaml": spec("{name: ../../evil, op: constant, value: 1.0}")},
+         outputs=("out.npz",), check=_members_safe,
+         xfail="--save stores a fetch named ../../evil as a zip member with that path"),
+    Case("cli-save-missing-folder", "held", (*SIM, "run", "g.yaml", "--save", "no/v.npz"), 2,
+         "does not exist", {"g.yaml": MATMUL}),
+    Case("cli-save-folder", "held", (*SIM, "run", "g.yaml", "--save", "d"), 2, "is a directory",
+         {"g.yaml": MATMUL, "d": Folder()}),
+    Case("cli-save-dev-full", "held", (*SIM, "run", "g.yaml", "--save", "/dev/full"), 2, r"\.npz",
+         {"g.yaml": MATMUL}),
+]  # fmt: skip
+
+# A corrupt rates cache never breaks a command: one warning, the presets, exit 0; the file is
+# left for `devices --check` to rebuild (the suite's world hash says it was not touched here).
+CACHE = "cache/gpuplace/rates.json"
+RATE = '{"product": "p", "tflops": %s, "bandwidth_gbs": 100, "measured": "2026-11-29"}'
+BAD_CACHES: dict[str, tuple[Content, str | None]] = {  # label: (content, why today fails)
+    "deep": ("[" * 100_000, "a deeply nested rates cache raises RecursionError"),
+    "huge-int": ('{"GPU-x": ' + RATE % ("9" * 400) + "}",
+                 "a 400-digit number in the rates cache raises OverflowError"),
+    "huge-float": ('{"GPU-x": ' + RATE % "1e999" + "}", None),
+    "not-utf8": (b"\xff\xfe{\x00", None),
+    "a-list": ("[]", None),
+    "nan": ('{"GPU-x": ' + RATE % "NaN" + "}", None),
+}  # fmt: skip
+CASES += [
+    Case(f"rates-{label}-{command}", "traceback" if why else "held",
+         (*SIM, command, "g.yaml", "--strategy", "balanced"), 0, r"warning:.*rates",
+         {"g.yaml": MATMUL, CACHE: content}, xfail=why)
+    for label, (content, why) in BAD_CACHES.items()
+    for command in ("run", "plan", "mem")
+]  # fmt: skip
+CASES += [
+    Case("rates-folder", "held", (*SIM, "plan", "g.yaml", "--strategy", "balanced"), 0,
+         r"warning:.*rates", {"g.yaml": MATMUL, CACHE: Folder()}),
+    Case("rates-home-cache-deep", "traceback", (*SIM, "run", "g.yaml"), 0, "",
+         {"g.yaml": MATMUL, "home/.cache/gpuplace/rates.json": "[" * 100_000},
+         env={"XDG_CACHE_HOME": ""},
+         xfail="a deeply nested ~/.cache rates file raises RecursionError"),
+    Case("rates-env-deep", "traceback", (*SIM, "plan", "g.yaml"), 0, "",
+         {"g.yaml": MATMUL, "r.json": "[" * 100_000}, env={"GPUPLACE_RATES": "{world}/r.json"},
+         xfail="a deeply nested GPUPLACE_RATES file raises RecursionError"),
+]  # fmt: skip
