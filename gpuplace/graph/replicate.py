@@ -163,7 +163,7 @@ def _settings(item: dict[str, Any]) -> dict[str, Any]:
     if type(split) is not list or not all(type(x) is str for x in split):
         raise _error(f"replicate: split must be a list of op names, got {show(split)}", item)
     merge = spec.get("merge", "concat")
-    if merge not in MERGES:
+    if type(merge) is not str or merge not in MERGES:  # a list or a mapping is unhashable
         raise _error(
             f"replicate: merge must be one of {', '.join(MERGES)}, got {show(merge)}", item
         )

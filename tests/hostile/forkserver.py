@@ -84,7 +84,7 @@ def child(request: dict[str, Any]) -> None:
     os.environ.clear()
     os.environ.update(request["env"])
     sys.argv = ["gpuplace", *request["argv"]]
-    from gpuplace.cli.main import entry
+    from gpuplace.__main__ import entry
 
     code = 1
     try:

@@ -33,10 +33,7 @@ LIMITS = Limits(cpu_s=20, wall_s=30.0)  # each mutant needs well under a second
 # Failures of issue #12 that the default mutants find in today's code, by broken_promise's
 # words: the tests xfail while these are all they find, and fail on any other. Remove an entry
 # when its fix lands (the test then passes, or names what is left).
-KNOWN = {
-    "traceback (RecursionError in devices/simulated.py:_from_file)":
-        "#12 traceback: a machine file nested 20,000 deep raises RecursionError",
-}  # fmt: skip
+KNOWN: dict[str, str] = {}  # failure signature -> the issue being fixed (none open now)
 
 
 @dataclass
