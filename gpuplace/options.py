@@ -89,9 +89,6 @@ class Options:
         }  # fmt: skip
 
 
-MORE_THAN_ANY = 10**18  # a GPU count of more digits: no machine has that many
-
-
 def replicate_count(given: int | str | None) -> int | str | None:
     """`--replicate N|all` (Options.replicate) as the loader takes it; BadInput naming the
     setting for anything else."""
@@ -103,7 +100,12 @@ def replicate_count(given: int | str | None) -> int | str | None:
     two, every = Setting("replicate", 2), Setting("replicate", "all")
     count = value if isinstance(value, int) else parse_count(value)
     if count is None and isinstance(value, str) and value.isascii() and value.isdigit():
-        count = MORE_THAN_ANY  # a count, only too large for any machine: as 64 on a 4-GPU one
+        raise BadInput(
+            Message(
+                Setting("replicate", given, quote=True), ": more GPUs than any machine has; give "
+                "the number of GPUs to replicate over (e.g. ", two, ") or ", every,
+            )
+        )  # fmt: skip
     if count is None:
         raise BadInput(
             Message(

@@ -29,7 +29,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
         for item in session.items
         if isinstance(item, pytest.Function)
         and item.originalname == "test_hostile_input"
-        and isinstance(case := item.callspec.params["case"], Case)
+        and isinstance(case := item.callspec.params.get("case"), Case)
     ]
     if cases:
         PREFETCH.append(Prefetch(cases))
