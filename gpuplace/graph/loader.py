@@ -21,8 +21,9 @@ from ..gc_pause import gc_paused
 from ..limits import SPEC_SIZE_ENV, Limits, read_text
 from ..parse import Document, key_line, parse
 from ..parse_json import json_lines
+from .config import read_config
 from .expansion import count_ops
-from .model import STRATEGIES, Config, Graph, Op, TensorRef, TensorSpec
+from .model import Config, Graph, Op, TensorRef, TensorSpec
 from .ops import suggest
 from .replicate import FlagSettings, Synthetic, replica_error
 from .resolve import Inputs, Lookup, direct, new_op, new_ref, order, resolve_inputs
@@ -31,8 +32,6 @@ from .walk import Entry, Walker
 from .writes import WriteRules, write_rules
 
 TOP_KEYS = ("config", "graph", "fetch")
-CONFIG_KEYS = ("log_device_placement", "allow_soft_placement", "gpu_options", "placement")
-PLACEMENT_KEYS = ("strategy",)
 EXAMPLE = "e.g. graph: [{name: a, op: constant, value: 1.0}]"
 
 
@@ -196,7 +195,7 @@ def _build(doc: Document, source: str, base: str, extra: Extra) -> Graph:
             f" got {show(items)}",
             data,
         )
-    config = _config(data.get("config"), data)
+    config = read_config(data.get("config"), data)
     if extra.replicate is not None:
         items = _wrap_replicate(items, extra.replicate)
     walker = Walker(base, extra.gpus(config) if extra.gpus else None, extra.writes)
@@ -216,92 +215,6 @@ def _build(doc: Document, source: str, base: str, extra: Extra) -> Graph:
     ops, outputs = _infer(entries, inputs, colocate, run_order, doc.lines)
     fetch, targets = _fetch(data, top, names, inputs, outputs, run_order)
     return Graph(tuple(ops), fetch, config, source, targets, data.get("fetch") is not None)
-
-
-def _config(raw: Any, where: object) -> Config:
-    """The `config:` block; gpu_options and placement pass through as mappings."""
-    if raw is None:
-        return Config()
-    if type(raw) is not dict:
-        raise SpecError(f"config: expected a mapping, got {show(raw)}", where)
-    for key in raw:
-        if key not in CONFIG_KEYS:
-            raise SpecError(f"config: unknown key {show(key)}{suggest(key, CONFIG_KEYS)}", raw)
-    for key in ("log_device_placement", "allow_soft_placement"):
-        if key in raw and type(raw[key]) is not bool:
-            raise SpecError(f"config.{key}: expected true or false, got {show(raw[key])}", raw)
-    gpu = _mapping(raw, "gpu_options")
-    if "allow_growth" in gpu and type(gpu["allow_growth"]) is not bool:
-        raise SpecError(
-            f"config.gpu_options.allow_growth: expected true or false, got "
-            f"{show(gpu['allow_growth'])}",
-            gpu,
-        )
-    fraction = gpu.get("per_process_gpu_memory_fraction", 1)
-    if type(fraction) not in (int, float) or not 0 < fraction <= 1:
-        raise SpecError(
-            "config.gpu_options.per_process_gpu_memory_fraction: expected a number in (0, 1] "
-            f"(e.g. 0.4 for 40% of each GPU's memory), got {show(fraction)}",
-            gpu,
-        )
-    experimental = gpu.get("experimental", {})
-    if type(experimental) is not dict:
-        raise SpecError(
-            f"config.gpu_options.experimental: expected a mapping, got {show(experimental)}", gpu
-        )
-    if "virtual_devices" in experimental:
-        _virtual_devices(experimental["virtual_devices"], experimental)
-    placement = _mapping(raw, "placement")
-    for key in placement:
-        if key not in PLACEMENT_KEYS:
-            raise SpecError(
-                f"config.placement: unknown key {show(key)}{suggest(key, PLACEMENT_KEYS)}",
-                placement,
-            )
-    strategy = placement.get("strategy", STRATEGIES[0])
-    if strategy not in STRATEGIES:
-        close = suggest(strategy, STRATEGIES)
-        raise SpecError(
-            f"config.placement: placement strategy {show(strategy)} is not one of "
-            f"{', '.join(STRATEGIES)}{close if 'did you mean' in close else ''}",
-            placement,
-        )
-    return Config(
-        log_device_placement=raw.get("log_device_placement", False),
-        allow_soft_placement=raw.get("allow_soft_placement", False),
-        gpu_options=gpu,
-        placement=placement,
-    )
-
-
-def _virtual_devices(value: Any, where: dict[str, Any]) -> None:
-    """`experimental.virtual_devices`: one `{memory_limit_mb: [MB, ...]}` per visible GPU."""
-    field = "config.gpu_options.experimental.virtual_devices"
-    if type(value) is not list:
-        raise SpecError(
-            f"{field}: expected a list, one entry per visible GPU, e.g. "
-            f"[{{memory_limit_mb: [2048, 2048]}}], got {show(value)}",
-            where,
-        )
-    for i, entry in enumerate(value):
-        limits = entry.get("memory_limit_mb", []) if type(entry) is dict else None
-        if type(limits) is not list or not all(
-            type(x) in (int, float) and 0 < x < float("inf") for x in limits
-        ):
-            raise SpecError(
-                f"{field}[{i}]: expected {{memory_limit_mb: [MB, ...]}} with numbers > 0, "
-                f"e.g. {{memory_limit_mb: [2048, 2048]}}, got {show(entry)}",
-                entry if type(entry) is dict else where,
-            )
-
-
-def _mapping(raw: dict[str, Any], key: str) -> dict[str, Any]:
-    value = raw.get(key)
-    if value is None:
-        return {}
-    if type(value) is not dict:
-        raise SpecError(f"config.{key}: expected a mapping, got {show(value)}", raw)
-    return value
 
 
 def _infer(
