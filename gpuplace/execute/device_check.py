@@ -16,8 +16,9 @@ import numpy as np
 
 from ..devices.model import View, VisibleGpu
 from ..devices.rates import MeasuredRate
+from ..echo import TEXT_CHARS, show
 from ..errors import BadInput, GpuplaceError
-from ..units import parse_size
+from ..units import parse_count, parse_size
 from .backends import Backend, CupyLoader, backend_for
 from .cupy_backend import cuda_hint, load_cupy
 
@@ -27,6 +28,9 @@ RATE_SIZE = 2048  # the throughput matmul: 2 * 2048^3 FLOPs, 17 GFLOP
 STREAM_BYTES = 64 * 2**20  # each operand of the bandwidth test, `a + b`
 REPEATS = 3  # timed runs after one warm-up; the best counts
 SIZES_ENV = "GPUPLACE_CHECK_SIZES"
+# The largest sizes it accepts: three operands of each stay within 3 GiB (16384^2 float32 is 1 GiB)
+MAX_MATMUL = 16384
+MAX_STREAM = 2**30
 
 
 @dataclass(frozen=True)
@@ -44,15 +48,18 @@ def rate_sizes(value: str | None) -> RateSizes:
     """The sizes GPUPLACE_CHECK_SIZES's value asks for: `matmul=N,stream=SIZE`, either part may be
     left out; None or empty: the defaults. Raises BadInput naming the variable."""
     sizes = DEFAULT_SIZES
-    expected = "expected matmul=N,stream=SIZE (e.g. matmul=256,stream=1MiB), or unset it"
+    expected = (
+        f"expected matmul=N,stream=SIZE with N up to {MAX_MATMUL} and SIZE from 4B to 1GiB "
+        "(e.g. matmul=256,stream=1MiB), or unset it"
+    )
     for part in filter(None, (p.strip() for p in (value or "").split(","))):
         key, _, text = (s.strip() for s in part.partition("="))
-        if key == "matmul" and text.isdecimal() and int(text) > 0:
-            sizes = replace(sizes, matmul=int(text))
-        elif key == "stream" and (nbytes := parse_size(text, f"{SIZES_ENV}: stream")) >= 4:
-            sizes = replace(sizes, stream=nbytes)
+        if key == "matmul" and 0 < (n := parse_count(text) or 0) <= MAX_MATMUL:
+            sizes = replace(sizes, matmul=n)
+        elif key == "stream" and 4 <= parse_size(text, f"{SIZES_ENV}: stream") <= MAX_STREAM:
+            sizes = replace(sizes, stream=parse_size(text, f"{SIZES_ENV}: stream"))
         else:
-            raise BadInput(f"{SIZES_ENV}: cannot read {part!r}; {expected}")
+            raise BadInput(f"{SIZES_ENV}: cannot read {show(part, TEXT_CHARS)}; {expected}")
     return sizes
 
 

@@ -39,15 +39,24 @@ def test_sizes_read_from_the_variable(value: str | None, sizes: RateSizes) -> No
         ("small", "small"),
         ("stream=1MiB,rate=3", "rate=3"),
         ("stream=3B", "stream=3B"),
+        ("matmul=999999999999", "matmul=999999999999"),  # 4 TB per operand: refused, not tried
+        ("matmul=\uff13", "matmul=\uff13"),  # a full-width digit is not a number here
+        ("stream=2GiB", "stream=2GiB"),
     ],
 )
 def test_a_bad_value_names_the_variable_and_the_form(value: str, part: str) -> None:
     with pytest.raises(BadInput) as info:
         rate_sizes(value)
     assert str(info.value) == (
-        f"GPUPLACE_CHECK_SIZES: cannot read {part!r}; expected matmul=N,stream=SIZE "
-        "(e.g. matmul=256,stream=1MiB), or unset it"
+        f"GPUPLACE_CHECK_SIZES: cannot read {part!r}; expected matmul=N,stream=SIZE with N up "
+        "to 16384 and SIZE from 4B to 1GiB (e.g. matmul=256,stream=1MiB), or unset it"
     )
+
+
+def test_a_huge_value_is_one_short_line() -> None:
+    with pytest.raises(BadInput) as info:
+        rate_sizes("matmul=" + "9" * 5000)  # int() refuses past 4,300 digits
+    assert len(str(info.value)) < 400
 
 
 def test_a_stream_size_without_a_unit_lists_the_units() -> None:
