@@ -19,17 +19,10 @@ import numpy as np
 import pytest
 
 from tests.conftest import Run
+from tests.hostile.cases import npy
 
 Files = dict[str, "str | bytes | Callable[[Path], None]"]
 ROOT = Path(__file__).resolve().parent.parent
-
-
-def npy(header: str, data: bytes) -> bytes:
-    """A .npy file (format 1.0) with this header dict text, padded as numpy pads it."""
-    text = header.encode("latin1")
-    pad = (64 - (10 + len(text) + 1) % 64) % 64
-    text += b" " * pad + b"\n"
-    return b"\x93NUMPY\x01\x00" + len(text).to_bytes(2, "little") + text + data
 
 
 def f4(shape: str) -> str:
@@ -68,10 +61,10 @@ PLACEHOLDER = (
 )
 VECTOR = "graph:\n- {name: x, op: placeholder, shape: [2]}\n- {name: y, op: neg, inputs: [x]}\n"
 LOAD = "graph:\n- {name: l, op: load, path: x.npy}\n- {name: y, op: neg, inputs: [l]}\n"
-TRUNCATED = npy(f4("(4, 4)"), bytes(44))
-NEGATIVE = npy(f4("(-4, -4)"), bytes(64))
-HUGE = npy(f4("(1000000, 1000000)"), bytes(64))
-LONG_HEADER = npy(f4("(4, 4)")[:-1] + "'x': '" + "A" * 60_000 + "'}", bytes(64))
+TRUNCATED = npy(header=f4("(4, 4)"), data=bytes(44))
+NEGATIVE = npy(header=f4("(-4, -4)"), data=bytes(64))
+HUGE = npy(header=f4("(1000000, 1000000)"), data=bytes(64))
+LONG_HEADER = npy(header=f4("(4, 4)")[:-1] + "'x': '" + "A" * 60_000 + "'}", data=bytes(64))
 
 
 def pickled(folder: Path) -> None:
@@ -117,12 +110,12 @@ IN_PROCESS = [
     ("run: a truncated .npy", {"g.yaml": LOAD, "x.npy": TRUNCATED}, ["run", "g.yaml"], {}, "it is truncated"),
     ("plan: negative dimensions", {"g.yaml": LOAD, "x.npy": NEGATIVE}, ["plan", "g.yaml"], {}, "(its header gives negative dimensions [-4,-4])"),
     ("load a long header", {"g.yaml": LOAD, "x.npy": LONG_HEADER}, ["plan", "g.yaml"], {}, "(its header is 60,0"),
-    ("load an unclosed header", {"g.yaml": LOAD, "x.npy": npy("{'descr': '<f4', 'shape': (4, 4", bytes(64))}, ["plan", "g.yaml"], {}, "(its header is not the dictionary numpy writes)"),
+    ("load an unclosed header", {"g.yaml": LOAD, "x.npy": npy(header="{'descr': '<f4', 'shape': (4, 4", data=bytes(64))}, ["plan", "g.yaml"], {}, "(its header is not the dictionary numpy writes)"),
     ("load a pickle", {"g.yaml": LOAD, "x.npy": pickled}, ["plan", "g.yaml"], {}, "it holds Python objects (a pickle), which gpuplace never loads"),
     ("feed a truncated .npy", {"g.yaml": PLACEHOLDER, "x.npy": TRUNCATED}, ["run", "g.yaml", "--feed", "x=x.npy"], {}, "--feed x=x.npy: cannot read it as a .npy file: it is truncated"),
     ("feed negative dimensions", {"g.yaml": PLACEHOLDER, "x.npy": NEGATIVE}, ["run", "g.yaml", "--feed", "x=x.npy"], {}, "its header gives negative dimensions [-4,-4]"),
     ("feed a long header", {"g.yaml": PLACEHOLDER, "x.npy": LONG_HEADER}, ["run", "g.yaml", "--feed", "x=x.npy"], {}, "its header is 60,0"),
-    ("feed a .npy of another shape", {"g.yaml": VECTOR, "x.npy": npy(f4("(4, 4)"), bytes(64))}, ["run", "g.yaml", "--feed", "x=x.npy"], {}, "Cannot feed value of shape (4, 4) for Tensor 'x:0', which has shape '(2,)'"),
+    ("feed a .npy of another shape", {"g.yaml": VECTOR, "x.npy": npy(header=f4("(4, 4)"), data=bytes(64))}, ["run", "g.yaml", "--feed", "x=x.npy"], {}, "Cannot feed value of shape (4, 4) for Tensor 'x:0', which has shape '(2,)'"),
     ("feed a bool among numbers", {"g.yaml": VECTOR}, ["run", "g.yaml", "--feed", "x=[1, true]"], {}, "--feed x=[1, true]: element [1] is true, a boolean, which does not fit a placeholder of dtype float32; give numbers (1 for true)"),
     ("feed booleans to floats", {"g.yaml": VECTOR}, ["run", "g.yaml", "--feed", "x=[false, true]"], {}, "element [0] is false, a boolean"),
     ("feed 65 nested lists", {"g.yaml": VECTOR}, ["run", "g.yaml", "--feed", "x=" + "[" * 65 + "1" + "]" * 65], {}, "nested more than 64 deep"),
