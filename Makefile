@@ -1,23 +1,32 @@
 # Two commands for a fresh machine: `make demo` and `make test`. Both build .venv from nothing.
-# On a GPU node add cupy: `make demo EXTRAS=test,cuda12` (or cuda13).
+# `make demo` installs only what the demo needs; `make test` adds the test tools.
+# On a GPU node add cupy: `make demo EXTRAS=cuda12` (or cuda13); `make test EXTRAS=cuda12` too.
 PYTHON ?= python3
-EXTRAS ?= test
+EXTRAS ?=
 VENV   ?= .venv
 BIN     = $(VENV)/bin
-STAMP   = $(VENV)/.installed
+comma  := ,
+# One stamp per set of extras, so a new EXTRAS value installs what it adds.
+stamp   = $(VENV)/.installed-$(or $(subst $(comma),-,$(1)),base)
+EXTRAS_DEMO = $(EXTRAS)
+EXTRAS_TEST = test$(if $(EXTRAS),$(comma)$(EXTRAS))
+STAMP_DEMO  = $(call stamp,$(EXTRAS_DEMO))
+STAMP       = $(call stamp,$(EXTRAS_TEST))
 # Exact versions of the test environment (see its header); `CONSTRAINTS=` installs the newest.
 CONSTRAINTS ?= constraints.txt
 PIN     = $(if $(CONSTRAINTS),-c $(CONSTRAINTS))
 
 .PHONY: demo test test-fast lint typecheck cov bench gpu-check clean
 
-$(STAMP): pyproject.toml $(CONSTRAINTS)
+$(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip $(PIN)
-	$(BIN)/python -m pip install -q -e '.[$(EXTRAS)]' $(PIN)
-	touch $(STAMP)
 
-demo: $(STAMP)
+$(VENV)/.installed-%: pyproject.toml $(CONSTRAINTS) | $(BIN)/python
+	$(BIN)/python -m pip install -q -e '.$(if $(filter-out base,$*),[$(subst -,$(comma),$*)])' $(PIN)
+	touch $@
+
+demo: $(STAMP_DEMO)
 	$(BIN)/gpuplace devices
 	$(BIN)/gpuplace run examples/guide/02_manual_placement.yaml --explain
 	$(BIN)/gpuplace --machine 4xK20m run examples/guide/04_multi_tower.yaml --verify

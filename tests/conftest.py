@@ -24,6 +24,15 @@ Run = Callable[..., Result]
 SMALL_CHECK = {"GPUPLACE_CHECK_SIZES": "matmul=64,stream=64KiB"}
 
 
+@pytest.fixture(autouse=True)
+def _installed_from_an_index(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Install hints read as for a pip user (`pip install 'gpuplace[cuda12]'`), not for the
+    checkout the suite runs from; tests/test_install_hint.py covers the checkout case."""
+    from gpuplace.devices import cuda_match
+
+    monkeypatch.setattr(cuda_match, "installed_from", lambda: (None, False))
+
+
 @pytest.fixture
 def run(capsys: pytest.CaptureFixture[str]) -> Run:
     """run(*args, env={...}, nvml=FakeNvml(...)) -> Result; never a real driver, never a TTY."""

@@ -18,6 +18,7 @@ from ..echo import fit_line
 from ..errors import GpuplaceError, OutputError
 from .context import AppContext
 from .devices import devices
+from .examples import examples
 from .flags import DEBUG_HELP, MACHINE_HELP
 from .interrupt import interrupted
 from .mem import mem
@@ -129,5 +130,5 @@ def run_console() -> int:  # pragma: no cover - the console script's; tests run 
     return code
 
 
-for command in (devices, run, plan, mem):
+for command in (devices, run, plan, mem, examples):
     cli.add_command(command)
