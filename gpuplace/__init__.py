@@ -12,6 +12,7 @@ The public API is imported lazily so that `import gpuplace` stays cheap (no nump
     estimate = gpuplace.estimate_plan(prepared, seen)  # makespan and lower bounds (plan's)
     checks = gpuplace.verify(prepared, outcome, seen)  # against a float64 CPU run
     runs = gpuplace.compare_policies("graph.yaml", seen, gpuplace.Options(), os.environ)  # mem --compare
+    held = gpuplace.reservations(seen, gpuplace.Options(), os.environ, compare=True)  # no graph
 
 `view(machine, env)` is what a process with environment `env` sees (its GPUs in CUDA order, with
 warnings and why others are hidden); `visible(machine.gpus, "2,0")` is the same rule as a pure
@@ -44,6 +45,7 @@ if TYPE_CHECKING:  # the real signatures for type checkers; at run time, __getat
     from .pipeline import execute_prepared as execute_prepared
     from .pipeline import predict_memory as predict_memory
     from .pipeline import prepare as prepare
+    from .pipeline import reservations as reservations
     from .pipeline import verify as verify
     from .placement import place as place
 
@@ -63,6 +65,7 @@ _EXPORTS = {
     "predict_memory": "gpuplace.pipeline",
     "estimate_plan": "gpuplace.pipeline",
     "compare_policies": "gpuplace.pipeline",
+    "reservations": "gpuplace.pipeline",
     "verify": "gpuplace.pipeline",
     "GpuplaceError": "gpuplace.errors",
     "BadInput": "gpuplace.errors",

@@ -142,23 +142,74 @@ def test_compare_with_virtual_gpus_is_refused(run: Run) -> None:
 @pytest.mark.parametrize(
     ("flags", "message"),
     [
-        (("--compare",), "--compare needs a GRAPH"),
-        (("--memory-fraction", "0.5"), "--memory-fraction needs a GRAPH"),
+        (("--strategy", "balanced"), "--strategy needs a GRAPH"),
+        (("--replicate", "2"), "--replicate needs a GRAPH"),
         (
             ("--allow-growth", "--strategy", "balanced", "--feed", "x=1"),
-            "--allow-growth, --strategy and --feed need a GRAPH",
+            "--strategy and --feed need a GRAPH",
         ),
     ],
 )
 def test_mem_flags_that_need_a_graph(run: Run, flags: tuple[str, ...], message: str) -> None:
-    first = flags[0]
-    them = "it" if len(flags) <= 2 else "them"
+    first = message.split(" ")[0].rstrip(",")
+    them = "it" if " and " not in message else "them"
     assert k520(run, "mem", *flags) == (
         2,
         "",
-        f"error: {message}: without one, mem only shows nvidia-smi's view and runs nothing; "
-        f"name a graph (gpuplace mem GRAPH.yaml {first} ...) or drop {them}\n",
+        f"error: {message}: without one, mem shows nvidia-smi's view and what a memory policy "
+        f"reserves, and runs nothing; name a graph (gpuplace mem GRAPH.yaml {first} ...) or "
+        f"drop {them}\n",
     )
+
+
+RESERVED = """\
+Simulated machine 2xK520 (every device below is simulated)
+DEVICE  CARD                POLICY        RESERVED AT START  LIMIT    LEFT ON CARD
+GPU:0   GRID K520 (CUDA 0)  default       3596MiB            3596MiB  500MiB
+GPU:1   GRID K520 (CUDA 1)  default       3596MiB            3596MiB  500MiB
+GPU:0   GRID K520 (CUDA 0)  allow_growth  0B                 3596MiB  4096MiB
+GPU:1   GRID K520 (CUDA 1)  allow_growth  0B                 3596MiB  4096MiB
+GPU:0   GRID K520 (CUDA 0)  fraction 0.4  1638MiB            1638MiB  2457MiB
+GPU:1   GRID K520 (CUDA 1)  fraction 0.4  1638MiB            1638MiB  2457MiB
+
+"""
+
+
+def test_mem_without_a_graph_shows_what_each_policy_reserves(run: Run) -> None:
+    result = run("--machine", "2xK520", "mem", "--compare", "--memory-fraction", "0.4")
+    assert result.code == 0, result.err
+    assert result.out.startswith(RESERVED)
+    assert "NVIDIA-SMI" in result.out.removeprefix(RESERVED)  # nvidia-smi's view follows
+
+
+def test_mem_without_a_graph_one_policy_as_json(run: Run) -> None:
+    result = run("--machine", "2xK520", "mem", "--virtual-gpus", "GPU:1=1GiB,512MiB", "--json")
+    assert result.code == 0, result.err
+    (held,) = json.loads(result.out)["reservations"]
+    assert held["policy"] == "virtual GPUs"
+    gib, mib = 1024**3, 1024**2
+    free = 4096 * mib
+    assert [(d["device"], d["cuda_index"], d["reserved"], d["limit"], d["left_on_card"])
+            for d in held["devices"]] == [
+        ("/device:GPU:0", 0, 3596 * mib, 3596 * mib, 500 * mib),
+        ("/device:GPU:1", 1, gib, gib, free - gib - 512 * mib),
+        ("/device:GPU:2", 1, 512 * mib, 512 * mib, free - gib - 512 * mib),
+    ]  # fmt: skip
+
+
+def test_mem_without_a_graph_compare_with_virtual_gpus_is_refused(run: Run) -> None:
+    result = run("--machine", "2xK520", "mem", "--compare", "--virtual-gpus", "GPU:0=1GiB")
+    assert (result.code, result.out) == (2, "")
+    assert result.err == (
+        "error: --compare conflicts with --virtual-gpus: --compare shows allow_growth, which "
+        "TensorFlow does not allow on a GPU with virtual devices; drop one of them\n"
+    )
+
+
+def test_plain_mem_without_a_graph_is_nvidia_smi_only(run: Run) -> None:
+    result = run("--machine", "2xK520", "mem")
+    assert result.code == 0 and "RESERVED AT START" not in result.out
+    assert "reservations" not in json.loads(run("--machine", "2xK520", "mem", "--json").out)
 
 
 @pytest.mark.parametrize("fmt", ["dot", "text"])

@@ -16,14 +16,14 @@ from .output import gpus_required, warn, warn_no_gpu, warn_prepared
 if TYPE_CHECKING:
     from ..devices.model import Gpu, View
     from ..memory.pools import DeviceMemory
-    from ..results import PolicyRun, Prepared
+    from ..results import PolicyRun, Prepared, Reservation
 
 
 @click.command()
 @click.argument("spec", metavar="[GRAPH.yaml]", required=False)
 @click.option("--json", "as_json", is_flag=True, help="One JSON document (sizes in bytes).")
 @click.option("--compare", is_flag=True,
-              help="Run the graph under default, allow_growth and the given fraction; one table.")  # fmt: skip
+              help="Default, allow_growth and the given fraction side by side (with a graph: runs it under each).")  # fmt: skip
 @click.option("--require-gpus", type=click.IntRange(min=0), metavar="N",
               help="Exit 1 unless at least N GPUs are visible.")  # fmt: skip
 @click.option("--feed", multiple=True, metavar="NAME=VALUE", help="Feed a placeholder.")
@@ -32,14 +32,21 @@ if TYPE_CHECKING:
 @click.pass_obj
 def mem(app: AppContext, /, spec: str | None, as_json: bool, compare: bool,
         require_gpus: int | None, feed: tuple[str, ...], **kw: Any) -> None:  # fmt: skip
-    """nvidia-smi's memory view; with a graph, run it under a memory policy and show the result."""
+    """nvidia-smi's memory view and what TensorFlow's memory policies reserve; with a graph, run
+    it under a policy (or each, with --compare) and show the result.
+
+    \b
+    Examples:
+      gpuplace mem --compare --memory-fraction 0.4     # what TF would reserve per card
+      gpuplace --machine 4xK520 mem examples/guide/04_multi_tower.yaml --compare
+    """
     from ..report import mem as report
     from ..report.devices import notice, title
     from ..report.lines import pruned_line
     from ..report.records import json_text, machine_record, rate_records
 
     if spec is None:
-        _needs_graph(compare, feed, kw)
+        _needs_graph(feed, kw)
     if compare:
         from ..pipeline import check_comparable
 
@@ -62,12 +69,17 @@ def mem(app: AppContext, /, spec: str | None, as_json: bool, compare: bool,
         doc["strategy"], doc["rates"] = prepared.strategy, rate_records(prepared)
         doc["pruned"] = list(prepared.pruned)
         pruned = pruned_line(prepared)
+    held = _reserved(app, view, kw, compare) if spec is None else []
+    if held:
+        doc["reservations"] = report.reservation_records(held)
     if view.machine.simulated and not as_json:
         click.echo(title(view))  # first, above the policy table and nvidia-smi's view alike
     if pruned and not as_json:
         click.echo(pruned)
     if any(run.prepared.logical for run in runs) and not as_json:  # no GPU: no rows (warned)
         click.echo(report.memory_plain(runs) + "\n")
+    if any(r.logical for r in held) and not as_json:
+        click.echo(report.reservation_plain(held) + "\n")
     if as_json:
         doc["gpus"] = report.smi_records(cards)
         click.echo(json_text(doc))
@@ -81,17 +93,12 @@ def mem(app: AppContext, /, spec: str | None, as_json: bool, compare: bool,
         raise CheckFailed(gpus_required(require_gpus, len(view.gpus)))
 
 
-def _needs_graph(compare: bool, feed: tuple[str, ...], kw: dict[str, Any]) -> None:
-    """Without a graph mem only shows nvidia-smi's view: refuse the flags that shape a run."""
+def _needs_graph(feed: tuple[str, ...], kw: dict[str, Any]) -> None:
+    """Without a graph mem shows nvidia-smi's view and what a memory policy would reserve:
+    refuse the flags that shape a run."""
     given = [flag for flag, on in (
-        ("--allow-growth", kw["allow_growth"] is True),
-        ("--no-allow-growth", kw["allow_growth"] is False),
-        ("--memory-fraction", kw["memory_fraction"] is not None),
-        ("--memory-limit", kw["memory_limit"] is not None),
-        ("--virtual-gpus", kw["virtual_gpus"] is not None),
         ("--replicate", kw["replicate"] is not None),
         ("--strategy", kw["strategy"] is not None),
-        ("--compare", compare),
         ("--feed", bool(feed)),
         ("--out-dir", kw["out_dir"] is not None),
         ("--allow-writes-anywhere", kw["allow_writes_anywhere"]),
@@ -100,9 +107,23 @@ def _needs_graph(compare: bool, feed: tuple[str, ...], kw: dict[str, Any]) -> No
         names = given[0] if len(given) == 1 else f"{', '.join(given[:-1])} and {given[-1]}"
         verb, them = ("needs", "it") if len(given) == 1 else ("need", "them")
         raise BadInput(
-            f"{names} {verb} a GRAPH: without one, mem only shows nvidia-smi's view and runs "
-            f"nothing; name a graph (gpuplace mem GRAPH.yaml {given[0]} ...) or drop {them}"
+            f"{names} {verb} a GRAPH: without one, mem shows nvidia-smi's view and what a memory "
+            f"policy reserves, and runs nothing; name a graph (gpuplace mem GRAPH.yaml "
+            f"{given[0]} ...) or drop {them}"
         )
+
+
+_POLICY_FLAGS = ("allow_growth", "memory_fraction", "memory_limit", "virtual_gpus")
+
+
+def _reserved(app: AppContext, view: View, kw: dict[str, Any], compare: bool) -> list[Reservation]:
+    """Without a graph: what TensorFlow would reserve under the policy the flags give, or under
+    each compared policy; nothing when no policy flag and no --compare was given."""
+    if not compare and all(kw[name] is None for name in _POLICY_FLAGS):
+        return []
+    from ..pipeline import reservations
+
+    return reservations(view, options_from_flags(pop_memory_flags(kw)), app.env, compare)
 
 
 def _with_graph(app: AppContext, view: View, spec: str, feed: tuple[str, ...], kw: dict[str, Any],
