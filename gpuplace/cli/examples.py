@@ -8,22 +8,25 @@ import shlex
 import click
 
 from .context import AppContext
+from .help import Command
 
 
-@click.command()
-@click.argument("folder", metavar="DIR", default="gpuplace-examples")
-@click.option("--force", is_flag=True, help="Replace files that differ from the bundled ones.")
+@click.command(
+    cls=Command,
+    short_help="Copy the bundled example graphs into a folder",
+    examples=["gpuplace examples gpuplace-examples"],
+)  # fmt: skip
+@click.argument("folder", metavar="[DIR]", default="gpuplace-examples")
+@click.option(
+    "--force", "replace", is_flag=True, help="Replace files that differ from the bundled ones."
+)
 @click.pass_obj
-def examples(app: AppContext, /, folder: str, force: bool) -> None:
-    """Copy the bundled example graphs into DIR (default: ./gpuplace-examples).
-
-    \b
-    Example:
-      gpuplace examples && gpuplace run gpuplace-examples/guide/02_manual_placement.yaml
-    """
+def examples(app: AppContext, /, folder: str, replace: bool) -> None:
+    """Copy the bundled example graphs into DIR (default: ./gpuplace-examples), so that the
+    examples in the docs work from a pip install."""
     from ..bundled import copy_examples
 
-    done = copy_examples(folder, replace=force)
+    done = copy_examples(folder, replace=replace)
     shown = shlex.quote(folder)
     total = len(done.written) + len(done.unchanged)
     said = (

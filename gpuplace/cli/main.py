@@ -95,8 +95,8 @@ def _invoke(argv: list[str] | None, app: AppContext) -> int:
     except click.ClickException as exc:
         shown = io.StringIO()
         exc.show(file=shown)  # click quotes a flag's value whole: 5,000 digits, one screen each
-        for line in shown.getvalue().splitlines():
-            say(fit_line(line))
+        for line in shown.getvalue().splitlines():  # one prefix for every error: gpuplace's
+            say(fit_line("error: " + line[7:] if line.startswith("Error: ") else line))
         return exc.exit_code
     except click.exceptions.Exit as exc:
         return exc.exit_code

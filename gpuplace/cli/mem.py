@@ -11,6 +11,7 @@ import click
 from ..errors import BadInput, CheckFailed
 from .context import AppContext
 from .flags import global_options, memory_options, options_from_flags, pop_memory_flags
+from .help import Command
 from .output import gpus_required, warn, warn_no_gpu, warn_prepared
 
 if TYPE_CHECKING:
@@ -19,7 +20,11 @@ if TYPE_CHECKING:
     from ..results import PolicyRun, Prepared, Reservation
 
 
-@click.command()
+@click.command(
+    cls=Command,
+    short_help="nvidia-smi's memory view and TensorFlow's memory policies",
+    examples=["gpuplace --machine 2xK520 mem --compare --memory-fraction 0.4", "gpuplace --machine 4xK520 mem examples/guide/04_multi_tower.yaml --compare"],
+)  # fmt: skip
 @click.argument("spec", metavar="[GRAPH.yaml]", required=False)
 @click.option("--json", "as_json", is_flag=True, help="One JSON document (sizes in bytes).")
 @click.option("--compare", is_flag=True,
@@ -33,13 +38,7 @@ if TYPE_CHECKING:
 def mem(app: AppContext, /, spec: str | None, as_json: bool, compare: bool,
         require_gpus: int | None, feed: tuple[str, ...], **kw: Any) -> None:  # fmt: skip
     """nvidia-smi's memory view and what TensorFlow's memory policies reserve; with a graph, run
-    it under a policy (or each, with --compare) and show the result.
-
-    \b
-    Examples:
-      gpuplace mem --compare --memory-fraction 0.4     # what TF would reserve per card
-      gpuplace --machine 4xK520 mem examples/guide/04_multi_tower.yaml --compare
-    """
+    it under a policy (or each, with --compare) and show the result."""
     from ..report import mem as report
     from ..report.devices import notice, title
     from ..report.lines import pruned_line

@@ -10,10 +10,15 @@ import click
 from ..errors import BadInput
 from .context import AppContext
 from .flags import JSON, SOFT, global_options, memory_options, options_from_flags, pop_memory_flags
+from .help import Command
 from .output import echo_renderables, warn, warn_prepared
 
 
-@click.command()
+@click.command(
+    cls=Command,
+    short_help="Place and size a graph without running it",
+    examples=["gpuplace --machine 4xK520 plan examples/big_model.yaml --strategy balanced", "gpuplace --machine 4xK520 plan examples/guide/04_multi_tower.yaml --json"],
+)  # fmt: skip
 @click.argument("spec", metavar="GRAPH.yaml")
 @SOFT
 @JSON

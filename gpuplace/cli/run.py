@@ -14,6 +14,7 @@ from ..echo import LINE_CHARS, sample
 from ..errors import BadInput, CheckFailed, RuntimeFailure
 from .context import AppContext
 from .flags import JSON, SOFT, global_options, memory_options, options_from_flags, pop_memory_flags
+from .help import Command
 from .output import echo_renderable, warn, warn_no_gpu, warn_prepared
 
 if TYPE_CHECKING:
@@ -51,7 +52,11 @@ def check_save_path(path: str) -> None:
         )
 
 
-@click.command()
+@click.command(
+    cls=Command,
+    short_help="Place a graph as TensorFlow does, run it, print the results",
+    examples=["gpuplace run examples/guide/02_manual_placement.yaml --explain", "gpuplace --machine 4xK520 run examples/small_model.yaml --strategy balanced --memory-limit 64MiB"],
+)  # fmt: skip
 @click.argument("spec", metavar="GRAPH.yaml")
 @click.option("--log-placement/--no-log-placement", "log", default=None,
               help="Print TensorFlow's device mapping and placement log (overrides config; "
