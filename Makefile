@@ -35,8 +35,8 @@ demo: $(STAMP_DEMO)
 	$(BIN)/gpuplace --machine 4xK520 plan examples/big_model.yaml --strategy balanced
 
 lint: $(STAMP)
-	$(BIN)/ruff check gpuplace tests bench examples
-	$(BIN)/ruff format --check gpuplace tests bench examples
+	$(BIN)/ruff check gpuplace tests bench examples tools
+	$(BIN)/ruff format --check gpuplace tests bench examples tools
 	$(BIN)/lint-imports --no-cache
 
 typecheck: $(STAMP)

@@ -433,3 +433,59 @@ def test_plan_honours_soft_placement_from_the_config_as_run_does(run: Run, tmp_p
     assert out.splitlines()[-1].startswith("Estimated makespan ")
     code, out, err = k520(run, "plan", spec, "--no-allow-soft-placement")  # the flag still wins
     assert code == 1 and err.startswith("error: Cannot assign a device for operation")
+
+
+def test_mem_watch_in_a_pipe_appends_each_refresh(run: Run) -> None:
+    result = run(
+        "--machine", "1xK520", "mem", "--watch", "0.1", "--count", "3", "--memory-limit", "1GiB"
+    )
+    assert result.code == 0, result.err
+    screens = result.out.split("Simulated machine 1xK520 (every device below is simulated)\n")
+    assert screens[0] == "" and len(screens) == 4
+    for screen in screens[1:]:
+        assert screen.startswith("DEVICE  CARD                POLICY          RESERVED AT START")
+        assert "NVIDIA-SMI" in screen and screen.endswith("+\n\n")
+
+
+def test_mem_watch_as_json_is_one_line_per_refresh(run: Run) -> None:
+    result = run(
+        "--machine", "2xK520", "mem", "--watch", "0.1", "--count", "2", "--json", "--compare"
+    )
+    assert result.code == 0, result.err
+    docs = [json.loads(line) for line in result.out.splitlines()]
+    assert len(docs) == 2
+    assert [r["policy"] for r in docs[1]["reservations"]] == ["default", "allow_growth"]
+    assert [g["name"] for g in docs[0]["gpus"]] == ["GRID K520", "GRID K520"]
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (("--watch", "1", "g.yaml"), "error: --watch refreshes nvidia-smi's view and the policies' "
+         "reservations and runs nothing; drop the GRAPH to watch, or drop --watch to run it\n"),
+        (("--count", "3"), "error: --count needs --watch: it stops a watch after N refreshes; add "
+         "--watch\n"),
+    ],
+)  # fmt: skip
+def test_mem_watch_refusals(run: Run, flags: tuple[str, ...], message: str) -> None:
+    assert k520(run, "mem", *flags) == (2, "", message)
+
+
+@pytest.mark.slow
+def test_mem_watch_ends_with_exit_0_on_ctrl_c() -> None:
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "gpuplace", "--machine", "1xK520", "mem", "--watch", "0.1"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    deadline = time.monotonic() + 60
+    assert proc.stdout is not None
+    while "NVIDIA-SMI" not in proc.stdout.readline():  # the first refresh is out: watching
+        assert time.monotonic() < deadline
+    proc.send_signal(signal.SIGINT)
+    _out, err = proc.communicate(timeout=30)
+    assert (proc.returncode, err) == (0, "")
