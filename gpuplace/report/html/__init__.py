@@ -30,6 +30,12 @@ from .trace import Trace
 
 MAX_ROWS = 400  # op rows per placement; the text plan lists them all
 CELL_CHARS = 160  # characters of one table cell
+TITLE_CHARS = 200  # characters of the machine's description in a title
+MEMORY_NOTE = (
+    "Bytes in use while the estimated schedule runs the devices side by side; the dashed line "
+    "is the device's limit. PEAK (PREDICTED) below is the executor's, which runs one op at a "
+    "time, so the two can differ."
+)
 
 
 @dataclass(frozen=True)
@@ -79,10 +85,11 @@ def _panel(view: View, side: Side, colors: dict[str, str], scale: float) -> str:
         memory_svg(trace, i, colors[trace.devices[i]], scale) for i in lanes[:MAX_LANES]
     )
     load_rows = _load_rows(loads, side.memory, est)
+    used = len({b.device for b in trace.ops} | {b.device for b in trace.copies})
     pruned = pruned_line(prepared)
     parts = [
         f'<section class="side" data-strategy="{escape(prepared.strategy)}">',
-        f"<h2>{escape(title(view, prepared.strategy))}</h2>",
+        f"<h2>{escape(clip(title(view, prepared.strategy), TITLE_CHARS))}</h2>",
         f'<p class="makespan">{escape(makespan_line(est))}</p>',
         f"<p>{escape(rates_line(prepared))}</p>",
         *([f'<p class="note">{escape(clip(pruned, 400))}</p>'] if pruned else []),
@@ -90,8 +97,11 @@ def _panel(view: View, side: Side, colors: dict[str, str], scale: float) -> str:
         *([f'<p class="note">{escape(notes)}</p>'] if notes else []),
         f'<div class="scroll">{graph}</div>',
         "<h3>Estimated schedule</h3>",
+        *([f'<p class="note">{used} devices hold ops; the first {MAX_LANES} are drawn, here and below</p>']
+          if used > MAX_LANES else []),
         f'<div class="scroll">{timeline_svg(trace, colors, scale)}</div>',
         "<h3>Memory in use over time</h3>",
+        f'<p class="note">{MEMORY_NOTE}</p>',
         f'<div class="scroll">{memory}</div>',
         "<h3>Per device</h3>",
         f'<div class="scroll">{_table(LOAD_HEADER, load_rows, "devices")}</div>',
@@ -111,9 +121,13 @@ def plan_html(view: View, sides: Sequence[Side], missing: str | None = None) -> 
     colors = _colors(devices)
     scale = max((s.trace.makespan for s in sides), default=0.0) or 1e-9
     machine = view.machine
-    where = f"simulated machine {machine.description}" if machine.simulated else "this machine"
+    where = (
+        f"simulated machine {clip(machine.description, TITLE_CHARS)}"
+        if machine.simulated
+        else "this machine"
+    )
     banner = (
-        f'<p class="simulated">Every GPU on this page is simulated ({escape(clip(machine.description, 200))}): '
+        f'<p class="simulated">Every GPU on this page is simulated ({escape(clip(machine.description, TITLE_CHARS))}): '
         "times come from the cost model, not from a card.</p>"
         if machine.simulated else ""
     )  # fmt: skip

@@ -116,7 +116,7 @@ def _columns(points: Sequence[tuple[float, int]], scale: float) -> list[tuple[fl
     out: list[tuple[float, int]] = []
     column, high, last = None, 0, 0
     for time, value in points:
-        x = _x(time, scale)
+        x = LEFT + (min(int(WIDTH * time / scale), WIDTH) if scale > 0 else 0)
         if x != column:
             if column is not None:
                 out += [(column, high), (column, last)]
@@ -148,14 +148,14 @@ def memory_svg(trace: Trace, device: int, color: str, scale: float) -> str:
              f'width="{width}" height="{MEM_H + 22}" viewBox="0 0 {width} {MEM_H + 22}" role="img">',
              f'<text class="lane" x="2" y="14">{escape(name)}</text>',
              f'<path class="mem" stroke="{color}" d="M{LEFT},{y(0)} {" ".join(path)}">'
-             f"<title>{escape(name)}: peak {human(peak)} in use</title></path>"]  # fmt: skip
+             f"<title>{escape(name)}: at most {human(peak)} in use</title></path>"]  # fmt: skip
     if limit is not None:
         parts.append(f'<line class="limit" x1="{LEFT}" y1="{y(limit)}" x2="{LEFT + WIDTH}" '
                      f'y2="{y(limit)}"><title>limit {human(limit)}</title></line>'
                      f'<text class="limit" x="{LEFT + WIDTH + 2}" y="{y(limit) + 4}">'
                      f"{human(limit)}</text>")  # fmt: skip
     parts.append(
-        f'<text class="peak" x="2" y="30">peak</text><text class="peak" x="2" y="42">{human(peak)}</text>'
+        f'<text class="peak" x="2" y="30">max</text><text class="peak" x="2" y="42">{human(peak)}</text>'
     )
     parts.append(_axis(MEM_H + 2, scale))
     parts.append("</svg>")
