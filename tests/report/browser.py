@@ -20,7 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 NAMES = ("chromium", "chromium-browser", "google-chrome")
-CONSOLE = re.compile(r":CONSOLE[:(]\d*\)?\] (.*)$")  # `[...:INFO:CONSOLE:12] "message", source: ...`
+# `[...:INFO:CONSOLE:12] "message", source: file:///... (12)`
+CONSOLE = re.compile(r":CONSOLE[:(]\d*\)?\] (.*)$")
 TIMEOUT = 120  # seconds for one load: a cold start on a busy 2-core machine takes a few
 MISSING = (
     "no chromium: `make test` installs Debian's (apt-get install chromium) when run as root; "
