@@ -41,7 +41,7 @@ def plan(app: AppContext, /, spec: str, soft: bool | None, as_json: bool, fmt: s
     if fmt == "html" or output is not None:
         from .plan_html import check_output
 
-        check_output(fmt, output)
+        check_output(fmt, output, spec)
     view = app.view()
     for w in view.warnings:
         warn(w)

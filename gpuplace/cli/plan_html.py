@@ -7,8 +7,9 @@ is tensorflow, the default) or beside the strategy asked for (`--strategy balanc
 
 `-o` is the user's flag: the file is written exactly there, atomically (`fileio.write_atomic`:
 a link at the path is replaced, never written through), and refused before anything is placed
-when it cannot be a report: no .html/.htm name (so `-o g.yaml` never replaces a spec), a
-folder, a folder that does not exist, or something that is not a regular file (a FIFO, a device).
+when it cannot be a report: no .html/.htm name (so `-o g.yaml` never replaces a spec), the
+spec itself, a folder, a folder that does not exist, or something that is not a regular file
+(a FIFO, a device).
 """
 
 from __future__ import annotations
@@ -34,9 +35,10 @@ if TYPE_CHECKING:
 SUFFIXES = (".html", ".htm")
 
 
-def check_output(fmt: str | None, output: str | None) -> None:
+def check_output(fmt: str | None, output: str | None, spec: str) -> None:
     """Refuse, before any work, an -o without --format html, --format html without -o, and a
-    path the report cannot be written to (see the module docstring)."""
+    path the report cannot be written to or must not replace: the graph spec itself (see the
+    module docstring)."""
     if fmt != "html":
         raise BadInput(
             f"-o {clip_middle(str(output))}: only --format html writes a file (the other formats "
@@ -58,6 +60,10 @@ def check_output(fmt: str | None, output: str | None) -> None:
         raise BadInput(f"-o {shown}: is a folder; {fix} in it")
     if mode is not None and not (stat.S_ISREG(mode) or stat.S_ISLNK(mode)):
         raise BadInput(f"-o {shown}: is not a regular file (a FIFO, device or socket); {fix}")
+    if mode is not None and os.path.realpath(output) == os.path.realpath(spec):
+        raise BadInput(
+            f"-o {shown}: is the graph spec being planned; name another file (e.g. -o plan.html)"
+        )
     parent = os.path.dirname(output)
     if parent and not os.path.isdir(parent):
         raise BadInput(
