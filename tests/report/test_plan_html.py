@@ -164,6 +164,9 @@ def test_an_oom_plan_writes_the_page_then_fails_as_the_text_plan_does(
     page = parse(out.read_text(encoding="utf-8"))
     fits = [tr.children[-1].all_text() for tr in page.iter("table")[1].iter("tr")[1:]]
     assert fits == ["NO", "yes", "yes", "yes", "-"]  # tensorflow's GPU:0 is over its limit
+    summary = [[td.all_text() for td in tr.children] for tr in page.iter("table")[0].iter("tr")]
+    assert [row[0] for row in summary] == ["STRATEGY", "tensorflow", "balanced"]
+    assert [row[2:] for row in summary[1:]] == [["61", "0", "NO: GPU:0"], ["61", "3", "yes"]]
 
 
 SIM = ("--machine", "4xK520", "plan", TOWERS)

@@ -23,7 +23,7 @@ from ...results import PlanEstimate, Prepared
 from ..dot import _colors
 from ..explain import EXPLAIN_HEADER, explain_rows, short_device
 from ..lines import SIM, pruned_line
-from ..plan import LOAD_HEADER, _load_rows, _loads, makespan_line, rates_line, title
+from ..plan import LOAD_HEADER, _load_rows, _loads, fits, makespan_line, rates_line, title
 from .charts import MAX_LANES, memory_svg, timeline_svg
 from .graph_svg import graph_svg
 from .trace import Trace
@@ -52,12 +52,15 @@ def _asset(name: str) -> str:
     return resources.files(__package__).joinpath(name).read_text(encoding="utf-8")
 
 
+def _row(cells: Sequence[str]) -> str:
+    return (
+        "<tr>" + "".join(f"<td>{escape(clip(cell, CELL_CHARS))}</td>" for cell in cells) + "</tr>"
+    )
+
+
 def _table(header: Sequence[str], rows: Sequence[Sequence[str]], cls: str) -> str:
     head = "".join(f"<th>{escape(h)}</th>" for h in header)
-    body = "".join(
-        "<tr>" + "".join(f"<td>{escape(clip(cell, CELL_CHARS))}</td>" for cell in row) + "</tr>"
-        for row in rows
-    )
+    body = "".join(_row(row) for row in rows)
     return f'<table class="{cls}"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
 
 
@@ -80,7 +83,7 @@ def _panel(view: View, side: Side, colors: dict[str, str], scale: float) -> str:
     copies, loads = _loads(prepared)
     rows = explain_rows(prepared.graph, prepared.placement, copies)
     more = len(rows) - MAX_ROWS
-    lanes = [i for i, d in enumerate(trace.devices) if trace.memory[i][-1:] != ((0.0, 0),)]
+    lanes = [i for i, points in enumerate(trace.memory) if len(points) > 1]  # holds something
     memory = "".join(
         memory_svg(trace, i, colors[trace.devices[i]], scale) for i in lanes[:MAX_LANES]
     )
@@ -91,7 +94,7 @@ def _panel(view: View, side: Side, colors: dict[str, str], scale: float) -> str:
         f'<section class="side" data-strategy="{escape(prepared.strategy)}">',
         f"<h2>{escape(clip(title(view, prepared.strategy), TITLE_CHARS))}</h2>",
         f'<p class="makespan">{escape(makespan_line(est))}</p>',
-        f"<p>{escape(rates_line(prepared))}</p>",
+        f"<p>{escape(clip(rates_line(prepared), 400))}</p>",
         *([f'<p class="note">{escape(clip(pruned, 400))}</p>'] if pruned else []),
         "<h3>Placement graph</h3>",
         *([f'<p class="note">{escape(notes)}</p>'] if notes else []),
@@ -114,6 +117,18 @@ def _panel(view: View, side: Side, colors: dict[str, str], scale: float) -> str:
     return "\n".join(parts)
 
 
+def _summary_row(side: Side) -> str:
+    """STRATEGY, MAKESPAN (EST), OPS, COPIES, FITS (`yes`, or `NO:` and the devices over)."""
+    est = side.estimate.estimate
+    over = [short_device(m.device) for m in side.memory if fits(m) is False]
+    cells = (
+        side.prepared.strategy, f"{est.makespan * 1000:.3f} ms", str(len(side.prepared.graph.ops)),
+        str(sum(n for n, _ in est.copies_in.values())),
+        "yes" if not over else "NO: " + ", ".join(over),
+    )  # fmt: skip
+    return _row(cells)
+
+
 def plan_html(view: View, sides: Sequence[Side], missing: str | None = None) -> str:
     """The whole page for one or more placements of one graph on `view`'s machine; `missing`
     says why a placement to compare with is not there."""
@@ -131,11 +146,7 @@ def plan_html(view: View, sides: Sequence[Side], missing: str | None = None) -> 
         "times come from the cost model, not from a card.</p>"
         if machine.simulated else ""
     )  # fmt: skip
-    summary = "".join(
-        f"<tr><td>{escape(s.prepared.strategy)}</td><td>{s.estimate.estimate.makespan * 1000:.3f} ms</td>"
-        f"<td>{len(s.prepared.graph.ops)}</td><td>{sum(n for n, _ in s.estimate.estimate.copies_in.values())}</td></tr>"
-        for s in sides
-    )  # fmt: skip
+    summary = "".join(_summary_row(s) for s in sides)
     return Template(_asset("page.html")).substitute(
         title=escape(f"gpuplace plan on the {where}"),
         css=_asset("page.css"),
