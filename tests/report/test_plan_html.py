@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import re
+from fnmatch import fnmatch
 from pathlib import Path
 
 import pytest
@@ -237,3 +238,16 @@ def test_many_devices_draw_a_bounded_number_of_lanes(run: Run, tmp_path: Path) -
     assert lanes == {f"GPU:{i}" for i in range(32)}
     assert len(right.iter("svg")) == 1 + 1 + 32
     assert len(page.iter("li")) == 41  # the legend names every device
+
+
+def test_the_pages_files_ship_in_the_wheel() -> None:
+    """The template, CSS and script are package data (a pip install has them)."""
+    tomllib = pytest.importorskip("tomllib")
+    root = Path(__file__).resolve().parents[2]
+    shipped = tomllib.loads((root / "pyproject.toml").read_text())["tool"]["setuptools"]
+    patterns = shipped["package-data"]["gpuplace"]
+    folder = root / "gpuplace" / "report" / "html"
+    assets = sorted(p.name for p in folder.iterdir() if p.is_file() and p.suffix != ".py")
+    assert assets == ["page.css", "page.html", "page.js"]
+    for name in assets:
+        assert any(fnmatch(f"report/html/{name}", pattern) for pattern in patterns), name
