@@ -15,6 +15,7 @@ from gpuplace.fileio import write_atomic
 from gpuplace.report.html import MEMORY_NOTE
 from tests.conftest import Run
 from tests.conftest import write_spec as write
+from tests.fakes.fake_pynvml import FakeNvml, four_gpus
 from tests.report.page import Element, parse
 
 TOWERS = "examples/guide/04_multi_tower.yaml"
@@ -251,3 +252,25 @@ def test_the_pages_files_ship_in_the_wheel() -> None:
     assert assets == ["page.css", "page.html", "page.js"]
     for name in assets:
         assert any(fnmatch(f"report/html/{name}", pattern) for pattern in patterns), name
+
+
+def test_real_gpus_are_not_called_simulated(run: Run, tmp_path: Path) -> None:
+    """On a machine NVML reports (a fake pynvml here) nothing says simulated."""
+    out = tmp_path / "plan.html"
+    result = run(
+        "plan",
+        TOWERS,
+        "--format",
+        "html",
+        "-o",
+        str(out),
+        nvml=FakeNvml(four_gpus()),
+        env={"CUDA_DEVICE_ORDER": "PCI_BUS_ID"},
+    )
+    assert (result.code, result.err) == (0, "")
+    page = parse(out.read_text(encoding="utf-8"))
+    assert [li.all_text() for li in page.iter("li")] == DEVICES
+    assert page.iter("h1")[0].all_text() == "gpuplace plan on this machine"
+    shown = page.iter("header")[0].all_text() + page.iter("main")[0].all_text()
+    assert "Plan on this machine (strategy tensorflow)" in shown
+    assert "simulated" not in shown.lower() and not page.iter("p")[0].attrs

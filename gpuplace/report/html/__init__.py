@@ -137,7 +137,7 @@ def plan_html(view: View, sides: Sequence[Side], missing: str | None = None) -> 
     scale = max((s.trace.makespan for s in sides), default=0.0) or 1e-9
     machine = view.machine
     where = (
-        f"simulated machine {clip(machine.description, TITLE_CHARS)}"
+        f"the simulated machine {clip(machine.description, TITLE_CHARS)}"
         if machine.simulated
         else "this machine"
     )
@@ -148,7 +148,7 @@ def plan_html(view: View, sides: Sequence[Side], missing: str | None = None) -> 
     )  # fmt: skip
     summary = "".join(_summary_row(s) for s in sides)
     return Template(_asset("page.html")).substitute(
-        title=escape(f"gpuplace plan on the {where}"),
+        title=escape(f"gpuplace plan on {where}"),
         css=_asset("page.css"),
         js=_asset("page.js"),
         banner=banner,
