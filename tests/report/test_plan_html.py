@@ -8,6 +8,7 @@ import os
 import re
 from fnmatch import fnmatch
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -274,3 +275,42 @@ def test_real_gpus_are_not_called_simulated(run: Run, tmp_path: Path) -> None:
     shown = page.iter("header")[0].all_text() + page.iter("main")[0].all_text()
     assert "Plan on this machine (strategy tensorflow)" in shown
     assert "simulated" not in shown.lower() and not page.iter("p")[0].attrs
+
+
+def test_more_groups_than_drawn_are_counted(run: Run, tmp_path: Path) -> None:
+    ops = "".join(f"  - {{name: s{i}/z, op: zeros, shape: [{1 + i % 7}, 8]}}\n" for i in range(200))
+    _, page = report(run, tmp_path, write(tmp_path, "graph:\n" + ops))
+    notes = [p.all_text() for p in page.iter("p") if p.attrs.get("class") == "note"]
+    assert notes[0] == (
+        "200 ops in 200 groups (by name scope and device); the 150 largest groups are drawn, "
+        "50 left out"
+    )
+    assert len(sides(page)[0].iter("g")) == 150
+
+
+def test_a_comparison_that_cannot_be_made_is_said(
+    run: Run, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """When the second placement fails, the page shows the first and says why not."""
+    import gpuplace.pipeline
+    from gpuplace.errors import BadInput
+
+    real = gpuplace.pipeline.prepare
+
+    def prepare(*args: Any, **kw: Any) -> Any:
+        if args[2].strategy == "balanced":
+            raise BadInput("balanced: <planted> failure")
+        return real(*args, **kw)
+
+    monkeypatch.setattr(gpuplace.pipeline, "prepare", prepare)
+    out = tmp_path / "plan.html"
+    result = run("--machine", "4xK520", "plan", TOWERS, "--format", "html", "-o", str(out))
+    assert (result.code, result.err) == (0, "")
+    assert WRITTEN.fullmatch(result.out) and "(tensorflow)" in result.out
+    page = parse(out.read_text(encoding="utf-8"))
+    assert [s.attrs["data-strategy"] for s in sides(page)] == ["tensorflow"]
+    notes = [
+        p.all_text() for p in page.iter("header")[0].iter("p") if p.attrs.get("class") == "note"
+    ]
+    assert notes == ["Not compared: strategy balanced: balanced: <planted> failure"]
+    assert "&lt;planted&gt;" in out.read_text(encoding="utf-8")
