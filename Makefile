@@ -16,7 +16,7 @@ STAMP       = $(call stamp,$(EXTRAS_TEST))
 CONSTRAINTS ?= constraints.txt
 PIN     = $(if $(CONSTRAINTS),-c $(CONSTRAINTS))
 
-.PHONY: demo test test-fast lint typecheck cov bench gpu-check clean
+.PHONY: demo test test-fast lint typecheck cov bench gpu-check clean browser screenshot
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -42,8 +42,25 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
-test: lint typecheck
+test: lint typecheck browser
 	$(BIN)/python -m pytest -rs --cov --cov-report=term:skip-covered --cov-report=html:htmlcov
+
+# The HTML plan report's browser test (tests/report/test_browser.py) needs chromium: as root with
+# apt-get, install Debian's when none is found; otherwise say so (that test then skips, saying why).
+browser:
+	@command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || \
+	[ -n "$$GPUPLACE_CHROMIUM" ] || \
+	if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	  echo "installing chromium for the browser test (apt-get install chromium)"; \
+	  export DEBIAN_FRONTEND=noninteractive; \
+	  apt-get install -y -qq chromium >/dev/null 2>&1 || \
+	  { apt-get update -qq && apt-get install -y -qq chromium >/dev/null; } || \
+	  echo "warning: apt-get could not install chromium: the browser test will skip"; \
+	else echo "warning: no chromium (and not root with apt-get): the browser test will skip"; fi
+
+# The README's picture of the HTML plan report (needs chromium: `make browser`).
+screenshot: $(STAMP) browser
+	$(BIN)/python -m tests.report.browser docs/img/plan-report.png
 
 # The inner loop: the suite without the tests marked slow, no lint, no coverage.
 test-fast: $(STAMP)
