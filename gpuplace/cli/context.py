@@ -28,6 +28,7 @@ class AppContext:
     is_terminal: bool | None = None  # None: ask stdout
     machine_spec: str | None = None  # --machine; None: GPUPLACE_MACHINE, else the real machine
     debug: bool = False
+    json_errors: bool = False  # the command line asked for JSON: errors get a document too
     installed: Callable[[str], str | None] | None = None  # distribution -> version; None: look
     host_memory: Callable[[], int | None] = available_memory  # bytes this host can still give
 
