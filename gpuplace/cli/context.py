@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from ..devices import Machine, View, available_memory, discover, view
+from ..devices.libcuda import OrderProbe, probe_order
 from ..devices.nvml import NvmlLoader, load_pynvml
 
 if TYPE_CHECKING:
@@ -30,6 +31,7 @@ class AppContext:
     debug: bool = False
     installed: Callable[[str], str | None] | None = None  # distribution -> version; None: look
     host_memory: Callable[[], int | None] = available_memory  # bytes this host can still give
+    order_probe: OrderProbe = probe_order  # asks the CUDA driver its GPU order (real GPUs only)
 
     def installed_version(self, name: str) -> str | None:
         from ..devices.cuda_match import installed_version
@@ -53,7 +55,7 @@ class AppContext:
 
     def machine(self) -> Machine:
         spec, source = self.machine_source()
-        return discover(spec, self.nvml_loader, source or "--machine")
+        return discover(spec, self.nvml_loader, source or "--machine", self.order_probe)
 
     def view(self) -> View:
         return view(self.machine(), self.env, self.host_memory)
