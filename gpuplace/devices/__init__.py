@@ -77,7 +77,8 @@ def view(
     ordered, order = cuda_order(machine, env.get("CUDA_DEVICE_ORDER"))
     seen = visibility(ordered, cvd)
     warnings = list(machine.warnings)
-    warning = order_warning(ordered, order, env.get("CUDA_DEVICE_ORDER"))
+    # with no GPU visible, CUDA's numbering does not matter; a bad CUDA_DEVICE_ORDER still does
+    warning = order_warning(ordered if seen.gpus else (), order, env.get("CUDA_DEVICE_ORDER"))
     if warning:
         warnings.append(warning)
     return View(

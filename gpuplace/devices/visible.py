@@ -172,7 +172,8 @@ def _mig_reason(kept: Target, named: Sequence[Named], gpus: Sequence[Gpu]) -> st
     migs = [(g, m) for g in (gpu, *others) for m in g.mig_instances if m is not mig]
     if not others and not migs:
         return None
-    hidden = [f"nvml {', '.join(str(g.nvml_index) for g in others)}"] if others else []
+    named_nvml = ", ".join(str(i) for i in sorted(g.nvml_index for g in others))
+    hidden = [f"nvml {named_nvml}"] if others else []
     if own:
         plural = "s" if len(own) > 1 else ""
         hidden.append(f"MIG device{plural} {', '.join(map(str, own))} of nvml {gpu.nvml_index}")
