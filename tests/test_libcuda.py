@@ -220,3 +220,17 @@ def test_without_libcuda_the_order_is_emulated_and_the_reason_kept(run: Run) -> 
         "(libcuda.so.1 (the CUDA driver library) was not found)",
     }
     assert [d["nvml_index"] for d in doc["devices"][1:]] == [0, 1, 2, 3]  # A100s, then T4s
+
+
+def test_the_warning_says_why_the_driver_was_not_asked(run: Run) -> None:
+    gpus = four_gpus()  # A100, A100, T4, T4: make it T4, T4, A100, A100
+    for i, (name, cc) in enumerate([("Tesla T4", (7, 5))] * 2 + [("NVIDIA A100-SXM4-80GB", (8, 0))] * 2):  # fmt: skip
+        gpus[i].name, gpus[i].cc = name, cc
+    result = run("devices", nvml=FakeNvml(gpus))
+    assert result.err == (
+        "warning: the GPUs differ in model and CUDA_DEVICE_ORDER is unset, so CUDA numbers them "
+        "fastest first (by gpuplace's emulation, as the CUDA driver could not be asked: "
+        "libcuda.so.1 (the CUDA driver library) was not found): CUDA's GPU 0 is nvml 2 (NVIDIA "
+        "A100-SXM4-80GB), not nvidia-smi's GPU 0 (Tesla T4), and CUDA_VISIBLE_DEVICES counts in CUDA's "
+        "order; export CUDA_DEVICE_ORDER=PCI_BUS_ID to number them as nvidia-smi does\n"
+    )

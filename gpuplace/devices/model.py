@@ -103,11 +103,14 @@ OrderProbe = Callable[[Sequence["Gpu"]], ProbedOrder]  # NVML's GPUs -> the driv
 class CudaOrder:
     """The order CUDA numbers a process's GPUs in: `kind` is CUDA_DEVICE_ORDER's value in effect,
     `source` how gpuplace knows it (`libcuda`: asked the driver; `emulated`: the documented rule
-    in `order.py`; `pci-bus-id`: sorted by bus id), `detail` one sentence on how."""
+    in `order.py`; `pci-bus-id`: sorted by bus id), `detail` one sentence on how, and
+    `unasked`: why the driver of a real machine could not be asked (None when it was, or when
+    the machine is simulated)."""
 
     kind: OrderKind
     source: OrderSource
     detail: str
+    unasked: str | None = None
 
 
 @dataclass(frozen=True)

@@ -92,9 +92,10 @@ def cuda_order(
         ordered = tuple(by_index[i] for i in probed.nvml_indices)
         return ordered, CudaOrder("FASTEST_FIRST", "libcuda", probed.detail)
     detail = f"emulated: {RULE}"
-    if probed is not None:
-        detail += f" ({probed.detail})"
-    return emulated_fastest_first(gpus), CudaOrder("FASTEST_FIRST", "emulated", detail)
+    unasked = probed.detail if probed is not None else None
+    if unasked is not None:
+        detail += f" ({unasked})"
+    return emulated_fastest_first(gpus), CudaOrder("FASTEST_FIRST", "emulated", detail, unasked)
 
 
 def _mixed(gpus: Sequence[Gpu]) -> bool:
@@ -102,7 +103,11 @@ def _mixed(gpus: Sequence[Gpu]) -> bool:
 
 
 def _how(order: CudaOrder) -> str:
-    return "as the CUDA driver reports" if order.source == "libcuda" else "by gpuplace's emulation"
+    if order.source == "libcuda":
+        return "as the CUDA driver reports"
+    if order.unasked:
+        return f"by gpuplace's emulation, as the CUDA driver could not be asked: {order.unasked}"
+    return "by gpuplace's emulation"
 
 
 def order_warning(
