@@ -191,3 +191,14 @@ def test_emulated_order_is_a_permutation_consistent_with_the_rule(
         assert fastest_first_key(a) < fastest_first_key(b)
     pci, _ = cuda_order(machine, "PCI_BUS_ID")
     assert [g.nvml_index for g in pci] == list(range(len(machine.gpus)))
+
+
+def test_visible_counts_in_the_order_of_the_gpus_it_is_given() -> None:
+    """The API's pure function: `machine.gpus` is nvidia-smi's order, cuda_order's is CUDA's."""
+    import gpuplace
+
+    machine = discover("1xT4,2xA100-80GB")
+    in_cuda_order = gpuplace.visible(cuda_order(machine, None)[0], "0")
+    assert in_cuda_order == list(view(machine, {"CUDA_VISIBLE_DEVICES": "0"}, None).gpus)
+    assert [v.gpu.nvml_index for v in in_cuda_order] == [1]
+    assert [v.gpu.nvml_index for v in gpuplace.visible(machine.gpus, "0")] == [0]
