@@ -15,7 +15,13 @@ import json
 import sys
 from typing import Any
 
-LIBRARIES = ("libcuda.so.1", "libcuda.so", "/usr/lib/wsl/lib/libcuda.so.1")
+LIBRARIES = (  # the loader's path first, then where distros and WSL keep it (nvitop's list)
+    "libcuda.so.1",
+    "/usr/lib64/nvidia/libcuda.so.1",
+    "/usr/lib/x86_64-linux-gnu/libcuda.so.1",
+    "/usr/lib/wsl/lib/libcuda.so.1",
+    "libcuda.so",  # last: a toolkit's stub answers CUDA_ERROR_STUB_LIBRARY
+)
 ERRORS = {
     1: "CUDA_ERROR_INVALID_VALUE",
     3: "CUDA_ERROR_NOT_INITIALIZED",
