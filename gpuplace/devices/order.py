@@ -10,13 +10,21 @@ gpuplace asks it (`libcuda.py`: the CUDA driver's own enumeration, in a subproce
 (simulated machines, or a driver that could not be asked) it emulates the heuristic with the rule
 that the public accounts agree on:
 
-1. higher compute capability first (vllm-project/vllm#7472: "putting the device with the greatest
-   compute capability as 0"; onnxruntime#17546: the slowest card, a P1000, numbered last);
+1. higher compute capability first (vllm-project/vllm#7472, on a mixed node: CUDA programs put
+   "the device with the greatest compute capability as 0"; microsoft/onnxruntime#17546: an RTX
+   A4000 (8.6) is CUDA's 0, the P1000 (6.1) last; the stackoverflow answer "CUDA picks the
+   fastest device as device 0"; AlexeyAB/darknet#6982: a TITAN is CUDA's 0 though nvidia-smi
+   lists a GTX 1080 first);
 2. then more throughput: multiprocessors x max clock (the rule of CUDA's own samples,
-   `helper_cuda.h` `gpuGetMaxGflopsDeviceId`, and of accelerate's `selectBestDevice`; cores
-   per multiprocessor are the same within one compute capability, so they cannot reorder it);
-   darknet#6982: a TITAN numbered before a GTX 1080 of the same compute capability;
+   `helper_cuda.h` `gpuGetMaxGflopsDeviceId`, and of the accelerate-llvm-ptx library's
+   `selectBestDevice`, both "compute capability, then throughput"; cores per multiprocessor are
+   the same within one compute capability, so leaving them out cannot reorder it);
 3. ties (identical cards) by PCI bus id, so identical cards keep nvidia-smi's order.
+
+NVIDIA documents none of this beyond "fastest first", so which of two cards comes first when the
+newer architecture is the smaller card (a T4, 7.5, beside a V100, 7.0) is the rule's guess; the
+driver's answer on a real node settles it, and `tests/gpu/test_order_gpu.py` reports any card
+pair the rule gets wrong.
 
 A GPU that failed its query (lost) is numbered last: CUDA does not enumerate it. The rule is an
 emulation: a real node's answer comes from its driver, and `make gpu-check` compares the two.
