@@ -137,3 +137,38 @@ def test_a_machine_file_gives_the_speed_of_its_own_cards(run: Run, tmp_path: Pat
     assert result.err == (
         f"error: {path}: gpus[0].sm_count: expected a whole number from 1 to 1000000, got 0\n"
     )
+
+
+README = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+
+
+def test_the_readme_smoke_check_example_prints_what_the_readme_shows(run: Run) -> None:
+    """README: `gpuplace --machine 2xA100-80GB,1xT4 devices --require-gpus 4 --min-memory 40GiB`
+    (mixed models in fastest-first order already: the warning says so)."""
+    result = run(
+        "--machine", "2xA100-80GB,1xT4", "devices", "--require-gpus", "4", "--min-memory", "40GiB"
+    )
+    assert result.code == 1
+    warning, error = result.err.splitlines()
+    assert warning == (
+        "warning: the GPUs differ in model and CUDA_DEVICE_ORDER is unset, so CUDA numbers them "
+        "fastest first (by gpuplace's emulation): here that is nvidia-smi's numbering too, but "
+        "CUDA's indices follow speed, not slots; export CUDA_DEVICE_ORDER=PCI_BUS_ID to keep them "
+        "numbered as nvidia-smi does"
+    )
+    block = "$ gpuplace --machine 2xA100-80GB,1xT4 devices --require-gpus 4 --min-memory 40GiB\n"
+    assert f"{block}{warning}\n...\n{error}\n" in README
+
+
+@pytest.mark.parametrize("cvd", [None, "0,2,3"])
+def test_the_readme_lab_node_examples_print_what_the_readme_shows(
+    run: Run, tmp_path: Path, cvd: str | None
+) -> None:
+    from tests.test_cli_devices import README_MACHINE
+
+    (tmp_path / "lab-node.yaml").write_text(README_MACHINE)
+    env = {"CUDA_VISIBLE_DEVICES": cvd} if cvd else {}
+    result = run("--machine", str(tmp_path / "lab-node.yaml"), "devices", env=env)
+    assert result.code == 0
+    prefix = f"CUDA_VISIBLE_DEVICES={cvd} " if cvd else ""
+    assert f"$ {prefix}gpuplace --machine lab-node.yaml devices\n{result.err}{result.out}" in README
