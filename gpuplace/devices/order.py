@@ -3,7 +3,9 @@
 CUDA_DEVICE_ORDER (CUDA Programming Guide, environment variables) is `FASTEST_FIRST`, the
 default, or `PCI_BUS_ID`, the order nvidia-smi and NVML use. CUDA_VISIBLE_DEVICES's integer
 indices count in the order in effect, so with mixed models `CUDA_VISIBLE_DEVICES=0` is the
-fastest GPU, not nvidia-smi's GPU 0; UUID and MIG entries name a device whatever the order.
+fastest GPU, not nvidia-smi's GPU 0 (anderskm/gputil#18: "if you set CUDA_VISIBLE_DEVICES = '0'
+... only the fastest GPU will be exposed"; AlexeyAB/darknet#6982, fixed by PCI_BUS_ID); UUID and
+MIG entries name a device whatever the order.
 
 FASTEST_FIRST is "a simple heuristic" NVIDIA does not publish. Where a driver is present,
 gpuplace asks it (`libcuda.py`: the CUDA driver's own enumeration, in a subprocess). Elsewhere
