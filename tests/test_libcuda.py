@@ -234,3 +234,19 @@ def test_the_warning_says_why_the_driver_was_not_asked(run: Run) -> None:
         "A100-SXM4-80GB), not nvidia-smi's GPU 0 (Tesla T4), and CUDA_VISIBLE_DEVICES counts in CUDA's "
         "order; export CUDA_DEVICE_ORDER=PCI_BUS_ID to number them as nvidia-smi does\n"
     )
+
+
+def test_one_command_asks_the_driver_once() -> None:
+    from gpuplace.cli import AppContext
+
+    calls: list[int] = []
+
+    def counting(found: Any) -> Any:
+        calls.append(len(found))
+        return no_libcuda(found)
+
+    fake = FakeNvml(four_gpus())
+    app = AppContext(env={}, nvml_loader=lambda: fake, order_probe=counting)
+    first, second = app.view(), app.view()
+    assert calls == [4]
+    assert first.order == second.order and first.order is not None
