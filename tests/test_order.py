@@ -87,6 +87,11 @@ def test_the_drivers_answer_wins_over_the_rule() -> None:
     ordered, order = cuda_order(failed, None)
     assert [g.nvml_index for g in ordered] == [1, 2, 0]
     assert order.source == "emulated" and order.detail.endswith("(no libcuda)")
+    for wrong in [(1, 0), (0, 1, 1), (0, 1, 7)]:  # an API caller's probe that misses or invents
+        bad = dataclasses.replace(machine, probed_order=ProbedOrder(wrong, "asked"))
+        ordered, order = cuda_order(bad, None)
+        assert [g.nvml_index for g in ordered] == [1, 2, 0]
+        assert order.unasked == "the driver's answer does not list each GPU once"
 
 
 def test_view_counts_cuda_visible_devices_in_the_order_in_effect() -> None:

@@ -97,12 +97,14 @@ def cuda_order(
         detail = "CUDA_DEVICE_ORDER=PCI_BUS_ID: by PCI bus id, as nvidia-smi numbers them"
         return pci_order(gpus), CudaOrder("PCI_BUS_ID", "pci-bus-id", detail)
     probed = machine.probed_order
+    unasked = probed.detail if probed is not None else None
     if probed is not None and probed.nvml_indices is not None:
         by_index = {g.nvml_index: g for g in gpus}
-        ordered = tuple(by_index[i] for i in probed.nvml_indices)
-        return ordered, CudaOrder("FASTEST_FIRST", "libcuda", probed.detail)
+        if sorted(probed.nvml_indices) == sorted(by_index):
+            ordered = tuple(by_index[i] for i in probed.nvml_indices)
+            return ordered, CudaOrder("FASTEST_FIRST", "libcuda", probed.detail)
+        unasked = "the driver's answer does not list each GPU once"
     detail = f"emulated: {RULE}"
-    unasked = probed.detail if probed is not None else None
     if unasked is not None:
         detail += f" ({unasked})"
     return emulated_fastest_first(gpus), CudaOrder("FASTEST_FIRST", "emulated", detail, unasked)
