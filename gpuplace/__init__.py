@@ -16,7 +16,9 @@ The public API is imported lazily so that `import gpuplace` stays cheap (no nump
 
 `view(machine, env)` is what a process with environment `env` sees (its GPUs in CUDA order, with
 warnings and why others are hidden); `visible(machine.gpus, "2,0")` is the same rule as a pure
-function of CUDA_VISIBLE_DEVICES's value, returning only the GPUs. Results are plain dataclasses.
+function of CUDA_VISIBLE_DEVICES's value, returning only the GPUs (indices count in the order of the
+GPUs given: `machine.gpus` is nvidia-smi's, CUDA's under CUDA_DEVICE_ORDER=PCI_BUS_ID;
+`gpuplace.devices.cuda_order(machine, None)[0]` is CUDA's default). Results are plain dataclasses.
 Errors are `GpuplaceError`s (`BadInput`: the input is wrong; `RuntimeFailure`: this machine or
 run failed it), one line naming the setting as the caller wrote it (`Options.memory_fraction`).
 """

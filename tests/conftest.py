@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from gpuplace.cli import AppContext, main
+from tests.fakes.fake_libcuda import no_libcuda
 from tests.fakes.fake_pynvml import FakeNvml
 
 
@@ -35,11 +36,13 @@ def _installed_from_an_index(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.fixture
 def run(capsys: pytest.CaptureFixture[str]) -> Run:
-    """run(*args, env={...}, nvml=FakeNvml(...)) -> Result; never a real driver, never a TTY."""
+    """run(*args, env={...}, nvml=FakeNvml(...)) -> Result; never a real driver (nor libcuda:
+    `order_probe=` a fake from tests/fakes/fake_libcuda.py), never a TTY."""
 
     def _run(*args: str, env: dict[str, str] | None = None, nvml: FakeNvml | None = None,
              **kw: object) -> Result:  # fmt: skip
         fake = nvml or FakeNvml(init_error=__import__("pynvml").NVMLError_LibraryNotFound)
+        kw.setdefault("order_probe", no_libcuda)
         app = AppContext(env=env or {}, nvml_loader=lambda: fake, is_terminal=False, **kw)  # type: ignore[arg-type]
         code = main(list(args), app)
         captured = capsys.readouterr()

@@ -214,12 +214,12 @@ def test_plain_mem_without_a_graph_is_nvidia_smi_only(run: Run) -> None:
 
 @pytest.mark.parametrize("fmt", ["dot", "text"])
 def test_plan_json_with_another_format_is_refused(run: Run, tmp_path: Path, fmt: str) -> None:
-    assert k520(run, "plan", write(tmp_path, OK), "--json", "--format", fmt) == (
-        2,
-        "",
-        f"error: --json conflicts with --format {fmt}: --json is short for --format json; give "
-        "one of them\n",
+    code, out, err = k520(run, "plan", write(tmp_path, OK), "--json", "--format", fmt)
+    message = (
+        f"--json conflicts with --format {fmt}: --json is short for --format json; give one of them"
     )
+    assert (code, err) == (2, f"error: {message}\n")
+    assert json.loads(out)["error"]["message"] == message  # --json was asked: a document too
     same = k520(run, "plan", write(tmp_path, OK), "--json", "--format", "json")
     assert same[0] == 0 and json.loads(same[1])["machine"]["simulated"] is True
 

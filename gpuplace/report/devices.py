@@ -92,10 +92,17 @@ def devices_json(view: View) -> dict[str, Any]:
             "visible_gpu_count": len(view.gpus),
             "cuda_visible_devices": view.cuda_visible_devices,
             "no_gpu_reason": notice(view),
+            "order": _order(view),
             "warnings": list(view.warnings),
         },
         "devices": device_records(view),
     }
+
+
+def _order(view: View) -> dict[str, str] | None:
+    """Which order CUDA numbers the GPUs in (CUDA_DEVICE_ORDER) and how gpuplace knows it."""
+    o = view.order
+    return None if o is None else {"kind": o.kind, "source": o.source, "detail": o.detail}
 
 
 def notice(view: View) -> str | None:

@@ -4,6 +4,7 @@ escaped and clipped, that a huge graph gives a bounded page, and where the file 
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from fnmatch import fnmatch
@@ -196,7 +197,11 @@ def test_where_the_report_may_not_go_is_refused_before_anything_runs(
     (tmp_path / "g.yaml").write_text("graph: []\n")
     before = sorted(os.listdir(tmp_path))
     result = run(*SIM[:3], os.path.join(os.path.dirname(__file__), "..", "..", TOWERS), *args)
-    assert (result.code, result.out, result.err) == (2, "", f"error: {error}\n")
+    assert (result.code, result.err) == (2, f"error: {error}\n")
+    if "--json" in args:  # asked for JSON: the error is a document too
+        assert json.loads(result.out)["error"]["message"] == error
+    else:
+        assert result.out == ""
     assert (
         sorted(os.listdir(tmp_path)) == before
         and (tmp_path / "g.yaml").read_text() == "graph: []\n"
