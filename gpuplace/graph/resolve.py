@@ -247,7 +247,7 @@ def direct(items: list[Any], walker: Walker, lines: Mapping[int, int] | None) ->
     own order, with its own words.
     """
     try:
-        return _direct(items, walker, Names(items), lines)
+        return _direct(items, walker, Names(), lines)
     except Exception:  # any error: the general path finds it again and says it its way
         return None
 
@@ -320,8 +320,8 @@ def _head(
         if "name" in item:
             return None
         name = names.unique(tf_type)
-    elif type(name) is not str or not is_op_name(name):
-        return None
+    elif type(name) is not str or not is_op_name(name) or names.unique(name) != name:
+        return None  # renamed by TensorFlow's rule (`Const_1_1`, `A_1`): the general path
     device = ""
     if "device" in item:
         device = walker.device(item["device"], UNCONSTRAINED, item, f"op '{name}'").text

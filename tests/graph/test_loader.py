@@ -114,8 +114,10 @@ def test_default_names_follow_tensorflow_unique_name() -> None:
           - {op: split, inputs: [matmul], num_split: 1}
         """)
     names = [op.name for op in graph.ops]
-    # written names are kept; generated ones skip them, case-insensitively as TF does
-    assert names == ["Const", "Const_2", "Const_1", "matmul", "MatMul_1", "split"]
+    # TF's Graph.unique_name in file order, written names too, case-insensitively: the
+    # written Const_1 comes after the generated one and is renamed (as TF 2.21 does)
+    assert names == ["Const", "Const_1", "Const_1_1", "matmul", "MatMul_1", "split"]
+    assert graph.ops[0].attrs["value"] == 1.0 and graph.ops[2].attrs["value"] == 3.0
 
 
 def test_nested_scopes_merge_field_by_field() -> None:
