@@ -12,7 +12,11 @@ from .ops import suggest
 from .scope import SpecError
 
 CONFIG_KEYS = (
-    "log_device_placement", "allow_soft_placement", "gpu_options", "placement", "log_format"
+    "log_device_placement",
+    "allow_soft_placement",
+    "gpu_options",
+    "placement",
+    "log_format",
 )
 PLACEMENT_KEYS = ("strategy",)
 

@@ -97,11 +97,13 @@ def test_config_log_format_and_the_flags_over_it(run: Run, tmp_path: Path) -> No
     # log_device_placement is off: no log, as TF; --log-placement prints it in TF's format
     assert "Neg: (Neg)" not in run("run", path).out
     assert run("run", path, "--log-placement").out.splitlines()[1:3] == [
-        f"Neg: (Neg): {cpu}", f"a: (Const): {cpu}"
+        f"Neg: (Neg): {cpu}",
+        f"a: (Const): {cpu}",
     ]
     # --log-format picks the format and asks for the log; --no-log-placement still wins
     assert run("run", path, "--log-format", "guide").out.splitlines()[1:3] == [
-        f"a: {cpu}", f"Neg: {cpu}"
+        f"a: {cpu}",
+        f"Neg: {cpu}",
     ]
     quiet = run("run", path, "--log-format", "guide", "--no-log-placement")
     assert quiet.out == "Neg:\n[-1.]\n"
