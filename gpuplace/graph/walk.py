@@ -131,6 +131,10 @@ class Walker:
         """Walk ops into `scope` (replicate's shared variables)."""
         self._walk(items, scope, ns, device, where)
 
+    def name_scope(self, name: str) -> str:
+        """`tf.name_scope(name)`'s prefix: the name made unique like an op's, then `/`."""
+        return self.names.unique(name) + "/"
+
     def add_synthetic(self, raw: dict[str, Any], resolve_in: Scope, bind_in: Scope, local: str,
                       device: Device, name: str) -> None:  # fmt: skip
         """An op gpuplace writes itself (a replica's slice, a merge): its inputs resolve in

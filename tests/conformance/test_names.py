@@ -77,3 +77,22 @@ def test_unique_names_keep_fresh_names_and_never_clash(asked: list[str]) -> None
             assert got.startswith(name + "_")  # else the name, an underscore and a number
         assert got.lower() not in seen  # unique, case-insensitively
         seen.add(got.lower())
+
+
+def test_a_replica_scope_takes_its_name_by_the_same_rule() -> None:
+    """`tf.name_scope("replica_0")` after an op named `replica_0` is `replica_0_1/` (TF 2.21:
+    constant `replica_0`, then a Const under name_scope("replica_0") is `replica_0_1/Const`)."""
+    graph = loads(
+        json.dumps(
+            {"graph": [
+                {"name": "replica_0", "op": "constant", "value": 1.0},
+                {"name": "x", "op": "placeholder", "shape": [4, 2]},
+                {"replicate": {"gpus": 2, "split": ["x"]}, "graph": [{"op": "relu", "inputs": ["x"]}]},
+            ]}
+        ),
+        gpus=lambda config: 2,
+    )  # fmt: skip
+    assert [op.name for op in graph.ops] == [
+        "replica_0", "x", "replica_0_1/x", "replica_0_1/Relu", "replica_1/x", "replica_1/Relu",
+        "Relu",
+    ]  # fmt: skip
