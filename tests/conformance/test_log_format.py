@@ -126,3 +126,10 @@ def test_the_flags_choices_are_the_log_formats() -> None:
 
     flag = next(p for p in command.params if p.name == "log_format")
     assert tuple(flag.type.choices) == LOG_FORMATS  # type: ignore[attr-defined]
+
+
+def test_the_docs_count_of_conformance_cases() -> None:
+    """docs/run.md says how many specs were checked (its example runs in tests/test_docs.py)."""
+    text = " ".join((ROOT / "docs" / "run.md").read_text(encoding="utf-8").split())
+    others = len(CASES) - len(GUIDE)
+    assert f"the guide's four examples and of {others} more specs" in text
