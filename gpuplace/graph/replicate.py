@@ -6,11 +6,11 @@
 ```
 Each input named in `split` is cut along axis 0 into one sub-batch per GPU (Keras' `get_slice`:
 the last replica takes the remainder), placed with the input (`colocate_with`). One copy of the
-body runs per GPU under `/device:GPU:i` with names `replica_i/...` (`tf.name_scope`: a name
-scope takes its name by TF's unique-name rule too, so after an op named `replica_0` the scope
-is `replica_0_1/`). Every output of the body (an
-op nobody in the body consumes) is merged under its own name on `merge_device` (concat along
-axis 0 by default, as Keras' `cpu_merge`; or add_n or mean), so `fetch: [y]` gets the merged batch.
+body runs per GPU under `/device:GPU:i` with names `replica_i/...` (`tf.name_scope`: a scope
+takes its name by TF's unique-name rule too, so after an op named `replica_0` the scope is
+`replica_0_1/`). Every output of the body (an op nobody in the body consumes) is merged under
+its own name on `merge_device` (concat along axis 0 by default, as Keras' `cpu_merge`; or add_n
+or mean), so `fetch: [y]` gets the merged batch.
 Variables in the body are defined once, outside the replicas, and shared by them, as the layers
 of Keras' template model are.
 """

@@ -60,7 +60,8 @@ def placement_log(graph: Graph, placement: Placement, log_format: str = "guide")
     `guide`: one `name: /job:localhost/replica:0/task:0/device:GPU:0` line per op, in graph
     order, as the "Using GPUs" guide shows it. `tensorflow`: the lines TensorFlow 2.x's placer
     prints to stdout (`placer.cc` `LogDeviceAssignment`: `name: (MatMul): device`), in the
-    order it assigns the ops (non-generators first, then the generators it deferred).
+    order it assigns the ops (non-generators first, then the generators it deferred; the
+    `balanced` and `round-robin` strategies, which TF does not have, keep graph order).
     """
     if log_format == "guide":
         return "\n".join(f"{op.name}: {placement.decisions[op.name].device}" for op in graph.ops)
