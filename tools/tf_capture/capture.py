@@ -90,8 +90,14 @@ def random_case(rng: random.Random) -> list[Any]:
             pick = rng.choice(POOL)
             if pick not in written:
                 name = pick
-        arity = {"constant": 0, "add_n": rng.randint(2, 3)}.get(kind, 2 if kind in ("add", "sub", "mul", "matmul") else 1)
-        item = const(name) if kind == "constant" else op(kind, [rng.choice(refs) for _ in range(arity)], name)
+        arity = {"constant": 0, "add_n": rng.randint(2, 3)}.get(
+            kind, 2 if kind in ("add", "sub", "mul", "matmul") else 1
+        )
+        item = (
+            const(name)
+            if kind == "constant"
+            else op(kind, [rng.choice(refs) for _ in range(arity)], name)
+        )
         if rng.random() < 0.15:
             item["device"] = "/cpu:0"
         items.append(item)
@@ -142,7 +148,9 @@ def main() -> None:
     for case in todo:
         got = by_id[case["id"]]
         if got["log"] != got["log_stderr"]:
-            sys.exit(f"{case['id']}: stdout and stderr logs differ: {got['log']} {got['log_stderr']}")
+            sys.exit(
+                f"{case['id']}: stdout and stderr logs differ: {got['log']} {got['log_stderr']}"
+            )
         names.append({"id": case["id"], "spec": case["spec"], "names": got["names"]})
         entry = {"id": case["id"], "spec": case["spec"], "soft": case["soft"],
                  "mapping": got["mapping"], "log": got["log"]}  # fmt: skip

@@ -149,7 +149,9 @@ def run_case(case: dict) -> dict:
     out, err, error = _captured(lambda: _run(graph, config, fetch, builder.feeds))
     log = [line for line in out.splitlines() if ": (" in line]
     logged = [PREFIX.sub("", line) for line in err.splitlines()]
-    placer = [line for line, raw in zip(logged, err.splitlines(), strict=True) if "placer.cc" in raw]
+    placer = [
+        line for line, raw in zip(logged, err.splitlines(), strict=True) if "placer.cc" in raw
+    ]
     mapping = _mapping(err)
     result = {"id": case["id"], "names": names, "log": log, "log_stderr": placer,
               "mapping": mapping}  # fmt: skip
@@ -202,7 +204,8 @@ def _captured(fn: object) -> tuple[str, str, str | None]:
 
 
 def main() -> None:
-    cases = json.loads(open(sys.argv[1]).read())
+    with open(sys.argv[1]) as f:
+        cases = json.load(f)
     results = [run_case(case) for case in cases]
     doc = {"tensorflow": tf.__version__, "results": results}
     with open(sys.argv[2], "w") as f:
