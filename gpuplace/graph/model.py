@@ -64,6 +64,9 @@ class Op:
 
 # `config.placement.strategy` (and `--strategy`): how ops without a device are placed
 STRATEGIES = ("tensorflow", "balanced", "round-robin")
+# `config.log_format` (and `run --log-format`): the placement log as the "Using GPUs" guide
+# shows it (`a: /job:...`, the default), or TensorFlow 2.x's exact lines (`a: (Const): /job:...`)
+LOG_FORMATS = ("guide", "tensorflow")
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,6 +77,7 @@ class Config:
     allow_soft_placement: bool = False
     gpu_options: Mapping[str, Any] = field(default_factory=dict)
     placement: Mapping[str, Any] = field(default_factory=dict)
+    log_format: str = LOG_FORMATS[0]
 
 
 @dataclass(frozen=True, slots=True)
