@@ -57,6 +57,7 @@ def mem(app: AppContext, /, spec: str | None, as_json: bool, compare: bool,
     from ..report.devices import notice, title
     from ..report.lines import pruned_line
     from ..report.records import json_text, machine_record, rate_records
+    from ..report.schema import SCHEMA_VERSION
 
     if spec is None:
         _needs_graph(feed, kw)
@@ -73,10 +74,7 @@ def mem(app: AppContext, /, spec: str | None, as_json: bool, compare: bool,
         _watch(app, view, watch, count, as_json,
                lambda seen: _screen(app, seen, policy, compare, as_json))  # fmt: skip
         return
-    doc: dict[str, Any] = {"machine": {**machine_record(view),
-                                       "driver_version": view.machine.driver_version,
-                                       "cuda_version": view.machine.cuda_version,
-                                       "no_gpu_reason": notice(view)}}  # fmt: skip
+    doc: dict[str, Any] = {"schema_version": SCHEMA_VERSION, "machine": machine_record(view)}
     cards = report.visible_cards(view)
     runs: list[PolicyRun] = []
     pruned: str | None = None
@@ -129,13 +127,15 @@ def _screen(
     from ..report import mem as report
     from ..report.devices import notice, title
     from ..report.records import machine_record
+    from ..report.schema import SCHEMA_VERSION
 
     held = _reserved(app, view, policy, compare)
     cards = report.visible_cards(view)
     if as_json:
         import json
 
-        doc: dict[str, Any] = {"time": datetime.now().isoformat(timespec="seconds"),
+        doc: dict[str, Any] = {"schema_version": SCHEMA_VERSION,
+                               "time": datetime.now().isoformat(timespec="seconds"),
                                "machine": machine_record(view), "gpus": report.smi_records(cards)}  # fmt: skip
         if held:
             doc["reservations"] = report.reservation_records(held)

@@ -22,6 +22,7 @@ from .records import (
     placement_records,
     rate_records,
 )
+from .schema import SCHEMA_VERSION
 
 if TYPE_CHECKING:
     from ..results import Outcome, Prepared
@@ -88,6 +89,7 @@ def run_json(view: View, prepared: Prepared, outcome: Outcome) -> dict[str, Any]
     sources, and `pruned`: the ops the fetches do not need, which did not run."""
     result = outcome.result
     return {
+        "schema_version": SCHEMA_VERSION,
         "machine": machine_record(view),
         "strategy": prepared.strategy,
         "rates": rate_records(prepared),
