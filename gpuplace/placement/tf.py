@@ -28,7 +28,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import cast
 
-from ..devices.names import DeviceSpec, parse_device
+from ..devices.names import DeviceSpec, MalformedDevice, malformed_fix, placer_spec
 from ..echo import clip
 from ..gc_pause import gc_paused
 from ..graph.model import Graph, Op, OpMeta
@@ -143,6 +143,39 @@ def _no_kernel_error(op: Op, meta: OpMeta, table: DeviceTable) -> PlacementError
     return error
 
 
+def _requested(device: str) -> DeviceSpec | None:
+    """An op's requested device as the C++ placer reads it; None where it is malformed."""
+    try:
+        return placer_spec(device)
+    except MalformedDevice:
+        return None
+
+
+def _first(items: Sequence[object], value: object) -> int:
+    return items.index(value) if value in items else len(items)
+
+
+def _malformed_error(op: Op, i: int, meta: OpMeta) -> PlacementError:
+    """`Member::SetRequestedDeviceName`'s error: the device and the node's `DebugString` (its id:
+    TF numbers ops from 2 in graph order, after _SOURCE and _SINK; its NodeDef's summary shows
+    the dtype attr and the device, not the op's other attrs)."""
+    device = clip(op.device)
+    dtype = op.outputs[0].dtype if op.outputs else None
+    attr = f"T={_dt(dtype)}, " if dtype is not None and op.inputs else ""
+    inputs = ", ".join(
+        clip(ref.op if ref.index == 0 else f"{ref.op}:{ref.index}") for ref in op.inputs
+    )
+    name = clip(op.name)
+    message = (
+        f"Malformed device specification '{device}' in node: {{name:'{name}' id:{i + 2} op "
+        f"device:{{requested: '{device}', assigned: ''}} def:{{{{{{node {name}}}}} = "
+        f'{tf_type_of(meta, op)}[{attr}_device="{device}"]({inputs})}}}}'
+    )
+    error = PlacementError(message, f"gpuplace: {malformed_fix()}", op.name)
+    error.exit_code = 2  # the spec must change
+    return error
+
+
 class _Placer:
     """One run of the placer over one graph; state lives here, not in globals."""
 
@@ -151,15 +184,14 @@ class _Placer:
     ) -> None:
         self.ops, self.table = ops, table
         metas: dict[str, OpMeta] = {}
-        specs: dict[str, DeviceSpec] = {}
+        specs: dict[str, DeviceSpec | None] = {}
         for op in ops:
             if op.type not in metas:
                 metas[op.type] = op_meta(op.type)
             if op.device not in specs:
-                specs[op.device] = parse_device(op.device)
+                specs[op.device] = _requested(op.device)
         op_types = [op.type for op in ops]
         self.meta = list(map(metas.__getitem__, op_types))
-        self.own = [specs[op.device] for op in ops]
         supported = {name: meta.kernels & table.types for name, meta in metas.items()}
         types = list(map(supported.__getitem__, op_types))
         # kinds: what an op's device and reason depend on besides its request (the alone
@@ -169,9 +201,13 @@ class _Placer:
         narrow = {t for t, m in metas.items() if getattr(m, "dtype_kernels", None)}
         if narrow:
             self._narrow(types, supported, narrow)
-        if not all(types):
-            i = types.index(frozenset())
-            raise _no_kernel_error(ops[i], self.meta[i], table)
+        own = [specs[op.device] for op in ops]
+        if not all(types) or None in own:  # `InitializeMembers`: the first op that fails
+            i = min(_first(types, frozenset()), _first(own, None))
+            if not types[i]:
+                raise _no_kernel_error(ops[i], self.meta[i], table)
+            raise _malformed_error(ops[i], i, self.meta[i])
+        self.own = cast("list[DeviceSpec]", own)
         self.names = [op.name for op in ops]
         self.index = dict(zip(self.names, range(len(ops)), strict=True))  # repeated: last op
         distinct = len(self.index) == len(ops)
