@@ -101,6 +101,27 @@ class Reasons:
         kind = "colocated" if has_details(group) else "default"
         return Decision(device.name, kind, base)
 
+    def follows_input(
+        self, i: int, device: LocalDevice, source: int, consumer: int, cands: Candidates
+    ) -> Decision:
+        """Identity op i took the device of its input `source` (placer.cc's
+        `MatchIdentityOperation`); `consumer` is its one consumer, -1 for none."""
+        before = self.ops[source]
+        wanted = f"request {before.device}" if before.device else "request no device"
+        if consumer >= 0:
+            why = f"its input and its one consumer {self.ops[consumer].name} both {wanted}"
+        else:
+            why = "it has no consumer and its input requests no device"
+        text = f"Identity follows its input {before.name} on {device.short}: {why}"
+        clauses = self._ignored(i)
+        if cands.soft is not None:
+            clauses.append(cands.soft)
+        if clauses:
+            return Decision(
+                device.name, "soft-fallback", f"soft placement: {'; '.join(clauses)}; {text}"
+            )
+        return Decision(device.name, "follows-input", text)
+
     def _ignored(self, i: int) -> list[str]:
         note = self.groups.ignored.get(i)
         return [] if note is None else [note]

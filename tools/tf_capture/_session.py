@@ -23,18 +23,16 @@ _LIBC = ctypes.CDLL(None)
 _LINE = re.compile(r"^(?P<name>[^:]+): \((?P<type>[^)]+)\): (?P<device>/\S+)$")
 
 
-def configure_cpus(count: int) -> None:
-    """Split the host CPU into `count` logical CPUs (before any session starts)."""
-    cpus = tf.config.list_physical_devices("CPU")
-    tf.config.set_logical_device_configuration(
-        cpus[0], [tf.config.LogicalDeviceConfiguration()] * count
-    )
-
-
-def run_logged(graph: Any, fetches: list[Any], soft: bool = False) -> dict[str, Any]:
-    """Run `fetches` of `graph`; return {"placed": {name: [type, device]}, "order": [...]} or
+def run_logged(
+    graph: Any, fetches: list[Any], soft: bool = False, cpus: int = 1, setup: Any = None
+) -> dict[str, Any]:
+    """Run `fetches` of `graph` in a session with `cpus` CPU devices (ConfigProto's
+    device_count: a tf.compat.v1.Session makes its own devices), after `setup` (e.g. the
+    variables' initializer) if given; return {"placed": {name: [type, device]}, "order": [...]} or
     {"error": first line of TF's message after the node header}."""
-    config = tf.compat.v1.ConfigProto(log_device_placement=True, allow_soft_placement=soft)
+    config = tf.compat.v1.ConfigProto(
+        log_device_placement=True, allow_soft_placement=soft, device_count={"CPU": cpus}
+    )
     with tempfile.TemporaryFile(mode="w+b") as out:
         saved = os.dup(1)
         _LIBC.fflush(None)
@@ -42,6 +40,8 @@ def run_logged(graph: Any, fetches: list[Any], soft: bool = False) -> dict[str, 
         error: str | None = None
         try:
             with tf.compat.v1.Session(graph=graph, config=config) as sess:
+                if setup is not None:
+                    sess.run(setup)
                 sess.run(fetches)
         except tf.errors.OpError as err:
             error = tf_message(err.message)
