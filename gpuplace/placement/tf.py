@@ -3,7 +3,10 @@
 1. `ColocationGraph::Initialize`: kernel types per op (an op with none fails), requested
    devices, colocation groups (see `colocation.py`).
 2. First pass, in graph order, over every op that is not a generator: the first candidate of
-   its group (`GetDevicesForNode`, see `candidates.py`); the group is then pinned there.
+   its group (`GetDevicesForNode`, see `candidates.py`); the group is then pinned there. An
+   Identity that requests no device, with one in-edge and one out-edge (to `_SINK` when it has
+   no consumer), whose input and consumer request the same device string, takes its input's
+   device if that is a candidate (`MatchIdentityOperation`, `_matched_identities`).
 3. Second pass over the generators (`IsGeneratorNode`: the op TF builds takes no inputs and
    has one output that is not a ref, e.g. Const, Placeholder and a small tf.zeros; not Fill or
    the random ops, which read a shape tensor, nor variables, whose TF 1 output is a ref): the
@@ -18,9 +21,12 @@ Per-op metadata: the registry's OpDef answers per op (`tf_type_for`, `generator_
 
 Per-op state is kept in flat lists, and ops alone in their group that request the same device
 and have the same type share one Decision, so placing n ops is O(n) and light on memory and
-the garbage collector. Not modelled: heuristic B (metadata ops such as
-Shape follow their input), resource/ref edges (the op registry exposes neither), and
-pre-assigned devices (graphs arrive unplaced).
+the garbage collector. Requested devices are read as the C++ placer reads them
+(`devices/names.py: placer_view`); one it cannot parse fails as TF's "Malformed device
+specification" does, in `InitializeMembers` order with the kernel errors. Not modelled, for
+want of such ops (docs/placement-rules.md): metadata ops (`IsMetadata`: Shape, Size, Rank)
+following their input, ref/resource edges (no op takes a ref input), and pre-assigned devices
+(graphs arrive unplaced).
 """
 
 from __future__ import annotations

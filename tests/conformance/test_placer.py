@@ -16,6 +16,8 @@ say (every op in these cases has a GPU kernel, and none requests the CPU).
 from __future__ import annotations
 
 import json
+import re
+import shlex
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -24,8 +26,10 @@ import pytest
 
 from gpuplace.graph import loads
 from gpuplace.placement import place
+from tests.conftest import Run
 
 DATA = Path(__file__).parent / "data" / "placer.json"
+DOC = Path(__file__).resolve().parents[2] / "docs" / "placement-rules.md"
 
 
 @cache
@@ -56,3 +60,17 @@ def test_captured_from_tensorflow_2_21() -> None:
 @pytest.mark.parametrize("case", CASES)
 def test_placed_as_tensorflow_placed(case: dict[str, Any]) -> None:
     assert placed(case) == case["placed"], case["why"]
+
+
+def test_the_docs_example_prints_what_the_docs_show(run: Run, tmp_path: Path) -> None:
+    """docs/placement-rules.md's spec, run with the command it shows, prints what it shows."""
+    doc = DOC.read_text(encoding="utf-8")
+    spec = re.search(r"```yaml\n(.*?)```", doc, re.S)
+    shown = re.search(r"```\n\$ (gpuplace .*?)\n(.*?)```", doc, re.S)
+    assert spec is not None and shown is not None
+    (tmp_path / "identity.yaml").write_text(spec.group(1))
+    args = shlex.split(shown.group(1))[1:]
+    args[args.index("identity.yaml")] = str(tmp_path / "identity.yaml")
+    result = run(*args)
+    assert (result.code, result.err) == (0, "")
+    assert result.out == shown.group(2)

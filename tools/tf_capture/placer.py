@@ -149,6 +149,19 @@ CASES = [
          "v/read, colocated with v) with its consumer on /gpu:1",
          [{"name": "v", "op": "variable", "shape": [2], "initializer": "zeros", "device": G1},
           op("identity", "i", "v"), op("neg", "m", "i", device=G1)], ["m"]),
+    case("variable-soft-missing-device", "soft placement: a variable asks for /gpu:7 (TF "
+         "treats a ref generator's request as its resource device) and falls back to GPU:0",
+         [{"name": "v", "op": "variable", "shape": [2], "initializer": "zeros",
+           "device": "/gpu:7"}, op("neg", "m", "v", device=G1)], ["m"], soft=True),
+    case("identity-of-variable-soft", "soft placement: variable and consumer on /gpu:7 "
+         "(missing); the Identity of the variable follows it to GPU:0",
+         [{"name": "v", "op": "variable", "shape": [2], "initializer": "zeros",
+           "device": "/gpu:7"}, op("identity", "i", "v"), op("neg", "m", "i", device="/gpu:7")],
+         ["m"], soft=True),
+    case("variable-consumers-elsewhere", "a variable on /gpu:2 read by ops on /gpu:1 and "
+         "unplaced: reading a ref does not colocate (only ref inputs do: Assign)",
+         [{"name": "v", "op": "variable", "shape": [2], "initializer": "zeros", "device": G2},
+          op("neg", "m", "v", device=G1), op("neg", "u", "v")], ["m", "u"]),
     case("identity-soft-missing-device", "soft placement: input and consumer ask for /gpu:7, "
          "which does not exist; they fall back to GPU:0 and the Identity follows its input",
          [C, op("neg", "n", "c", device="/gpu:7"), op("identity", "i", "n"),
