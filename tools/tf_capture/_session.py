@@ -16,7 +16,7 @@ from typing import Any
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
-import tensorflow as tf  # noqa: E402
+import tensorflow as tf
 
 tf.compat.v1.disable_eager_execution()
 _LIBC = ctypes.CDLL(None)
