@@ -188,6 +188,25 @@ CASES = [
     case("no-identity-generators-follow", "no Identity: constants follow their one consumer",
          [const("a", [1.0, 2.0]), const("b", [3.0, 4.0]), op("add", "s", "a", "b", device=G2)],
          ["s"]),
+    case("generator-consumers-on-two-devices", "IsGeneratorNode: a constant read on /gpu:1 "
+         "and /gpu:2 takes the default device",
+         [const("a", [1.0, 2.0]), op("neg", "m1", "a", device=G1),
+          op("neg", "m2", "a", device=G2)], ["m1", "m2"]),
+    case("generator-pinned", "a constant requesting /gpu:2 stays there, its consumer on /gpu:1",
+         [const("a", [1.0, 2.0], G2), op("neg", "m", "a", device=G1)], ["m"]),
+    case("generator-unconsumed", "a constant with no consumer: the default device",
+         [const("a", [1.0, 2.0]), const("b", [1.0, 2.0], G2)], ["a", "b"]),
+    case("generator-small-zeros", "tf.zeros below 1000 elements is a Const: it follows",
+         [{"name": "z", "op": "zeros", "shape": [2]}, op("neg", "m", "z", device=G2)], ["m"]),
+    case("generator-large-zeros-is-fill", "tf.zeros of 1000 elements is a Fill, which reads a "
+         "shape tensor: placed in the first pass, on the default device",
+         [{"name": "z", "op": "zeros", "shape": [1000]}, op("neg", "m", "z", device=G2)],
+         ["m"]),
+    case("generator-read-by-identity", "a constant read only by an Identity whose consumer "
+         "is on /gpu:2: the constant has no device yet in the first pass, so the Identity "
+         "takes the default device and the constant follows it there",
+         [const("k", [1.0, 2.0]), op("identity", "i", "k"), op("neg", "m", "i", device=G2)],
+         ["m"]),
 ]  # fmt: skip
 
 
@@ -222,6 +241,8 @@ def make(entry: dict[str, Any], made: dict[str, Any]) -> Any:
     inputs = [tensor(made, ref) for ref in entry.get("inputs", [])]
     if kind == "constant":
         return tf.constant(entry["value"], dtype=tf.float32, name=name)
+    if kind == "zeros":
+        return tf.zeros(entry["shape"], name=name)
     if kind == "variable":
         return tf.compat.v1.Variable(tf.zeros(entry["shape"]), name=name, use_resource=False)
     if kind == "identity":
