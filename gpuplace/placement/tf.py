@@ -6,7 +6,7 @@
    its group (`GetDevicesForNode`, see `candidates.py`); the group is then pinned there. An
    Identity that requests no device, with one in-edge and one out-edge (to `_SINK` when it has
    no consumer), whose input and consumer request the same device string, takes its input's
-   device if that is a candidate (`MatchIdentityOperation`, `_matched_identities`).
+   device if that is a candidate (`MatchIdentityOperation`, `match_identities`).
 3. Second pass over the generators (`IsGeneratorNode`: the op TF builds takes no inputs and
    has one output that is not a ref, e.g. Const, Placeholder and a small tf.zeros; not Fill or
    the random ops, which read a shape tensor, nor variables, whose TF 1 output is a ref): the
@@ -40,6 +40,7 @@ from ..gc_pause import gc_paused
 from ..graph.model import Graph, Op, OpMeta
 from .candidates import Candidates, Consumers, DeviceTable, LocalDevice
 from .colocation import ColocationGraph
+from .identity import match_identities
 from .model import Decision, Placement, PlacementError
 from .reasons import Reasons
 
@@ -149,41 +150,6 @@ def _no_kernel_error(op: Op, meta: OpMeta, table: DeviceTable) -> PlacementError
     return error
 
 
-def _matched_identities(
-    ops: Sequence[Op], index: Mapping[str, int], identity: set[str]
-) -> tuple[dict[int, int], dict[int, int]]:
-    """placer.cc's `MatchIdentityOperation`, for every op: {Identity: its input} and
-    {Identity: its consumer, -1 for none} for each Identity that requests no device, has one
-    in-edge and one out-edge, and whose input and consumer request the same device string.
-    An op with no consumer has one out-edge, to `_SINK`, which requests nothing; a consumer
-    reading it twice is two out-edges. Linear: one pass over the inputs."""
-    maybe = {
-        op.name: i
-        for i, op in enumerate(ops)
-        if op.type in identity and not op.device and len(op.inputs) == 1
-    }
-    if not maybe:
-        return {}, {}
-    edges = dict.fromkeys(maybe.values(), 0)
-    consumer: dict[int, int] = {}
-    for j, op in enumerate(ops):
-        for ref in op.inputs:
-            k = maybe.get(ref.op)
-            if k is not None:
-                edges[k] += 1
-                consumer[k] = j
-    found: dict[int, int] = {}
-    read_by: dict[int, int] = {}
-    for k, count in edges.items():
-        source = index.get(ops[k].inputs[0].op)
-        if source is None or count > 1:
-            continue
-        wanted = ops[consumer[k]].device if count else ""  # _SINK requests nothing
-        if ops[source].device == wanted:
-            found[k], read_by[k] = source, consumer[k] if count else -1
-    return found, read_by
-
-
 def _requested(device: str) -> DeviceSpec | None:
     """An op's requested device as the C++ placer reads it; None where it is malformed."""
     try:
@@ -269,13 +235,7 @@ class _Placer:
         # (requested device, kind) -> device and decision of an op alone in its group
         self.alone: dict[tuple[str, str], tuple[LocalDevice, Decision]] = {}
         identity = {t for t, m in metas.items() if m.tf_type == "Identity"}
-        # MatchIdentityOperation: Identity -> its input, and its one consumer (-1: none)
-        self.follows_input: dict[int, int] = {}
-        self.identity_consumer: dict[int, int] = {}
-        if identity:
-            self.follows_input, self.identity_consumer = _matched_identities(
-                ops, self.index, identity
-            )
+        self.identities = match_identities(ops, self.index, identity)
 
     def tf_type(self, i: int) -> str:
         return tf_type_of(self.meta[i], self.ops[i])
@@ -342,9 +302,9 @@ class _Placer:
         """
         ops, assigned, alone, kinds = self.ops, self.assigned, self.alone, self.kinds
         parent, size, ignored = self.groups.parent, self.groups.size, self.groups.ignored
-        matched = self.follows_input
+        identities = self.identities.source  # their reasons name their input: not shared
         for i in first:
-            if parent[i] == i and size[i] == 1 and i not in ignored and i not in matched:
+            if parent[i] == i and size[i] == 1 and i not in ignored and i not in identities:
                 found = alone.get((ops[i].device, kinds[i])) or self._alone(i)
                 assigned[i], made[i] = found
             else:
@@ -361,19 +321,24 @@ class _Placer:
         else:
             cands = self._candidates(i, root)
             target = self.consumers.one_device(i) if follow else None
-            source = self.follows_input.get(i, -1)
+            identities = self.identities
+            source = identities.source.get(i, -1)
             got = self.assigned[source] if source >= 0 else None
+            matched = i in identities.matched
             if target is not None and target in cands.devices:  # heuristic A
                 device, followed = target, True
-            elif got is not None and got in cands.devices:  # MatchIdentityOperation
+            elif matched and got is not None and got in cands.devices:  # MatchIdentityOperation
                 device, followed = got, False
             else:
-                device, followed, source = cands.devices[0], False, -1
-            if source >= 0:
-                consumer = self.identity_consumer[i]
-                decision = self.reasons.follows_input(i, device, source, consumer, cands)
+                device, followed = cands.devices[0], False
+            if source >= 0 and device is got and matched:
+                decision = self.reasons.follows_input(i, device, identities, cands)
             else:
                 decision = self.reasons.chosen(i, device, cands, followed, follow)
+                # say why it is not on its input's device; an unplaced generator input
+                # usually follows it, so then there is nothing to say
+                if source >= 0 and got is not device and (got or self.ops[source].device):
+                    decision = self.reasons.identity_missed(decision, i, got, identities)
             self.pinned[root], self.pinned_by[root] = device, i
         self.assigned[i] = device
         return decision
