@@ -51,15 +51,20 @@ def case(name: str, why: str, graph: list[dict[str, Any]], fetch: list[str],
 C = const("c", [1.0, 2.0])
 G1, G2 = "/gpu:1", "/gpu:2"
 
+
+def between(name: str, why: str, first: str, then: str, soft: bool = False) -> dict[str, Any]:
+    """c -> n (on `first`) -> Identity i -> m (on `then`), fetching m."""
+    graph = [C, op("neg", "n", "c", device=first), op("identity", "i", "n"),
+             op("neg", "m", "i", device=then)]  # fmt: skip
+    return case(name, why, graph, ["m"], soft)
+
 CASES = [
-    case("identity-between-same-device", "MatchIdentityOperation: input and its one consumer "
+    between("identity-between-same-device", "MatchIdentityOperation: input and its one consumer "
          "request /gpu:1, the Identity nothing: it goes to its input's device",
-         [C, op("neg", "n", "c", device=G1), op("identity", "i", "n"),
-          op("neg", "m", "i", device=G1)], ["m"]),
-    case("identity-between-different-devices", "input on /gpu:1, consumer on /gpu:2: the "
+            G1, G1),
+    between("identity-between-different-devices", "input on /gpu:1, consumer on /gpu:2: the "
          "default device",
-         [C, op("neg", "n", "c", device=G1), op("identity", "i", "n"),
-          op("neg", "m", "i", device=G2)], ["m"]),
+            G1, G2),
     case("identity-consumer-unplaced", "input requests /gpu:1, consumer nothing: no match",
          [C, op("neg", "n", "c", device=G1), op("identity", "i", "n"), op("neg", "m", "i")],
          ["m"]),
@@ -121,18 +126,15 @@ CASES = [
          [C, op("neg", "n", "c", device=G2), op("identity", "i1", "n"),
           op("identity", "i2", "n"), op("neg", "m1", "i1", device=G2),
           op("neg", "m2", "i2", device=G2)], ["m1", "m2"]),
-    case("identity-same-device-different-strings", "the rule compares the requested strings: "
+    between("identity-same-device-different-strings", "the rule compares the requested strings: "
          "/device:GPU:1 and /job:localhost/replica:0/task:0/device:GPU:1 differ",
-         [C, op("neg", "n", "c", device="/device:GPU:1"), op("identity", "i", "n"),
-          op("neg", "m", "i", device="/job:localhost/replica:0/task:0/device:GPU:1")], ["m"]),
-    case("identity-same-canonical-string", "/gpu:1 and /device:GPU:1 are both /device:GPU:1 "
+            "/device:GPU:1", "/job:localhost/replica:0/task:0/device:GPU:1"),
+    between("identity-same-canonical-string", "/gpu:1 and /device:GPU:1 are both /device:GPU:1 "
          "in the NodeDef: a match",
-         [C, op("neg", "n", "c", device="/gpu:1"), op("identity", "i", "n"),
-          op("neg", "m", "i", device="/device:GPU:1")], ["m"]),
-    case("identity-partial-request", "input and consumer both request /gpu:* : a match, the "
+            "/gpu:1", "/device:GPU:1"),
+    between("identity-partial-request", "input and consumer both request /gpu:* : a match, the "
          "input's device",
-         [C, op("neg", "n", "c", device="/gpu:*"), op("identity", "i", "n"),
-          op("neg", "m", "i", device="/gpu:*")], ["m"]),
+            "/gpu:*", "/gpu:*"),
     case("identity-colocated-away", "the Identity is colocated with an op on /gpu:2 (TF "
          "copies that device into its request), so it is not matched",
          [C, op("neg", "p", "c", device=G2), op("neg", "n", "c", device=G1),
@@ -162,13 +164,11 @@ CASES = [
          "unplaced: reading a ref does not colocate (only ref inputs do: Assign)",
          [{"name": "v", "op": "variable", "shape": [2], "initializer": "zeros", "device": G2},
           op("neg", "m", "v", device=G1), op("neg", "u", "v")], ["m", "u"]),
-    case("identity-soft-missing-device", "soft placement: input and consumer ask for /gpu:7, "
+    between("identity-soft-missing-device", "soft placement: input and consumer ask for /gpu:7, "
          "which does not exist; they fall back to GPU:0 and the Identity follows its input",
-         [C, op("neg", "n", "c", device="/gpu:7"), op("identity", "i", "n"),
-          op("neg", "m", "i", device="/gpu:7")], ["m"], soft=True),
-    case("identity-soft-same-device", "soft placement changes nothing when the devices exist",
-         [C, op("neg", "n", "c", device=G2), op("identity", "i", "n"),
-          op("neg", "m", "i", device=G2)], ["m"], soft=True),
+            "/gpu:7", "/gpu:7", soft=True),
+    between("identity-soft-same-device", "soft placement changes nothing when the devices exist",
+            G2, G2, soft=True),
     case("identity-consumer-is-identity-pinned", "the consumer is itself an Identity pinned "
          "on /gpu:1, like the input",
          [C, op("neg", "n", "c", device=G1), op("identity", "i", "n"),
@@ -177,10 +177,9 @@ CASES = [
          "follows it (second pass)",
          [const("k", [1.0, 2.0]), op("neg", "n", "k", device=G2), op("identity", "i", "n"),
           const("k2", [3.0, 4.0]), op("add", "m", "i", "k2", device=G2)], ["m"]),
-    case("identity-input-on-other-device-than-consumer-index", "input /gpu:1, consumer "
+    between("identity-input-on-other-device-than-consumer-index", "input /gpu:1, consumer "
          "/gpu:* : different strings",
-         [C, op("neg", "n", "c", device=G1), op("identity", "i", "n"),
-          op("neg", "m", "i", device="/gpu:*")], ["m"]),
+            G1, "/gpu:*"),
     case("identity-fetched-and-consumed", "fetching an Identity adds no edge before "
          "placement (TF places the whole graph): one consumer on /gpu:1, a match",
          [C, op("neg", "n", "c", device=G1), op("identity", "i", "n"),
