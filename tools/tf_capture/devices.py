@@ -1,4 +1,4 @@
-"""Capture how TensorFlow 2.21 reads device strings: tests/conformance/data/device_strings.json.
+"""Capture how TensorFlow 2.21 reads device strings (tests/conformance/data/device_strings.json).
 
     /work/tfenv-cpu/bin/python tools/tf_capture/devices.py tests/conformance/data/device_strings.json
 
@@ -45,7 +45,8 @@ STRINGS = [
     # the /device: form: the type is kept as written (cpu and gpu upper-cased)
     "/device:CPU:0", "/device:cpu:0", "/device:Cpu:0", "/device:CPU:*", "/device:CPU: 0",
     "/device:CPU:0_0", "/device:CPU:+0", "device:CPU:0", "/device:GPU:0", "/device:gpu:0",
-    "/device:Gpu:0", "/device:GPU:*", "/device:*:0", "/device:*:*", "/job:*", "/job:*/task:*", "/device:TPU:0", "/device:tpu:0", "/device:foo:0",
+    "/device:Gpu:0", "/device:GPU:*", "/device:*:0", "/device:*:*", "/job:*", "/job:*/task:*",
+    "/device:TPU:0", "/device:tpu:0", "/device:foo:0",
     "/device:XLA_CPU:0", "/device:CPU", "/device:CPU:", "/device::0", "/device:",
     "/device", "/device:CPU:0:0", "/device:CPU:x", "/device: CPU:0", "/device:CPU :0",
     # job, replica, task

@@ -6,8 +6,8 @@ Each case is a gpuplace graph (the `graph:` list of a spec). This script builds 
 graph with tf.compat.v1 ops in graph mode (constant -> tf.constant, neg -> tf.negative,
 identity -> tf.identity, add -> tf.math.add (AddV2), matmul -> tf.matmul, variable ->
 tf.compat.v1.Variable(use_resource=False) (VariableV2), `device:` -> `with g.device`,
-`colocate_with:` -> `with g.colocate_with`), on the CPU build with three CPU devices (ConfigProto device_count),
-and runs the fetches with log_device_placement. The rules checked here do not depend on the
+`colocate_with:` -> `with g.colocate_with`), on the CPU build with three CPU devices
+(ConfigProto's device_count), and runs the fetches with log_device_placement. The rules checked here do not depend on the
 device type, only on which device each op requests, so gpuplace's GPU:k is TF's CPU:k (both
 are the highest-priority devices, and index 0 is the default): every `/gpu:k` and `GPU` in a
 device string becomes `/cpu:k` and `CPU` for TF, and TF's CPU:k comes back as GPU:k. The
@@ -57,6 +57,7 @@ def between(name: str, why: str, first: str, then: str, soft: bool = False) -> d
     graph = [C, op("neg", "n", "c", device=first), op("identity", "i", "n"),
              op("neg", "m", "i", device=then)]  # fmt: skip
     return case(name, why, graph, ["m"], soft)
+
 
 CASES = [
     between("identity-between-same-device", "MatchIdentityOperation: input and its one consumer "
