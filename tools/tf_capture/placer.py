@@ -11,8 +11,8 @@ tf.compat.v1.Variable(use_resource=False) (VariableV2), `device:` -> `with g.dev
 checked here do not depend on the device type, only on which device each op requests, so
 gpuplace's GPU:k is TF's CPU:k (both are the highest-priority devices, and index 0 is the
 default): every `/gpu:k` and `GPU` in a device string becomes `/cpu:k` and `CPU` for TF, and
-TF's CPU:k comes back as GPU:k. The
-JSON keeps each case's graph and where TF put each of its ops.
+TF's CPU:k comes back as GPU:k. The JSON keeps each case's graph and where TF put each
+of its ops.
 """
 
 from __future__ import annotations
