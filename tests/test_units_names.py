@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gpuplace.devices.names import (
@@ -116,3 +116,28 @@ def test_matches_local_devices() -> None:
     assert parse_device("/GPU:*").matches("GPU", 3)
     assert not parse_device("/job:worker/gpu:0").matches("GPU", 0)
     assert full_name("CPU", 0) == "/job:localhost/replica:0/task:0/device:CPU:0"
+
+
+_PIECES = st.sampled_from(
+    ["/", ":", "job", "replica", "task", "device", "cpu", "GPU", "Gpu", "tpu", "*", "0", "1",
+     "-1", "+", "_", " ", "\u0661", "x", "localhost", "99999999999999999999"]
+)  # fmt: skip
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_PIECES, max_size=12).map("".join))
+def test_canonical_strings_read_back_the_same(text: str) -> None:
+    """Property: a string is refused with TF's words (a DeviceNameError, nothing else), or its
+    canonical string (what TF stores as the op's device, and reads again when scopes merge)
+    parses to the same spec; the placer's view of it is a spec or MalformedDevice."""
+    try:
+        spec = parse_device(text)
+    except DeviceNameError as err:
+        assert " gpuplace: " in str(err)
+        return
+    assert parse_device(spec.to_string()) == spec
+    try:
+        view = placer_view(spec)
+    except MalformedDevice:
+        return
+    assert view.job != "*" and view.device_type != "*"
