@@ -42,9 +42,10 @@ def match_identities(ops: Sequence[Op], index: Mapping[str, int], identity: set[
         return found
     edges = found.edges = dict.fromkeys(maybe.values(), 0)
     consumer = found.consumer = dict.fromkeys(maybe.values(), -1)
+    get = maybe.get
     for j, op in enumerate(ops):
         for ref in op.inputs:
-            k = maybe.get(ref.op)
+            k = get(ref.op)
             if k is not None:
                 edges[k] += 1
                 consumer[k] = j

@@ -302,11 +302,13 @@ class _Placer:
         """
         ops, assigned, alone, kinds = self.ops, self.assigned, self.alone, self.kinds
         parent, size, ignored = self.groups.parent, self.groups.size, self.groups.ignored
-        identities = self.identities.source  # their reasons name their input: not shared
+        sources, matched = self.identities.source, self.identities.matched
         for i in first:
-            if parent[i] == i and size[i] == 1 and i not in ignored and i not in identities:
-                found = alone.get((ops[i].device, kinds[i])) or self._alone(i)
-                assigned[i], made[i] = found
+            if parent[i] == i and size[i] == 1 and i not in ignored and i not in matched:
+                device, decision = alone.get((ops[i].device, kinds[i])) or self._alone(i)
+                if i in sources:  # an Identity the rule passed over: say why, if it matters
+                    decision = self._unmatched(i, device, decision)
+                assigned[i], made[i] = device, decision
             else:
                 made[i] = self._place(i, follow=False)
 
@@ -335,13 +337,21 @@ class _Placer:
                 decision = self.reasons.follows_input(i, device, identities, cands)
             else:
                 decision = self.reasons.chosen(i, device, cands, followed, follow)
-                # say why it is not on its input's device; an unplaced generator input
-                # usually follows it, so then there is nothing to say
-                if source >= 0 and got is not device and (got or self.ops[source].device):
-                    decision = self.reasons.identity_missed(decision, i, got, identities)
+                if source >= 0:
+                    decision = self._unmatched(i, device, decision)
             self.pinned[root], self.pinned_by[root] = device, i
         self.assigned[i] = device
         return decision
+
+    def _unmatched(self, i: int, device: LocalDevice, decision: Decision) -> Decision:
+        """`decision` for an Identity the Identity rule passed over, with why the rule did not
+        apply, unless it sits with its input anyway or its input is a generator that requests
+        nothing (which usually follows it)."""
+        source = self.identities.source[i]
+        got = self.assigned[source]
+        if got is device or (got is None and not self.ops[source].device):
+            return decision
+        return self.reasons.identity_missed(decision, i, got, self.identities)
 
     def _alone(self, i: int) -> tuple[LocalDevice, Decision]:
         """Device and decision of an op that is its own group and follows no consumer.
