@@ -165,10 +165,10 @@ def _first(items: Sequence[object], value: object) -> int:
 def _malformed_error(op: Op, i: int, meta: OpMeta) -> PlacementError:
     """`Member::SetRequestedDeviceName`'s error: the device and the node's `DebugString` (its id:
     TF numbers ops from 2 in graph order, after _SOURCE and _SINK; its NodeDef's summary shows
-    the dtype attr and the device, not the op's other attrs)."""
+    the dtype attr (`T`, or a Const's `dtype`) and the device, not the op's other attrs)."""
     device = clip(op.device)
     dtype = op.outputs[0].dtype if op.outputs else None
-    attr = f"T={_dt(dtype)}, " if dtype is not None and op.inputs else ""
+    attr = "" if dtype is None else f"{'T' if op.inputs else 'dtype'}={_dt(dtype)}, "
     inputs = ", ".join(
         clip(ref.op if ref.index == 0 else f"{ref.op}:{ref.index}") for ref in op.inputs
     )

@@ -140,3 +140,21 @@ def test_cli_refuses_with_exit_2(run: Run, tmp_path: Path, device: str, words: s
     assert " gpuplace: " in result.err
     assert "Traceback" not in result.err
     assert result.err.count("\n") == 1
+
+
+@pytest.mark.parametrize("case", [pytest.param(c, id=c["op"]) for c in document()["malformed_ops"]])
+def test_malformed_names_the_node_as_tensorflow_does(case: dict[str, Any]) -> None:
+    """`b` (requesting /device:GPU:-1) built by other ops; gpuplace's NodeDef summary holds the
+    dtype attr and the device, which is all of it for these ops (a Const's value aside)."""
+    kind = case["op"]
+    ops: list[dict[str, Any]] = [{"name": "a", "op": "constant", "value": [1.0, 2.0]}]
+    made = {"identity": ["a"], "add": ["a", "a"]}
+    b: dict[str, Any] = {"name": "b", "op": kind, "device": "/device:GPU:-1"}
+    b.update({"inputs": made[kind]} if kind in made else {"value": [1.0, 2.0]})
+    with pytest.raises(PlacementError) as err:
+        place(loads(json.dumps({"graph": [*ops, b]}), "s.json"), 2)
+    expected = case["run_error"]
+    if kind == "constant":  # TF also shows the value: value=Tensor<type: float shape: [2] ...>
+        expected = expected.replace(", value=Tensor<type: float shape: [2] values: 1 2>", "")
+    assert err.value.tf_message == expected
+    assert err.value.exit_code == 2

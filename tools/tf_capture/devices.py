@@ -86,6 +86,24 @@ def capture(spec: str) -> dict[str, object]:
     return case
 
 
+# gpuplace op -> how the capture builds it from `a` (a float32 [2] constant), for the
+# "Malformed device specification" message with other ops than Neg
+OPS = {
+    "identity": lambda a: tf.identity(a, name="b"),
+    "add": lambda a: tf.math.add(a, a, name="b"),
+    "constant": lambda a: tf.constant([1.0, 2.0], name="b"),
+}
+
+
+def malformed(kind: str) -> dict[str, str]:
+    graph = tf.Graph()
+    with graph.as_default():
+        a = tf.constant([1.0, 2.0], name="a")
+        with graph.device("/device:GPU:-1"):
+            b = OPS[kind](a)
+    return {"op": kind, "run_error": run_logged(graph, [b])["error"]}
+
+
 def main() -> None:
     cases = [capture(spec) for spec in STRINGS]
     document = {
@@ -93,6 +111,7 @@ def main() -> None:
         "python": sys.version.split()[0],
         "how": "tools/tf_capture/devices.py (graph mode, 1 CPU, allow_soft_placement off)",
         "cases": cases,
+        "malformed_ops": [malformed(kind) for kind in OPS],
     }
     with open(sys.argv[1], "w", encoding="utf-8") as out:
         json.dump(document, out, indent=1, ensure_ascii=True)
