@@ -218,12 +218,8 @@ class Walker:
         if spec is None:
             try:
                 spec = self._parsed[text] = parse_device(text)
-            except (DeviceNameError, ValueError) as err:  # ValueError: int('²')
-                raise SpecError(
-                    f"{label}: {err}; write devices like /cpu:0, /gpu:1, /device:GPU:1 or "
-                    "/job:localhost/replica:0/task:0/device:GPU:0",
-                    where,
-                ) from None
+            except DeviceNameError as err:  # TF's words, then gpuplace's hint
+                raise SpecError(f"{label}: {err}", where) from None
         merged = spec.merged_into(outer.spec)
         found = self._merged[key] = Device(merged, merged.to_string())
         return found

@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from ..devices.names import DeviceSpec, parse_device
+from ..devices.names import DeviceSpec, placer_spec
 from ..errors import BadInput
 from ..graph.model import Graph, OpMeta
 from ..units import allocation_size
@@ -171,7 +171,7 @@ def free_groups(
     for i, op in enumerate(flat.graph.ops):
         found = matches.get(op.device)
         if found is None:
-            found = matches[op.device] = _matching_gpus(parse_device(op.device), every)
+            found = matches[op.device] = _matching_gpus(placer_spec(op.device), every)
         gpus = found if "GPU" in flat.kernels[i] else ()
         root = groups[i]
         before = allowed.get(root)
@@ -191,4 +191,4 @@ def _matching_gpus(spec: DeviceSpec, every: tuple[int, ...]) -> tuple[int, ...]:
     if spec.device_index is None:
         return every if every and spec.matches("GPU", 0) else ()
     k = spec.device_index
-    return (k,) if k < len(every) and spec.matches("GPU", k) else ()
+    return (k,) if 0 <= k < len(every) and spec.matches("GPU", k) else ()

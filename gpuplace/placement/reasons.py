@@ -13,6 +13,7 @@ from ..devices.names import DeviceSpec
 from ..graph.model import Op, OpMeta
 from .candidates import Candidates, Consumers, DeviceTable, LocalDevice
 from .colocation import ColocationGraph, has_details
+from .identity import Identities
 from .model import Decision
 
 
@@ -25,6 +26,10 @@ def article(word: str) -> str:
     if first == "u" and word[1:3].lower() in ("ni", "se", "si", "su", "ti", "re", "ri"):
         return "a"  # a Unique, a Use...
     return "an" if first in ("a", "e", "i", "o", "u") else "a"
+
+
+def _wants(device: str) -> str:
+    return f"requests {device}" if device else "requests no device"
 
 
 class Reasons:
@@ -100,6 +105,50 @@ class Reasons:
             return Decision(device.name, "explicit", base)
         kind = "colocated" if has_details(group) else "default"
         return Decision(device.name, kind, base)
+
+    def follows_input(
+        self, i: int, device: LocalDevice, identities: Identities, cands: Candidates
+    ) -> Decision:
+        """Identity op i took its input's device (placer.cc's `MatchIdentityOperation`)."""
+        before, consumer = self.ops[identities.source[i]], identities.consumer[i]
+        wanted = f"request {before.device}" if before.device else "request no device"
+        if consumer >= 0:
+            why = f"its input and its one consumer {self.ops[consumer].name} both {wanted}"
+        else:
+            why = "it has no consumer and its input requests no device"
+        text = f"Identity follows its input {before.name} on {device.short}: {why}"
+        clauses = self._ignored(i)
+        if cands.soft is not None:
+            clauses.append(cands.soft)
+        if clauses:
+            return Decision(
+                device.name, "soft-fallback", f"soft placement: {'; '.join(clauses)}; {text}"
+            )
+        return Decision(device.name, "follows-input", text)
+
+    def identity_missed(
+        self, decision: Decision, i: int, got: LocalDevice | None, identities: Identities
+    ) -> Decision:
+        """`decision` for an Identity that did not take its input's device, and why TF's
+        Identity rule did not apply (`got`: its input's device so far, None for none)."""
+        before = self.ops[identities.source[i]]
+        edges, consumer = identities.edges[i], identities.consumer[i]
+        wants = _wants(before.device)
+        if i in identities.matched:
+            why = (
+                f"its input {before.name} is placed after it (a generator)"
+                if got is None
+                else f"its input's device {got.short} cannot take it"
+            )
+        elif edges > 1:
+            why = f"it is read {edges} times"
+        elif consumer < 0:
+            why = f"it has no consumer, and its input {before.name} {wants}"
+        else:
+            theirs = _wants(self.ops[consumer].device)
+            why = f"its input {before.name} {wants} but its consumer {self.ops[consumer].name} {theirs}"
+        reason = f"{decision.reason}; not its input's device: {why}"
+        return Decision(decision.device, decision.kind, reason)
 
     def _ignored(self, i: int) -> list[str]:
         note = self.groups.ignored.get(i)

@@ -3,7 +3,10 @@
 1. `ColocationGraph::Initialize`: kernel types per op (an op with none fails), requested
    devices, colocation groups (see `colocation.py`).
 2. First pass, in graph order, over every op that is not a generator: the first candidate of
-   its group (`GetDevicesForNode`, see `candidates.py`); the group is then pinned there.
+   its group (`GetDevicesForNode`, see `candidates.py`); the group is then pinned there. An
+   Identity that requests no device, with one in-edge and one out-edge (to `_SINK` when it has
+   no consumer), whose input and consumer request the same device string, takes its input's
+   device if that is a candidate (`MatchIdentityOperation`, `match_identities`).
 3. Second pass over the generators (`IsGeneratorNode`: the op TF builds takes no inputs and
    has one output that is not a ref, e.g. Const, Placeholder and a small tf.zeros; not Fill or
    the random ops, which read a shape tensor, nor variables, whose TF 1 output is a ref): the
@@ -18,9 +21,12 @@ Per-op metadata: the registry's OpDef answers per op (`tf_type_for`, `generator_
 
 Per-op state is kept in flat lists, and ops alone in their group that request the same device
 and have the same type share one Decision, so placing n ops is O(n) and light on memory and
-the garbage collector. Not modelled: heuristic B (metadata ops such as
-Shape follow their input), resource/ref edges (the op registry exposes neither), and
-pre-assigned devices (graphs arrive unplaced).
+the garbage collector. Requested devices are read as the C++ placer reads them
+(`devices/names.py: placer_view`); one it cannot parse fails as TF's "Malformed device
+specification" does, in `InitializeMembers` order with the kernel errors. Not modelled, for
+want of such ops (docs/placement-rules.md): metadata ops (`IsMetadata`: Shape, Size, Rank)
+following their input, ref/resource edges (no op takes a ref input), and pre-assigned devices
+(graphs arrive unplaced).
 """
 
 from __future__ import annotations
@@ -28,12 +34,13 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import cast
 
-from ..devices.names import DeviceSpec, parse_device
+from ..devices.names import DeviceSpec, MalformedDevice, malformed_fix, placer_spec
 from ..echo import clip
 from ..gc_pause import gc_paused
 from ..graph.model import Graph, Op, OpMeta
 from .candidates import Candidates, Consumers, DeviceTable, LocalDevice
 from .colocation import ColocationGraph
+from .identity import match_identities
 from .model import Decision, Placement, PlacementError
 from .reasons import Reasons
 
@@ -143,6 +150,39 @@ def _no_kernel_error(op: Op, meta: OpMeta, table: DeviceTable) -> PlacementError
     return error
 
 
+def _requested(device: str) -> DeviceSpec | None:
+    """An op's requested device as the C++ placer reads it; None where it is malformed."""
+    try:
+        return placer_spec(device)
+    except MalformedDevice:
+        return None
+
+
+def _first(items: Sequence[object], value: object) -> int:
+    return items.index(value) if value in items else len(items)
+
+
+def _malformed_error(op: Op, i: int, meta: OpMeta) -> PlacementError:
+    """`Member::SetRequestedDeviceName`'s error: the device and the node's `DebugString` (its id:
+    TF numbers ops from 2 in graph order, after _SOURCE and _SINK; its NodeDef's summary shows
+    the dtype attr (`T`, or a Const's `dtype`) and the device, not the op's other attrs)."""
+    device = clip(op.device)
+    dtype = op.outputs[0].dtype if op.outputs else None
+    attr = "" if dtype is None else f"{'T' if op.inputs else 'dtype'}={_dt(dtype)}, "
+    inputs = ", ".join(
+        clip(ref.op if ref.index == 0 else f"{ref.op}:{ref.index}") for ref in op.inputs
+    )
+    name = clip(op.name)
+    message = (
+        f"Malformed device specification '{device}' in node: {{name:'{name}' id:{i + 2} op "
+        f"device:{{requested: '{device}', assigned: ''}} def:{{{{{{node {name}}}}} = "
+        f'{tf_type_of(meta, op)}[{attr}_device="{device}"]({inputs})}}}}'
+    )
+    error = PlacementError(message, f"gpuplace: {malformed_fix()}", op.name)
+    error.exit_code = 2  # the spec must change
+    return error
+
+
 class _Placer:
     """One run of the placer over one graph; state lives here, not in globals."""
 
@@ -151,15 +191,14 @@ class _Placer:
     ) -> None:
         self.ops, self.table = ops, table
         metas: dict[str, OpMeta] = {}
-        specs: dict[str, DeviceSpec] = {}
+        specs: dict[str, DeviceSpec | None] = {}
         for op in ops:
             if op.type not in metas:
                 metas[op.type] = op_meta(op.type)
             if op.device not in specs:
-                specs[op.device] = parse_device(op.device)
+                specs[op.device] = _requested(op.device)
         op_types = [op.type for op in ops]
         self.meta = list(map(metas.__getitem__, op_types))
-        self.own = [specs[op.device] for op in ops]
         supported = {name: meta.kernels & table.types for name, meta in metas.items()}
         types = list(map(supported.__getitem__, op_types))
         # kinds: what an op's device and reason depend on besides its request (the alone
@@ -169,9 +208,13 @@ class _Placer:
         narrow = {t for t, m in metas.items() if getattr(m, "dtype_kernels", None)}
         if narrow:
             self._narrow(types, supported, narrow)
-        if not all(types):
-            i = types.index(frozenset())
-            raise _no_kernel_error(ops[i], self.meta[i], table)
+        own = [specs[op.device] for op in ops]
+        if not all(types) or None in own:  # `InitializeMembers`: the first op that fails
+            i = min(_first(types, frozenset()), _first(own, None))
+            if not types[i]:
+                raise _no_kernel_error(ops[i], self.meta[i], table)
+            raise _malformed_error(ops[i], i, self.meta[i])
+        self.own = cast("list[DeviceSpec]", own)
         self.names = [op.name for op in ops]
         self.index = dict(zip(self.names, range(len(ops)), strict=True))  # repeated: last op
         distinct = len(self.index) == len(ops)
@@ -191,6 +234,8 @@ class _Placer:
         )  # fmt: skip
         # (requested device, kind) -> device and decision of an op alone in its group
         self.alone: dict[tuple[str, str], tuple[LocalDevice, Decision]] = {}
+        identity = {t for t, m in metas.items() if m.tf_type == "Identity"}
+        self.identities = match_identities(ops, self.index, identity)
 
     def tf_type(self, i: int) -> str:
         return tf_type_of(self.meta[i], self.ops[i])
@@ -257,10 +302,13 @@ class _Placer:
         """
         ops, assigned, alone, kinds = self.ops, self.assigned, self.alone, self.kinds
         parent, size, ignored = self.groups.parent, self.groups.size, self.groups.ignored
+        sources, matched = self.identities.source, self.identities.matched
         for i in first:
-            if parent[i] == i and size[i] == 1 and i not in ignored:
-                found = alone.get((ops[i].device, kinds[i])) or self._alone(i)
-                assigned[i], made[i] = found
+            if parent[i] == i and size[i] == 1 and i not in ignored and i not in matched:
+                device, decision = alone.get((ops[i].device, kinds[i])) or self._alone(i)
+                if i in sources:  # an Identity the rule passed over: say why, if it matters
+                    decision = self._unmatched(i, device, decision)
+                assigned[i], made[i] = device, decision
             else:
                 made[i] = self._place(i, follow=False)
 
@@ -275,14 +323,35 @@ class _Placer:
         else:
             cands = self._candidates(i, root)
             target = self.consumers.one_device(i) if follow else None
+            identities = self.identities
+            source = identities.source.get(i, -1)
+            got = self.assigned[source] if source >= 0 else None
+            matched = i in identities.matched
             if target is not None and target in cands.devices:  # heuristic A
                 device, followed = target, True
+            elif matched and got is not None and got in cands.devices:  # MatchIdentityOperation
+                device, followed = got, False
             else:
                 device, followed = cands.devices[0], False
-            decision = self.reasons.chosen(i, device, cands, followed, follow)
+            if source >= 0 and device is got and matched:
+                decision = self.reasons.follows_input(i, device, identities, cands)
+            else:
+                decision = self.reasons.chosen(i, device, cands, followed, follow)
+                if source >= 0:
+                    decision = self._unmatched(i, device, decision)
             self.pinned[root], self.pinned_by[root] = device, i
         self.assigned[i] = device
         return decision
+
+    def _unmatched(self, i: int, device: LocalDevice, decision: Decision) -> Decision:
+        """`decision` for an Identity the Identity rule passed over, with why the rule did not
+        apply, unless it sits with its input anyway or its input is a generator that requests
+        nothing (which usually follows it)."""
+        source = self.identities.source[i]
+        got = self.assigned[source]
+        if got is device or (got is None and not self.ops[source].device):
+            return decision
+        return self.reasons.identity_missed(decision, i, got, self.identities)
 
     def _alone(self, i: int) -> tuple[LocalDevice, Decision]:
         """Device and decision of an op that is its own group and follows no consumer.
