@@ -137,6 +137,12 @@ def listing(tf_type: str, build: str = BUILD) -> str:
     return "\n".join(lines)
 
 
+def node_attrs(tf_type: str) -> dict[str, str]:
+    """The attrs (not type attrs) a `tf_type` node has by default, as TensorFlow prints them in
+    an error (`transpose_a=false`); read only when wording one."""
+    return dict(_listing()["defaults"].get(tf_type, {}))
+
+
 @cache
 def _kernels(tf_type: str) -> tuple[Kernel, ...]:
     return tuple(

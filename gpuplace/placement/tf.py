@@ -32,7 +32,15 @@ from ..devices.names import DeviceSpec, parse_device
 from ..echo import clip
 from ..gc_pause import gc_paused
 from ..graph.model import Graph, Op, OpMeta
-from ..graph.tf_registry import KernelMatch, dt, dtypes_with_kernels, known, listing, registry_name
+from ..graph.tf_registry import (
+    KernelMatch,
+    dt,
+    dtypes_with_kernels,
+    known,
+    listing,
+    node_attrs,
+    registry_name,
+)
 from .candidates import Candidates, Consumers, DeviceTable, LocalDevice
 from .colocation import ColocationGraph
 from .model import Decision, Placement, PlacementError
@@ -110,7 +118,9 @@ def _no_kernel_error(
     the registered kernels are TensorFlow's list for the op (`KernelsRegisteredForOp`)."""
     tf_type = tf_type_of(meta, op)
     shown = {k: _attr_text(v) for k, v in op.attrs.items()}
-    if found is not None:
+    if found is not None and known(tf_type):  # the TF node's attrs: its OpDef's, by default
+        defaults = node_attrs(tf_type)
+        shown = {k: shown.get(k, v) for k, v in defaults.items()}
         shown.update((name, dt(value)) for name, value in found.attrs)
     attrs = ", ".join(f"{k}={v}" for k, v in sorted(shown.items()))
     if found is not None and known(tf_type):

@@ -23,7 +23,8 @@ writes two files:
   devices by a CPU kernel for the same dtypes, so one table serves both builds on CPU devices.
 - `gpuplace/graph/data/tf_kernels_listing.json`: per build, per op type, the lines TensorFlow
   prints under "Registered kernels:" (`KernelsRegisteredForOp`), in registry order, every
-  dtype included: read only to word a "No OpKernel was registered" error.
+  dtype included, and the OpDef's defaulted attrs as a node shows them: read only to word a
+  "No OpKernel was registered" error.
 
 Kernels with a label (selected by a `_kernel` attr, which gpuplace never sets) are left out;
 every kernel kept must have priority 0 (the script stops otherwise, since the placer would then
@@ -79,13 +80,32 @@ def dump() -> dict[str, object]:
                  "priority": k.priority}
             )  # fmt: skip
         type_attrs = [a.name for a in op_def.attr if a.type == "type"]
-        ops[op] = {"type_attrs": type_attrs, "kernels": found}
+        defaults = {
+            a.name: summarize(a.default_value) for a in op_def.attr
+            if a.HasField("default_value") and a.type not in ("type", "list(type)")
+        }  # fmt: skip
+        ops[op] = {"type_attrs": type_attrs, "defaults": defaults, "kernels": found}
     return {
         "tf_version": tf.__version__,
         "cuda": bool(tf.test.is_built_with_cuda()),
         "package": "tensorflow" if tf.test.is_built_with_cuda() else "tensorflow-cpu",
         "ops": ops,
     }
+
+
+def summarize(value: object) -> str:
+    """An AttrValue as `SummarizeAttrValue` prints it, for the scalar kinds OpDefs default."""
+    kind = value.WhichOneof("value")  # type: ignore[attr-defined]
+    if kind == "b":
+        return "true" if value.b else "false"  # type: ignore[attr-defined]
+    if kind == "s":
+        return '"' + value.s.decode() + '"'  # type: ignore[attr-defined]
+    if kind in ("i", "f"):
+        return str(getattr(value, kind))
+    if kind == "shape":
+        shape = value.shape  # type: ignore[attr-defined]
+        return "<unknown>" if shape.unknown_rank else f"[{','.join(str(d.size) for d in shape.dim)}]"
+    return "<unsupported>"
 
 
 def listing_line(kernel: dict[str, object]) -> str:
@@ -181,6 +201,8 @@ def main() -> None:
     }
     listing = {
         "tf_version": version,
+        # the OpDef's attrs with defaults (not type attrs), as a node shows them in errors
+        "defaults": {op: cuda["ops"][op]["defaults"] for op in OPS},  # type: ignore[index]
         "builds": {
             name: {op: [listing_line(k) for k in build["ops"][op]["kernels"]] for op in OPS}  # type: ignore[index]
             for name, build in (("cpu", cpu), ("cuda", cuda))
