@@ -133,7 +133,7 @@ def _no_kernel_error(
         f"Registered devices: [{', '.join(sorted(table.types))}]\n"
         f"Registered kernels:\n{registered or '  <no registered kernels>'}"
     )
-    kernels = kernels_of(meta, op)
+    kernels = meta.kernels if found is None else found.devices & meta.kernels
     if found is not None and not kernels:
         attr, dtype = found.attrs[0]
         usable = sorted(dtypes_with_kernels(tf_type, attr))

@@ -238,6 +238,9 @@ def dump(build_name: str) -> None:
     import tensorflow as tf
 
     tf.compat.v1.disable_eager_execution()
+    # first, as in a fresh process: later runs register XLA's JIT kernels, which then show in
+    # the list of registered kernels
+    extra = no_kernel_message() if build_name == "cpu" else None
     records = []
     for kind, dtype, entries in cases():
         if build_name == "cpu":
@@ -246,7 +249,24 @@ def dump(build_name: str) -> None:
                                 "result": run_cpu(entries, device, soft)})  # fmt: skip
         else:
             records.append({"kind": kind, "dtype": dtype, "kernels": gpu_kernels(entries)})
-    json.dump({"tf_version": tf.__version__, "records": records}, sys.stdout)
+    json.dump({"tf_version": tf.__version__, "records": records, "no_kernel": extra}, sys.stdout)
+
+
+def no_kernel_message() -> dict[str, str]:
+    """The placer's "No OpKernel was registered" error, from a node no CPU kernel serves
+    (MatMul on uint8: its OpDef allows the dtype, the CPU build registers no kernel for it)."""
+    import tensorflow as tf
+
+    graph = tf.Graph()
+    with graph.as_default():
+        a = tf.constant([[1]], dtype=tf.uint8, name="a")
+        u = tf.raw_ops.MatMul(a=a, b=a, name="u")
+    with tf.compat.v1.Session(graph=graph) as sess:
+        try:
+            sess.run(u)
+        except tf.errors.OpError as err:
+            return {"node": "u", "op": "MatMul", "dtype": "uint8", "error": error_text(err.message)}
+    raise SystemExit("MatMul on uint8 ran: pick another node without a kernel")
 
 
 def expected_gpu(found: dict[str, bool], device: str, soft: bool) -> dict[str, str]:
@@ -303,6 +323,7 @@ def main() -> None:
         "captured": datetime.date.today().isoformat(),
         "script": "tools/tf_capture/placement.py",
         "builds": {"cpu": "tensorflow-cpu (ran)", "cuda": "tensorflow CUDA build (kernel lookup only)"},
+        "no_kernel": got["cpu"]["no_kernel"],  # TF's message for a node with no kernel
         "specs": specs,  # "kind/dtype" -> the spec's graph: entries (t without a device)
         "cases": out_cases,
     }
