@@ -92,7 +92,7 @@ class TfType(str):
 @dataclass(frozen=True)
 class OpDef:
     """One op type. Satisfies `gpuplace.graph.model.OpMeta` (tf_type, kernels, generator,
-    resident, and the per-op `tf_type_for`, `generator_for`, `kernels_for`). `attrs` maps each
+    resident, and the per-op `tf_type_for`, `generator_for`, `kernel_match`). `attrs` maps each
     accepted attr to (kind, default or REQUIRED)."""
 
     name: str

@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from functools import cache
-from importlib import resources
+from pathlib import Path
 from typing import Any
 
 # TensorFlow's DataType names (types.proto) for gpuplace's dtypes
@@ -73,9 +73,12 @@ class KernelMatch:
 
     def notable(self, device_type: str) -> bool:
         """Whether the kernel serving `device_type` is worth a word: a DEFAULT kernel, or one
-        that keeps the op's output in host memory (TensorFlow's int32 kernels on GPUs)."""
+        that keeps the op's outputs in host memory (TensorFlow's int32 kernels on GPUs)."""
         kernel = self.kernel(device_type)
-        return kernel is not None and (kernel.device == "DEFAULT" or "output" in kernel.host_memory)
+        if kernel is None:
+            return False
+        outputs = _data()["outputs"][self.tf_type]
+        return kernel.device == "DEFAULT" or any(o in kernel.host_memory for o in outputs)
 
     def attrs_text(self) -> str:
         """`T=DT_INT32` (the attrs a kernel's constraints name, as TensorFlow prints them)."""
@@ -162,5 +165,5 @@ def _listing() -> dict[str, Any]:
 
 
 def _read(name: str) -> dict[str, Any]:
-    text = resources.files(__package__).joinpath("data", name).read_text(encoding="utf-8")
+    text = (Path(__file__).parent / "data" / name).read_text(encoding="utf-8")
     return json.loads(text)  # type: ignore[no-any-return]

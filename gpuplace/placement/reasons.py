@@ -128,7 +128,11 @@ class Reasons:
             f"{device.type} served by {kernel.describe(found.attrs)}"
             if found.notable(device.type) else f"{device.type} kernel registered"
         )  # fmt: skip
-        missing = [found.missing(t) for t in ("GPU", "CPU") if t in self.table.types and t not in found.devices]
+        missing = [
+            found.missing(t)
+            for t in ("GPU", "CPU")
+            if t in self.table.types and t not in found.devices
+        ]
         return f": {'; '.join([*missing, served])}"
 
     def lacking(self, root: int, device_type: str) -> str:
@@ -146,14 +150,14 @@ class Reasons:
 
     def _held_back(self, i: int, root: int, group: DeviceSpec) -> str:
         """Why op i's group had no kernel for its requested type, for soft placement's reason:
-        the members without one (as TF's Colocation Debug Info lists them), or the dtype that
-        leaves op i alone without one."""
+        the members without one (as TF's Colocation Debug Info lists them), or the registry
+        entry that leaves op i alone without one."""
         wanted = group.device_type
         if wanted is None or wanted in self.groups.types[root]:
             return ""
         if self.groups.size[root] > 1:
-            found = self.lacking(root, wanted)
-            return f" in its colocation group: {found}" if found else ""
+            lacking = self.lacking(root, wanted)
+            return f" in its colocation group: {lacking}" if lacking else ""
         found = self.narrowed.get(i)
         if found is None or wanted in found.devices:
             return ""

@@ -13,8 +13,9 @@ Errors come from the first op that fails in that order, with TensorFlow's messag
 about a colocation group of two or more ops carry TF's Colocation Debug Info.
 
 Per-op metadata: the registry's OpDef answers per op (`tf_type_for`, `generator_for`, and
-`kernels_for` for types with `dtype_kernels`, e.g. MatMul has no int32 GPU kernel); another
-`OpMeta` without these answers per type (`tf_type`, `generator` less `resident`, `kernels`).
+`kernel_match`: TensorFlow's kernel registry by the op's dtypes, e.g. no GPU kernel for int32
+MatMul); another `OpMeta` without these answers per type (`tf_type`, `generator` less
+`resident`, `kernels`).
 
 Per-op state is kept in flat lists, and ops alone in their group that request the same device
 and have the same type share one Decision, so placing n ops is O(n) and light on memory and
@@ -217,7 +218,7 @@ class _Placer:
     ) -> None:
         """Per-op kernels from TensorFlow's registry for the ops of the `narrow` types, by their
         dtypes (output 0's; input 0's for Cast's SrcT; the TF type where the attrs choose it)."""
-        kinds, table_types, ops, meta = list(self.kinds), self.table.types, self.ops, self.meta
+        kinds, ops, meta = list(self.kinds), self.ops, self.meta
         found: dict[tuple[str, str, str | None, str], tuple[KernelMatch | None, str]] = {}
         needs_source = {t for t, m in narrow.items() if getattr(m, "reads_source", False)}
         varies = {t for t, m in narrow.items() if getattr(m, "tf_type_of", None) is not None}

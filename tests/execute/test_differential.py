@@ -139,7 +139,9 @@ TF_TYPES = {
 }  # fmt: skip
 
 
-def tf_node(entry: dict[str, Any], out: str, source: str) -> tuple[str, tuple[tuple[str, str], ...]]:
+def tf_node(
+    entry: dict[str, Any], out: str, source: str
+) -> tuple[str, tuple[tuple[str, str], ...]]:
     """The TF type and type attrs of the node TF1's Python API builds for a spec entry."""
     kind = entry["op"]
     if kind in ("zeros", "ones"):

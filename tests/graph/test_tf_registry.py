@@ -73,9 +73,14 @@ def test_host_memory_args_travel_with_the_kernel() -> None:
     kernel = match("SplitV", (("T", "int32"), ("Tlen", "int32"))).kernel("GPU")
     assert kernel is not None
     assert kernel.host_memory == ("output", "size_splits", "split_dim", "value")
-    assert match("Const", (("dtype", "int32"),)).kernel("GPU").describe(  # type: ignore[union-attr]
-        (("dtype", "int32"),)
-    ) == "the DEFAULT kernel with dtype=DT_INT32, output in host memory"
+    assert (
+        match("Const", (("dtype", "int32"),))
+        .kernel("GPU")
+        .describe(  # type: ignore[union-attr]
+            (("dtype", "int32"),)
+        )
+        == "the DEFAULT kernel with dtype=DT_INT32, output in host memory"
+    )
 
 
 SPEC = """
@@ -123,6 +128,21 @@ def test_a_default_kernel_is_named_when_it_serves_the_device() -> None:
     )
 
 
+def test_a_gpu_kernel_keeping_its_outputs_in_host_memory_is_named() -> None:
+    """TF 2.21 registers SplitV on the GPU for int32 with every tensor in host memory: the
+    placer still picks GPU:0 (the issue expected the CPU; the registry says otherwise)."""
+    g = loads(dedent("""
+        graph:
+          - {name: x, op: constant, value: [[1, 2, 3]], dtype: int32}
+          - {name: s, op: split, inputs: [x], sizes: [1, 2], axis: 1}
+        """), "s.yaml")  # fmt: skip
+    assert place(g, 1).decisions["s"].reason == (
+        "no device requested: GPU:0 is the highest-priority device with a SplitV kernel: GPU "
+        "served by the GPU kernel with T=DT_INT32, Tlen=DT_INT32, output, size_splits, "
+        "split_dim, value in host memory"
+    )
+
+
 def test_no_kernel_error_has_tensorflows_form() -> None:
     """Checked against TF 2.21's CPU build (MatMul on uint8: its OpDef takes the dtype, no
     kernel does). TF prints a node's attrs in a hash map's order, which changes from run to
@@ -135,7 +155,9 @@ def test_no_kernel_error_has_tensorflows_form() -> None:
     error = _no_kernel_error(op, meta, DeviceTable(0, False), found)
     mine_head, mine_devices, _, *mine_kernels = error.tf_message.split("\n")
     tf_head, tf_devices, _, *tf_kernels = real["error"].split("\n")
-    prefix = "No OpKernel was registered to support Op 'MatMul' used by {{node u}} with these attrs: "
+    prefix = (
+        "No OpKernel was registered to support Op 'MatMul' used by {{node u}} with these attrs: "
+    )
     assert mine_head.startswith(prefix) and tf_head.startswith(prefix)
     attrs = tf_head.removeprefix(prefix).strip("[]").split(", ")
     assert mine_head.removeprefix(prefix) == f"[{', '.join(sorted(attrs))}]"

@@ -84,7 +84,9 @@ def dump() -> dict[str, object]:
             a.name: summarize(a.default_value) for a in op_def.attr
             if a.HasField("default_value") and a.type not in ("type", "list(type)")
         }  # fmt: skip
-        ops[op] = {"type_attrs": type_attrs, "defaults": defaults, "kernels": found}
+        outputs = [a.name for a in op_def.output_arg]
+        ops[op] = {"type_attrs": type_attrs, "outputs": outputs, "defaults": defaults,
+                   "kernels": found}  # fmt: skip
     return {
         "tf_version": tf.__version__,
         "cuda": bool(tf.test.is_built_with_cuda()),
@@ -197,6 +199,7 @@ def main() -> None:
         "builds": {"cpu": f"tensorflow-cpu {version}", "cuda": f"tensorflow {version} (CUDA build)"},
         "script": "tools/tf_capture/kernels.py",
         "type_attrs": {op: cuda["ops"][op]["type_attrs"] for op in OPS},  # type: ignore[index]
+        "outputs": {op: cuda["ops"][op]["outputs"] for op in OPS},  # type: ignore[index]
         "kernels": kernels,
     }
     listing = {
