@@ -180,7 +180,7 @@ class _Placer:
         # op -> its registry match, where that says more than "a kernel": the machine has a
         # device type without a kernel for its dtypes, or a DEFAULT kernel serves it
         self.narrowed: dict[int, KernelMatch] = {}
-        self.matches: dict[int, KernelMatch] = {}  # op -> its registry match, if any
+        self.matches: dict[int, KernelMatch] = {}  # op -> its registry match, where it has none
         narrow = {t: m for t, m in metas.items() if getattr(m, "kernel_match", None) is not None}
         if narrow:
             self._narrow(types, supported, narrow)
@@ -219,10 +219,12 @@ class _Placer:
         """Per-op kernels from TensorFlow's registry for the ops of the `narrow` types, by their
         dtypes (output 0's; input 0's for Cast's SrcT; the TF type where the attrs choose it)."""
         kinds, ops, meta = list(self.kinds), self.ops, self.meta
-        found: dict[tuple[str, str, str | None, str], tuple[KernelMatch | None, str]] = {}
+        Entry = tuple[KernelMatch | None, str, frozenset[str], bool]
+        found: dict[tuple[str, str, str | None, str], Entry] = {}
         needs_source = {t for t, m in narrow.items() if getattr(m, "reads_source", False)}
         varies = {t for t, m in narrow.items() if getattr(m, "tf_type_of", None) is not None}
         produced: dict[str, Op] | None = None
+        narrowed, matches = self.narrowed, self.matches
         for i, kind in enumerate(self.kinds):
             if kind not in narrow:
                 continue
@@ -237,18 +239,34 @@ class _Placer:
                 source = produced[ref.op].outputs[ref.index].dtype
             tf_type = self.tf_type(i) if kind in varies else ""
             key = (kind, op.outputs[0].dtype, source, tf_type)
-            known_match = found.get(key)
-            if known_match is None:
-                match = kernel_match(meta[i], op, source)
-                known_match = found[key] = (match, ":".join(filter(None, map(str, key))))
-            match, kinds[i] = known_match
+            entry = found.get(key)
+            if entry is None:
+                entry = found[key] = self._entry(kernel_match(meta[i], op, source), key, supported)
+            match, kinds[i], kernels, notable = entry
             if match is None:
                 continue
-            self.matches[i] = match
-            types[i] = kernels = match.devices & supported[kind]
-            if kernels != supported[kind] or any(map(match.notable, kernels)):
-                self.narrowed[i] = match
+            types[i] = kernels
+            if notable:
+                narrowed[i] = match
+            if not kernels:
+                matches[i] = match
         self.kinds = kinds
+
+    @staticmethod
+    def _entry(
+        match: KernelMatch | None,
+        key: tuple[str, str, str | None, str],
+        supported: dict[str, frozenset[str]],
+    ) -> tuple[KernelMatch | None, str, frozenset[str], bool]:
+        """For one (type, dtype, source dtype, TF type): the registry's match, the op's kind,
+        its kernels on this machine, and whether its reason names the registry entry (the
+        machine has a device type without a kernel for it, or a notable kernel serves it)."""
+        kind = ":".join(filter(None, map(str, key)))
+        if match is None:
+            return None, kind, supported[key[0]], False
+        kernels = match.devices & supported[key[0]]
+        notable = kernels != supported[key[0]] or any(map(match.notable, kernels))
+        return match, kind, kernels, notable
 
     def run(self) -> Placement:
         """`Placer::Run`: the two passes; decisions come back in graph order."""

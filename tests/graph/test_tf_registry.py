@@ -200,3 +200,15 @@ def test_the_table_is_read_when_placing_not_at_import() -> None:
         assert tf_registry._listing.cache_info().currsize == 0  # only an error reads the list
     """)
     subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)
+
+
+@pytest.mark.parametrize("script", ["kernels.py", "placement.py"])
+def test_the_capture_scripts_the_docs_name_start_without_tensorflow(script: str) -> None:
+    """docs/architecture.md's capture commands need TensorFlow, which tests never import: here
+    each script starts, says its usage, and the data files name it."""
+    path = ROOT / "tools" / "tf_capture" / script
+    done = subprocess.run([sys.executable, str(path), "--help"], capture_output=True, text=True)
+    assert done.returncode == 0 and "--cpu" in done.stdout and "--cuda" in done.stdout
+    data = ROOT / ("gpuplace/graph/data/tf_kernels.json" if script == "kernels.py" else
+                   "tests/conformance/data/kernels.json")  # fmt: skip
+    assert json.loads(data.read_text())["script"] == f"tools/tf_capture/{script}"
