@@ -181,14 +181,14 @@ class _Placer:
         # device type without a kernel for its dtypes, or a DEFAULT kernel serves it
         self.narrowed: dict[int, KernelMatch] = {}
         self.matches: dict[int, KernelMatch] = {}  # op -> its registry match, where it has none
+        self.names = [op.name for op in ops]
+        self.index = dict(zip(self.names, range(len(ops)), strict=True))  # repeated: last op
         narrow = {t: m for t, m in metas.items() if getattr(m, "kernel_match", None) is not None}
         if narrow:
             self._narrow(types, supported, narrow)
         if not all(types):
             i = types.index(frozenset())
             raise _no_kernel_error(ops[i], self.meta[i], table, self.matches.get(i))
-        self.names = [op.name for op in ops]
-        self.index = dict(zip(self.names, range(len(ops)), strict=True))  # repeated: last op
         distinct = len(self.index) == len(ops)
         self.groups = ColocationGraph(
             ops, self.own, types, table.soft, distinct, tf_type=self.tf_type
@@ -223,8 +223,7 @@ class _Placer:
         found: dict[tuple[str, str, str | None, str], Entry] = {}
         needs_source = {t for t, m in narrow.items() if getattr(m, "reads_source", False)}
         varies = {t for t, m in narrow.items() if getattr(m, "tf_type_of", None) is not None}
-        produced: dict[str, Op] | None = None
-        narrowed, matches = self.narrowed, self.matches
+        index, narrowed, matches = self.index, self.narrowed, self.matches
         for i, kind in enumerate(self.kinds):
             if kind not in narrow:
                 continue
@@ -233,10 +232,8 @@ class _Placer:
                 continue
             source = None
             if kind in needs_source and op.inputs:
-                if produced is None:
-                    produced = {o.name: o for o in ops}
                 ref = op.inputs[0]
-                source = produced[ref.op].outputs[ref.index].dtype
+                source = ops[index[ref.op]].outputs[ref.index].dtype
             tf_type = self.tf_type(i) if kind in varies else ""
             key = (kind, op.outputs[0].dtype, source, tf_type)
             entry = found.get(key)
