@@ -18,6 +18,9 @@ test, named `t`, of every op type and dtype gpuplace has) under one request for 
   which runs `FindKernelDef` on `t`'s real NodeDef with the device set to GPU), with the
   placer's rule for a lone op: GPU:0 when the GPU has a kernel, else CPU:0 (soft placement,
   or no request), else an error.
+- "no_kernel": TensorFlow's "No OpKernel was registered" message for a node no kernel serves
+  (MatMul on uint8, CPU build), taken first, as in a fresh process (later Session runs register
+  XLA's JIT kernels, which then show in the list).
 """
 
 from __future__ import annotations
