@@ -106,7 +106,9 @@ def summarize(value: object) -> str:
         return str(getattr(value, kind))
     if kind == "shape":
         shape = value.shape  # type: ignore[attr-defined]
-        return "<unknown>" if shape.unknown_rank else f"[{','.join(str(d.size) for d in shape.dim)}]"
+        return (
+            "<unknown>" if shape.unknown_rank else f"[{','.join(str(d.size) for d in shape.dim)}]"
+        )
     return "<unsupported>"
 
 
@@ -175,7 +177,9 @@ def main() -> None:
     if cpu["tf_version"] != cuda["tf_version"]:
         raise SystemExit(f"versions differ: {cpu['tf_version']} and {cuda['tf_version']}")
     gpu_kernels = sum(
-        k["device"] == "GPU" for o in cuda["ops"].values() for k in o["kernels"]  # type: ignore[attr-defined]
+        k["device"] == "GPU"
+        for o in cuda["ops"].values()
+        for k in o["kernels"]  # type: ignore[attr-defined]
     )
     if not gpu_kernels:
         raise SystemExit("the CUDA build lists no GPU kernels")
@@ -196,7 +200,10 @@ def main() -> None:
         "tf_version": version,
         "captured": datetime.date.today().isoformat(),
         "source": "tensorflow.python.framework.kernels.get_registered_kernels_for_op",
-        "builds": {"cpu": f"tensorflow-cpu {version}", "cuda": f"tensorflow {version} (CUDA build)"},
+        "builds": {
+            "cpu": f"tensorflow-cpu {version}",
+            "cuda": f"tensorflow {version} (CUDA build)",
+        },
         "script": "tools/tf_capture/kernels.py",
         "type_attrs": {op: cuda["ops"][op]["type_attrs"] for op in OPS},  # type: ignore[index]
         "outputs": {op: cuda["ops"][op]["outputs"] for op in OPS},  # type: ignore[index]

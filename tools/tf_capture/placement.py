@@ -60,39 +60,123 @@ def cases() -> list[tuple[str, str, list[dict[str, Any]]]]:
             out.append((kind, dtype, make(dtype)))
 
     for kind in ("neg", "relu"):
-        add(kind, NUMERIC, lambda d, k=kind: [const("x", X, d), {"name": "t", "op": k, "inputs": ["x"]}])
+        add(
+            kind,
+            NUMERIC,
+            lambda d, k=kind: [const("x", X, d), {"name": "t", "op": k, "inputs": ["x"]}],
+        )
     for kind in ("exp", "tanh", "sigmoid", "softmax"):
-        add(kind, FLOATS, lambda d, k=kind: [const("x", X, d), {"name": "t", "op": k, "inputs": ["x"]}])
+        add(
+            kind,
+            FLOATS,
+            lambda d, k=kind: [const("x", X, d), {"name": "t", "op": k, "inputs": ["x"]}],
+        )
     add("log", FLOATS, lambda d: [const("x", POS, d), {"name": "t", "op": "log", "inputs": ["x"]}])
-    add("identity", ALL, lambda d: [const("x", X, d), {"name": "t", "op": "identity", "inputs": ["x"]}])
+    add(
+        "identity",
+        ALL,
+        lambda d: [const("x", X, d), {"name": "t", "op": "identity", "inputs": ["x"]}],
+    )
     for kind in ("add", "sub", "mul", "div"):
-        add(kind, NUMERIC, lambda d, k=kind: [
-            const("x", X, d), const("y", Y, d), {"name": "t", "op": k, "inputs": ["x", "y"]}])
-    add("matmul", NUMERIC, lambda d: [
-        const("x", SQ, d), const("y", SQ, d), {"name": "t", "op": "matmul", "inputs": ["x", "y"]}])
-    add("add_n", NUMERIC, lambda d: [
-        const("x", X, d), const("y", Y, d), {"name": "t", "op": "add_n", "inputs": ["x", "y", "x"]}])
+        add(
+            kind,
+            NUMERIC,
+            lambda d, k=kind: [
+                const("x", X, d),
+                const("y", Y, d),
+                {"name": "t", "op": k, "inputs": ["x", "y"]},
+            ],
+        )
+    add(
+        "matmul",
+        NUMERIC,
+        lambda d: [
+            const("x", SQ, d),
+            const("y", SQ, d),
+            {"name": "t", "op": "matmul", "inputs": ["x", "y"]},
+        ],
+    )
+    add(
+        "add_n",
+        NUMERIC,
+        lambda d: [
+            const("x", X, d),
+            const("y", Y, d),
+            {"name": "t", "op": "add_n", "inputs": ["x", "y", "x"]},
+        ],
+    )
     for kind in ("reduce_sum", "reduce_mean", "reduce_max"):
-        add(kind, NUMERIC, lambda d, k=kind: [
-            const("x", POS, d), {"name": "t", "op": k, "inputs": ["x"], "axis": [1]}])
-    add("transpose", ALL, lambda d: [const("x", X, d), {"name": "t", "op": "transpose", "inputs": ["x"]}])
-    add("reshape", ALL, lambda d: [
-        const("x", X, d), {"name": "t", "op": "reshape", "inputs": ["x"], "shape": [3, 2]}])
-    add("concat", ALL, lambda d: [
-        const("x", X, d), const("y", Y, d), {"name": "t", "op": "concat", "inputs": ["x", "y"], "axis": 1}])
-    add("split", ALL, lambda d: [
-        const("x", X, d), {"name": "t", "op": "split", "inputs": ["x"], "num_split": 3, "axis": 1}])
-    add("split_v", ALL, lambda d: [
-        const("x", X, d), {"name": "t", "op": "split", "inputs": ["x"], "sizes": [1, 2], "axis": 1}])
-    add("batch_slice", ALL, lambda d: [
-        const("x", X, d), {"name": "t", "op": "batch_slice", "inputs": ["x"], "parts": 2, "index": 1}])
+        add(
+            kind,
+            NUMERIC,
+            lambda d, k=kind: [
+                const("x", POS, d),
+                {"name": "t", "op": k, "inputs": ["x"], "axis": [1]},
+            ],
+        )
+    add(
+        "transpose",
+        ALL,
+        lambda d: [const("x", X, d), {"name": "t", "op": "transpose", "inputs": ["x"]}],
+    )
+    add(
+        "reshape",
+        ALL,
+        lambda d: [
+            const("x", X, d),
+            {"name": "t", "op": "reshape", "inputs": ["x"], "shape": [3, 2]},
+        ],
+    )
+    add(
+        "concat",
+        ALL,
+        lambda d: [
+            const("x", X, d),
+            const("y", Y, d),
+            {"name": "t", "op": "concat", "inputs": ["x", "y"], "axis": 1},
+        ],
+    )
+    add(
+        "split",
+        ALL,
+        lambda d: [
+            const("x", X, d),
+            {"name": "t", "op": "split", "inputs": ["x"], "num_split": 3, "axis": 1},
+        ],
+    )
+    add(
+        "split_v",
+        ALL,
+        lambda d: [
+            const("x", X, d),
+            {"name": "t", "op": "split", "inputs": ["x"], "sizes": [1, 2], "axis": 1},
+        ],
+    )
+    add(
+        "batch_slice",
+        ALL,
+        lambda d: [
+            const("x", X, d),
+            {"name": "t", "op": "batch_slice", "inputs": ["x"], "parts": 2, "index": 1},
+        ],
+    )
     for src in ALL:
-        add(f"cast_from_{src}", ALL, lambda d, s=src: [
-            const("x", X, s), {"name": "t", "op": "cast", "inputs": ["x"], "dtype": d}])
+        add(
+            f"cast_from_{src}",
+            ALL,
+            lambda d, s=src: [
+                const("x", X, s),
+                {"name": "t", "op": "cast", "inputs": ["x"], "dtype": d},
+            ],
+        )
     add("constant", ALL, lambda d: [const("t", X, d)])
     add("zeros", ALL, lambda d: [{"name": "t", "op": "zeros", "shape": [2, 3], "dtype": d}])
     add("zeros_fill", ALL, lambda d: [{"name": "t", "op": "zeros", "shape": [40, 25], "dtype": d}])
-    add("fill", ALL, lambda d: [{"name": "t", "op": "fill", "shape": [2, 3], "value": 1, "dtype": d}])
+    add(
+        "fill",
+        ALL,
+        lambda d: [{"name": "t", "op": "fill", "shape": [2, 3], "value": 1, "dtype": d}],
+    )
     add("variable", ALL, lambda d: [{"name": "t", "op": "variable", "shape": [2, 3], "dtype": d}])
     return out
 
@@ -118,7 +202,7 @@ def op(tf: Any, e: dict[str, Any], xs: list[Any]) -> Any:
     if kind in simple:
         return simple[kind](xs[0], name=name)
     if kind == "add":
-        return tf.math.add_v2(*xs, name=name) if hasattr(tf.math, "add_v2") else tf.raw_ops.AddV2(x=xs[0], y=xs[1], name=name)
+        return tf.raw_ops.AddV2(x=xs[0], y=xs[1], name=name)  # what `x + y` builds
     if kind == "sub":
         return tf.subtract(*xs, name=name)
     if kind == "mul":
@@ -130,7 +214,11 @@ def op(tf: Any, e: dict[str, Any], xs: list[Any]) -> Any:
     if kind == "add_n":
         return tf.math.add_n(xs, name=name)
     if kind.startswith("reduce_"):
-        fn = {"reduce_sum": tf.reduce_sum, "reduce_mean": tf.reduce_mean, "reduce_max": tf.reduce_max}
+        fn = {
+            "reduce_sum": tf.reduce_sum,
+            "reduce_mean": tf.reduce_mean,
+            "reduce_max": tf.reduce_max,
+        }
         return fn[kind](xs[0], axis=e["axis"], name=name)
     if kind == "reshape":
         return tf.reshape(xs[0], e["shape"], name=name)
@@ -149,7 +237,9 @@ def op(tf: Any, e: dict[str, Any], xs: list[Any]) -> Any:
     if kind == "fill":
         return tf.fill(e["shape"], tf.constant(e["value"], dtype=dtype), name=name)
     if kind == "variable":
-        return tf.compat.v1.Variable(tf.zeros(e["shape"], dtype=dtype), name=name, use_resource=False)
+        return tf.compat.v1.Variable(
+            tf.zeros(e["shape"], dtype=dtype), name=name, use_resource=False
+        )
     raise SystemExit(f"no TF builder for {kind}")
 
 
@@ -325,7 +415,10 @@ def main() -> None:
         "tf_version": got["cpu"]["tf_version"],
         "captured": datetime.date.today().isoformat(),
         "script": "tools/tf_capture/placement.py",
-        "builds": {"cpu": "tensorflow-cpu (ran)", "cuda": "tensorflow CUDA build (kernel lookup only)"},
+        "builds": {
+            "cpu": "tensorflow-cpu (ran)",
+            "cuda": "tensorflow CUDA build (kernel lookup only)",
+        },
         "no_kernel": got["cpu"]["no_kernel"],  # TF's message for a node with no kernel
         "specs": specs,  # "kind/dtype" -> the spec's graph: entries (t without a device)
         "cases": out_cases,
