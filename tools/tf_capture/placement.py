@@ -51,133 +51,48 @@ def const(name: str, value: Any, dtype: str) -> dict[str, Any]:
     return {"name": name, "op": "constant", "value": value, "dtype": dtype}
 
 
+# (case kind, dtypes, the inputs' values, t's attrs, and its op where that is not the kind); a
+# case's inputs are constants x (and y) of t's dtype; add_n reads x, y and x again
+TABLE: tuple[tuple[str, tuple[str, ...], tuple[Any, ...], dict[str, Any]], ...] = (
+    *((k, NUMERIC, (X,), {}) for k in ("neg", "relu")),
+    *((k, FLOATS, (X,), {}) for k in ("exp", "tanh", "sigmoid", "softmax")),
+    ("log", FLOATS, (POS,), {}),
+    ("identity", ALL, (X,), {}),
+    *((k, NUMERIC, (X, Y), {}) for k in ("add", "sub", "mul", "div")),
+    ("matmul", NUMERIC, (SQ, SQ), {}),
+    ("add_n", NUMERIC, (X, Y, X), {}),
+    *((k, NUMERIC, (POS,), {"axis": [1]}) for k in ("reduce_sum", "reduce_mean", "reduce_max")),
+    ("transpose", ALL, (X,), {}),
+    ("reshape", ALL, (X,), {"shape": [3, 2]}),
+    ("concat", ALL, (X, Y), {"axis": 1}),
+    ("split", ALL, (X,), {"num_split": 3, "axis": 1}),
+    ("split_v", ALL, (X,), {"op": "split", "sizes": [1, 2], "axis": 1}),
+    ("batch_slice", ALL, (X,), {"parts": 2, "index": 1}),
+    ("zeros", ALL, (), {"shape": [2, 3]}),
+    ("zeros_fill", ALL, (), {"op": "zeros", "shape": [40, 25]}),  # 1000 elements: a Fill
+    ("fill", ALL, (), {"shape": [2, 3], "value": 1}),
+    ("variable", ALL, (), {"shape": [2, 3]}),
+)
+
+
 def cases() -> list[tuple[str, str, list[dict[str, Any]]]]:
-    """(kind, dtype, spec entries without t's device) for every op type x dtype."""
+    """(kind, dtype, spec entries without t's device) for every op type x dtype: TABLE, Const,
+    and Cast from every dtype to every dtype."""
     out: list[tuple[str, str, list[dict[str, Any]]]] = []
-
-    def add(kind: str, dtypes: tuple[str, ...], make: Any) -> None:
+    for kind, dtypes, values, extra in TABLE:
         for dtype in dtypes:
-            out.append((kind, dtype, make(dtype)))
-
-    for kind in ("neg", "relu"):
-        add(
-            kind,
-            NUMERIC,
-            lambda d, k=kind: [const("x", X, d), {"name": "t", "op": k, "inputs": ["x"]}],
-        )
-    for kind in ("exp", "tanh", "sigmoid", "softmax"):
-        add(
-            kind,
-            FLOATS,
-            lambda d, k=kind: [const("x", X, d), {"name": "t", "op": k, "inputs": ["x"]}],
-        )
-    add("log", FLOATS, lambda d: [const("x", POS, d), {"name": "t", "op": "log", "inputs": ["x"]}])
-    add(
-        "identity",
-        ALL,
-        lambda d: [const("x", X, d), {"name": "t", "op": "identity", "inputs": ["x"]}],
-    )
-    for kind in ("add", "sub", "mul", "div"):
-        add(
-            kind,
-            NUMERIC,
-            lambda d, k=kind: [
-                const("x", X, d),
-                const("y", Y, d),
-                {"name": "t", "op": k, "inputs": ["x", "y"]},
-            ],
-        )
-    add(
-        "matmul",
-        NUMERIC,
-        lambda d: [
-            const("x", SQ, d),
-            const("y", SQ, d),
-            {"name": "t", "op": "matmul", "inputs": ["x", "y"]},
-        ],
-    )
-    add(
-        "add_n",
-        NUMERIC,
-        lambda d: [
-            const("x", X, d),
-            const("y", Y, d),
-            {"name": "t", "op": "add_n", "inputs": ["x", "y", "x"]},
-        ],
-    )
-    for kind in ("reduce_sum", "reduce_mean", "reduce_max"):
-        add(
-            kind,
-            NUMERIC,
-            lambda d, k=kind: [
-                const("x", POS, d),
-                {"name": "t", "op": k, "inputs": ["x"], "axis": [1]},
-            ],
-        )
-    add(
-        "transpose",
-        ALL,
-        lambda d: [const("x", X, d), {"name": "t", "op": "transpose", "inputs": ["x"]}],
-    )
-    add(
-        "reshape",
-        ALL,
-        lambda d: [
-            const("x", X, d),
-            {"name": "t", "op": "reshape", "inputs": ["x"], "shape": [3, 2]},
-        ],
-    )
-    add(
-        "concat",
-        ALL,
-        lambda d: [
-            const("x", X, d),
-            const("y", Y, d),
-            {"name": "t", "op": "concat", "inputs": ["x", "y"], "axis": 1},
-        ],
-    )
-    add(
-        "split",
-        ALL,
-        lambda d: [
-            const("x", X, d),
-            {"name": "t", "op": "split", "inputs": ["x"], "num_split": 3, "axis": 1},
-        ],
-    )
-    add(
-        "split_v",
-        ALL,
-        lambda d: [
-            const("x", X, d),
-            {"name": "t", "op": "split", "inputs": ["x"], "sizes": [1, 2], "axis": 1},
-        ],
-    )
-    add(
-        "batch_slice",
-        ALL,
-        lambda d: [
-            const("x", X, d),
-            {"name": "t", "op": "batch_slice", "inputs": ["x"], "parts": 2, "index": 1},
-        ],
-    )
-    for src in ALL:
-        add(
-            f"cast_from_{src}",
-            ALL,
-            lambda d, s=src: [
-                const("x", X, s),
-                {"name": "t", "op": "cast", "inputs": ["x"], "dtype": d},
-            ],
-        )
-    add("constant", ALL, lambda d: [const("t", X, d)])
-    add("zeros", ALL, lambda d: [{"name": "t", "op": "zeros", "shape": [2, 3], "dtype": d}])
-    add("zeros_fill", ALL, lambda d: [{"name": "t", "op": "zeros", "shape": [40, 25], "dtype": d}])
-    add(
-        "fill",
-        ALL,
-        lambda d: [{"name": "t", "op": "fill", "shape": [2, 3], "value": 1, "dtype": d}],
-    )
-    add("variable", ALL, lambda d: [{"name": "t", "op": "variable", "shape": [2, 3], "dtype": d}])
+            names = ["x", "y", "x"][: len(values)]
+            inputs = [const(n, v, dtype) for n, v in zip(names, values, strict=True)][:2]
+            t = {"name": "t", "op": extra.get("op", kind), **({"inputs": names} if names else {})}
+            t.update({k: v for k, v in extra.items() if k != "op"})
+            if not names:  # a generator: its dtype is its own
+                t["dtype"] = dtype
+            out.append((kind, dtype, [*inputs, t]))
+    for dtype in ALL:
+        out.append(("constant", dtype, [const("t", X, dtype)]))
+        for src in ALL:
+            cast = {"name": "t", "op": "cast", "inputs": ["x"], "dtype": dtype}
+            out.append((f"cast_from_{src}", dtype, [const("x", X, src), cast]))
     return out
 
 
