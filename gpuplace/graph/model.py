@@ -99,7 +99,8 @@ class OpMeta(Protocol):
     The placer also uses, where an OpMeta has them, per-op answers (`placement/tf.py`):
     `tf_type_for(attrs)` (tf.zeros is a Const or a Fill), `generator_for(attrs)` (TF's
     `IsGeneratorNode` for the op TF builds) with `tf_generator` (that answer when fixed per
-    type), and `kernels_for(dtype)` with `dtype_kernels` (MatMul has no int32 GPU kernel).
+    type), and `kernel_match(attrs, dtype, source)` (TensorFlow's registry: no GPU kernel for
+    int32 MatMul).
     """
 
     @property

@@ -96,6 +96,7 @@ def flatten(graph: Graph, op_meta: Callable[[str], OpMeta] | None = None) -> Fla
     metas = {t: meta_of(t) for t in {op.type for op in ops}}
     inputs = []
     flops, nbytes = [], []
+    kernels: list[frozenset[str]] = []
     first = [-1] * len(ops)
     for j, op in enumerate(ops):
         try:
@@ -109,6 +110,7 @@ def flatten(graph: Graph, op_meta: Callable[[str], OpMeta] | None = None) -> Fla
             if first[p] < 0:
                 first[p] = j
         inputs.append(reads)
+        kernels.append(kernels_of(metas[op.type], op, specs[0].dtype if specs else None))
         flops.append(op_flops(op, specs))
         nbytes.append(op_bytes(op, specs))
     resident = [metas[op.type].resident for op in ops]
@@ -127,7 +129,7 @@ def flatten(graph: Graph, op_meta: Callable[[str], OpMeta] | None = None) -> Fla
         first_reader=tuple(first),
         generator=tuple(generator_flags(ops, metas, residents=True)),
         resident=tuple(resident),
-        kernels=tuple(kernels_of(metas[op.type], op) for op in ops),
+        kernels=tuple(kernels),
         is_print=tuple(op.type == PRINT for op in ops),
         index=index,
     )
