@@ -129,7 +129,18 @@ def test_the_flags_choices_are_the_log_formats() -> None:
 
 
 def test_the_docs_count_of_conformance_cases() -> None:
-    """docs/run.md says how many specs were checked (its example runs in tests/test_docs.py)."""
+    """docs/run.md's table says how many cases of each kind were checked: the captured data's."""
+    import json
+
     text = " ".join((ROOT / "docs" / "run.md").read_text(encoding="utf-8").split())
+    data = ROOT / "tests" / "conformance" / "data"
+
+    def count(name: str) -> int:
+        doc = json.loads((data / f"{name}.json").read_text(encoding="utf-8"))
+        return len(doc["cases"])
+
     others = len(CASES) - len(GUIDE)
-    assert f"the guide's four examples and of {others} more specs" in text
+    assert f"the guide's four examples and {others} more specs" in text
+    assert f"{count('kernels'):,} op x dtype x request cases" in text
+    assert f"{count('placer')} graphs (`placer.json`)" in text
+    assert f"{count('device_strings')} strings (`device_strings.json`)" in text
