@@ -133,14 +133,14 @@ def test_bad_size_is_usage_error(run: Run, size: str) -> None:
     assert "KiB, MiB, GiB, TiB" in result.err
 
 
-@pytest.mark.slow  # the default sizes: about a second per device on a CPU
+@pytest.mark.slow  # the default sizes for a simulated machine: a second or two on a CPU
 def test_check_passes_on_simulated_devices(run: Run) -> None:
     result = run("--machine", "2xK520", "devices", "--check")
     assert result.code == 0
     lines = result.out.splitlines()
     title = next(i for i, line in enumerate(lines) if line.startswith("Check: 256x256 float32"))
-    assert lines[title].endswith("rates: 2048x2048 float32 matmul, a + b on 64 MiB arrays")
-    checks = lines[title + 2 :]
+    assert lines[title].endswith("rates: 1024x1024 float32 matmul, a + b on 16 MiB arrays")
+    checks = lines[title + 2 : -1]
     assert [line.split()[0] for line in checks] == [
         "/device:CPU:0",
         "/device:GPU:0",
@@ -155,11 +155,11 @@ def test_check_sizes_come_from_the_environment_and_the_title_says_them(run: Run)
     result = run("--machine", "1xK520", "devices", "--check", env=env)
     assert (result.code, result.err) == (0, "")
     lines = result.out.splitlines()
-    assert lines[-4] == (
+    assert lines[-5] == (
         "Check: 256x256 float32 matmul vs a float64 CPU reference; "
         "rates: 32x32 float32 matmul, a + b on 1.5 MiB arrays"
     )
-    assert all(float(line.split()[-2]) > 0 and float(line.split()[-1]) > 0 for line in lines[-2:])
+    assert all(float(line.split()[-2]) > 0 and float(line.split()[-1]) > 0 for line in lines[-3:-1])
     bad = {"GPUPLACE_CHECK_SIZES": "matmul=0"}
     result = run("--machine", "1xK520", "devices", "--check", env=bad)
     assert (result.code, result.out) == (2, "")  # refused before anything runs or prints
@@ -358,55 +358,110 @@ def tty(capsys: pytest.CaptureFixture[str], *args: str, env: dict[str, str]) -> 
     return Result(code, out, err)
 
 
-GOLDEN_TABLE = """\
+GOLDEN_80 = """\
 Simulated machine 1xK520 (every device below is simulated)
-┏━━━━━━━━━━━━━━━┳━━━━━━┳━━━━━━┳━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━┳━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━┳━━━━━━━━━━━━━━━━━━┳━━━━━━━━━━━━━━┳━━━━━━┳━━━━━━━━━┳━━━━━┳━━━━━━┳━━━━━━┳━━━━━━━━━━━━┓
-┃ DEVICE        ┃ CUDA ┃ NVML ┃ PRODUCT                            ┃ UUID                                     ┃ BUS-ID           ┃ MEMORY TOTAL ┃ USED ┃ FREE    ┃ CC  ┃ UTIL ┃ TEMP ┃ POWER      ┃
-┡━━━━━━━━━━━━━━━╇━━━━━━╇━━━━━━╇━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━╇━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━╇━━━━━━━━━━━━━━━━━━╇━━━━━━━━━━━━━━╇━━━━━━╇━━━━━━━━━╇━━━━━╇━━━━━━╇━━━━━━╇━━━━━━━━━━━━┩
-│ /device:CPU:0 │ -    │ -    │ Simulated CPU, 8 cores [simulated] │ -                                        │ -                │ 64.0 GiB     │ -    │ -       │ -   │ -    │ -    │ -          │
-│ /device:GPU:0 │ 0    │ 0    │ GRID K520 [simulated]              │ GPU-d8bb39cc-5a42-5533-8ab6-170e7cdedf3d │ 00000000:03:00.0 │ 4096MiB      │ 0MiB │ 4096MiB │ 3.0 │ 0%   │ N/A  │ N/A / 125W │
-└───────────────┴──────┴──────┴────────────────────────────────────┴──────────────────────────────────────────┴──────────────────┴──────────────┴──────┴─────────┴─────┴──────┴──────┴────────────┘
+DEVICE         CUDA  NVML  PRODUCT                             MEMORY    FREE
+/device:CPU:0  -     -     Simulated CPU, 8 cores [simulated]  64.0 GiB  -
+/device:GPU:0  0     0     GRID K520 [simulated]               4096MiB   4096MiB
+(POWER, TEMP, UTIL, UUID, USED, BUS-ID, CC left out to fit 80 columns; --wide shows all)
 """
 
 
-def test_terminal_table_keeps_every_value_and_the_simulated_label(
+def test_an_80_column_terminal_gets_the_columns_that_fit(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    result = tty(capsys, "--machine", "1xK520", "devices", env={"COLUMNS": "200", "NO_COLOR": "1"})
-    assert (result.code, result.err) == (0, "")
-    assert "\n".join(line.rstrip() for line in result.out.splitlines()) + "\n" == GOLDEN_TABLE
+    result = tty(capsys, "--machine", "1xK520", "devices", env={"COLUMNS": "80", "NO_COLOR": "1"})
+    assert (result.code, result.err, result.out) == (0, "", GOLDEN_80)
 
 
-@pytest.mark.parametrize("width", ["171", "120", "40"])
-def test_narrow_terminal_gets_the_plain_layout(
-    capsys: pytest.CaptureFixture[str], run: Run, width: str
+@pytest.mark.parametrize("width", [40, 80, 100, 120, 160, 240])
+def test_the_table_fits_the_terminal_and_shortens_ids_first(
+    capsys: pytest.CaptureFixture[str], width: int
 ) -> None:
-    """Too narrow for the table without cutting a UUID or a size: the plain rows, whole."""
-    env = {"COLUMNS": width, "CUDA_VISIBLE_DEVICES": "1,0,7"}
-    result = tty(capsys, "--machine", "2xK520", "devices", env=env)
-    assert result.code == 0
-    assert "…" not in result.out and "\x1b" not in result.out
-    assert result.out == run("--machine", "2xK520", "devices", env=env).out
-
-
-def test_wide_terminal_table_wraps_only_the_product(capsys: pytest.CaptureFixture[str]) -> None:
-    result = tty(capsys, "--machine", "1xK520", "devices", env={"COLUMNS": "172", "NO_COLOR": "1"})
+    env = {"COLUMNS": str(width), "NO_COLOR": "1", "CUDA_VISIBLE_DEVICES": "1,0,7"}
+    result = tty(capsys, "--machine", "2xK520,1xT4", "devices", env=env)
     lines = result.out.splitlines()
-    assert lines[1].startswith("┏") and "…" not in result.out
-    assert "GPU-d8bb39cc-5a42-5533-8ab6-170e7cdedf3d" in result.out
-    assert "│ Simulated   │" in result.out and "│ [simulated] │" in result.out
+    end = next(i for i, x in enumerate(lines) if x.startswith("CUDA_VISIBLE_DEVICES"))
+    assert all(len(line) <= max(width, 80) for line in lines[1:end])
+    assert "GPU-d8bb39cc-5a42" not in result.out  # UUIDs as nvitop shows them, `GPU-d8bb39cc`
+    assert "00000000:" not in result.out  # bus ids without their zero domain
+    assert ("left out to fit" in result.out) == (width < 160)
+    assert "…" not in result.out and "\x1b" not in result.out
+
+
+def test_wide_shows_what_a_pipe_gets(capsys: pytest.CaptureFixture[str], run: Run) -> None:
+    env = {"COLUMNS": "80", "CUDA_VISIBLE_DEVICES": "0,7,1"}
+    wide = tty(capsys, "--machine", "4xK520", "devices", "--wide", env=env)
+    assert wide.out == run("--machine", "4xK520", "devices", env=env).out
 
 
 def test_terminal_prints_the_notice_after_the_table(capsys: pytest.CaptureFixture[str]) -> None:
-    env = {"COLUMNS": "200", "CUDA_VISIBLE_DEVICES": "0,7,1"}
+    env = {"COLUMNS": "240", "CUDA_VISIBLE_DEVICES": "0,7,1", "NO_COLOR": "1"}
     result = tty(capsys, "--machine", "4xK520", "devices", env=env)
-    assert result.out.endswith("┘\n" + GOLDEN_0_7_1)
+    assert result.out.endswith(GOLDEN_0_7_1)
 
 
 def test_no_color_means_no_styling_at_all(capsys: pytest.CaptureFixture[str]) -> None:
     styled = tty(capsys, "--machine", "1xK520", "devices", env={"COLUMNS": "200"})
-    assert "\x1b[1m" in styled.out  # bold headers on a terminal
+    assert styled.out.splitlines()[1].startswith("\x1b[1mDEVICE")  # a bold header on a terminal
     plain = tty(capsys, "--machine", "1xK520", "devices", env={"COLUMNS": "200", "NO_COLOR": "1"})
     assert "\x1b" not in plain.out
     empty = tty(capsys, "--machine", "1xK520", "devices", env={"COLUMNS": "200", "NO_COLOR": ""})
     assert "\x1b[1m" in empty.out  # no-color.org: an empty NO_COLOR does not count
+
+
+def test_devices_watch_appends_each_refresh_in_a_pipe(run: Run) -> None:
+    result = run("--machine", "1xK520", "devices", "--watch", "0.1", "--count", "3")
+    assert result.code == 0
+    once = run("--machine", "1xK520", "devices").out
+    assert result.out == (once + "\n") * 3
+
+
+def test_devices_watch_as_json_lines(run: Run) -> None:
+    result = run("--machine", "2xK520", "devices", "--watch", "0.1", "--count", "2", "--json")
+    docs = [json.loads(line) for line in result.out.splitlines()]
+    assert len(docs) == 2 and all(d["machine"]["visible_gpu_count"] == 2 for d in docs)
+    jsonschema.validate(docs[0], SCHEMA)
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("--watch", "--check"), "--watch shows the devices over time; the smoke checks"),
+        (("--watch", "1", "--require-gpus", "2"), "--watch shows the devices over time"),
+        (("--count", "2"), "--count needs --watch"),
+    ],
+)
+def test_devices_watch_refusals(run: Run, args: tuple[str, ...], message: str) -> None:
+    result = run("--machine", "1xK520", "devices", *args)
+    assert result.code == 2 and result.err.startswith(f"error: {message}")
+
+
+def test_check_progress_goes_to_a_terminal_stderr_only(capsys: pytest.CaptureFixture[str]) -> None:
+    def check(stderr_tty: bool, *flags: str) -> Result:
+        fake = FakeNvml(init_error=pynvml.NVMLError_LibraryNotFound)
+        app = AppContext(env=dict(SMALL_CHECK), nvml_loader=lambda: fake, is_terminal=False,
+                         stderr_is_terminal=stderr_tty)  # fmt: skip
+        code = main(["--machine", "2xK520", "devices", "--check", *flags], app)
+        out, err = capsys.readouterr()
+        return Result(code, out, err)
+
+    shown = check(True)
+    assert shown.code == 0 and "checking" in shown.err  # rich's bar, drawn then cleared
+    piped = check(False)
+    assert (piped.code, piped.err) == (0, "")
+    assert shown.out == piped.out.replace(piped.out, shown.out)  # stdout is not touched
+    assert check(True, "--json").err == ""  # never with JSON
+
+
+def test_a_simulated_check_measures_the_host_once_and_says_so(run: Run) -> None:
+    result = run("--machine", "4xK20m", "devices", "--check")  # default sizes: the quick ones
+    assert result.code == 0
+    table = result.out[result.out.index("Check: ") :].splitlines()
+    assert table[0].endswith("rates: 1024x1024 float32 matmul, a + b on 16 MiB arrays")
+    rates = {tuple(line.split()[-2:]) for line in table[2:7]}
+    assert len(rates) == 1  # CPU:0 and the four GPUs: one measurement of the host
+    assert table[7] == (
+        "Simulated devices compute on this host with numpy: their TFLOP/S and GB/S are the "
+        "host's, measured once, not the card's (plans use the card's preset rates)"
+    )

@@ -28,6 +28,7 @@ class AppContext:
     nvml_loader: NvmlLoader = load_pynvml
     cupy_loader: CupyLoader | None = None
     is_terminal: bool | None = None  # None: ask stdout
+    stderr_is_terminal: bool | None = None  # None: ask stderr (progress bars go there)
     machine_spec: str | None = None  # --machine; None: GPUPLACE_MACHINE, else the real machine
     debug: bool = False
     json_errors: bool = False  # the command line asked for JSON: errors get a document too
@@ -48,6 +49,14 @@ class AppContext:
             except (OSError, ValueError):  # closed or broken stdout
                 return False
         return self.is_terminal
+
+    def stderr_terminal(self) -> bool:
+        if self.stderr_is_terminal is None:
+            try:
+                return sys.stderr is not None and bool(sys.stderr.isatty())
+            except (OSError, ValueError):
+                return False
+        return self.stderr_is_terminal
 
     def machine_source(self) -> tuple[str | None, str]:
         """(spec, where it came from): --machine wins over a non-empty GPUPLACE_MACHINE."""

@@ -13,7 +13,7 @@ from ..errors import BadInput, CheckFailed
 from .context import AppContext
 from .flags import count_flag, global_options
 from .help import Command
-from .output import echo_renderable, gpus_required, warn
+from .output import gpus_required, progress, terminal_width, warn, watch_views
 
 if TYPE_CHECKING:
     from ..execute.device_check import CheckResult, RateSizes
@@ -33,10 +33,13 @@ def _min_memory_failures(v: View, minimum: int) -> list[str]:
 def _run_checks(
     app: AppContext, v: View, as_json: bool, doc: dict[str, Any], sizes: RateSizes
 ) -> list[str]:
-    from ..execute.device_check import check_all
+    from ..execute.device_check import SIMULATED_SIZES, SIZES_ENV, check_all
     from ..report.device_check import check_records, checks_plain
 
-    results = check_all(v, app.cupy_loader, sizes)
+    if v.machine.simulated and not app.env.get(SIZES_ENV):
+        sizes = SIMULATED_SIZES  # numpy on this host, whatever the card: a quick measurement
+    with progress(app, "checking", 1 + len(v.gpus), as_json) as step:
+        results = check_all(v, app.cupy_loader, sizes, step)
     if as_json:
         doc["checks"] = check_records(results)
     else:
@@ -96,6 +99,19 @@ def _save_rates(app: AppContext, results: list[CheckResult], as_json: bool) -> N
     "TFLOP/s and GB/s (saved per real GPU for --strategy balanced).",
 )
 @click.option("--presets", is_flag=True, help="List the GPU presets for --machine.")
+@click.option(
+    "--watch",
+    type=click.FloatRange(min=0.1, max=86400),
+    is_flag=False,
+    flag_value=2.0,
+    default=None,
+    metavar="[SECONDS]",
+    help="Refresh every SECONDS (default 2), as gpustat -i does; Ctrl-C stops (exit 0).",
+)
+@click.option("--count", type=click.IntRange(min=1), metavar="N",
+              help="With --watch: stop after N refreshes.")  # fmt: skip
+@click.option("--wide", is_flag=True,
+              help="On a terminal, every column whole (as a pipe gets it), however wide.")  # fmt: skip
 @global_options
 @click.pass_obj
 def devices(
@@ -105,13 +121,18 @@ def devices(
     min_memory: str | None,
     check: bool,
     presets: bool,
+    watch: float | None,
+    count: int | None,
+    wide: bool,
 ) -> None:
     """List the devices a CUDA program would see (CPU:0, then GPUs in CUDA order)."""
-    from ..report.devices import devices_json, devices_plain, devices_table, notice
+    from ..report.devices import devices_fitted, devices_json, devices_plain
 
     if presets:
-        _presets(as_json, require_gpus=require_gpus is not None, min_memory=min_memory, check=check)
+        _presets(as_json, require_gpus=require_gpus is not None, min_memory=min_memory, check=check,
+                 watch=watch is not None)  # fmt: skip
         return
+    _check_watch(watch, count, require_gpus is not None or min_memory is not None or check)
     minimum = None
     if min_memory is not None:
         from ..units import parse_size
@@ -126,6 +147,17 @@ def devices(
     doc = devices_json(v)
     for w in v.warnings:
         warn(w)
+    if watch is not None:
+
+        def screen(seen: View) -> str:
+            if as_json:
+                return json.dumps(devices_json(seen), separators=(",", ":"))
+            if app.terminal() and not wide:
+                return devices_fitted(seen, terminal_width(app))
+            return devices_plain(seen)
+
+        watch_views(app, v, watch, count, as_json, screen)
+        return
     if v.gpus and not v.machine.host.simulated:  # a real driver: does the installed cupy fit it?
         from ..devices.cuda_match import cupy_driver_warning
 
@@ -133,10 +165,9 @@ def devices(
         if mismatch:
             warn(mismatch)
     if not as_json:
-        if app.terminal():
-            note = notice(v)  # the plain layout ends with it; the table does not
-            if echo_renderable(app, devices_table(v), fallback=devices_plain(v)) and note:
-                click.echo(note)
+        if app.terminal() and not wide:
+            bold = not app.env.get("NO_COLOR")  # no-color.org: set and not empty means none
+            click.echo(devices_fitted(v, terminal_width(app), bold), color=bold)
         else:
             click.echo(devices_plain(v))
     failures: list[str] = []
@@ -152,6 +183,16 @@ def devices(
         click.echo(json.dumps(doc, indent=2))
     if failures:
         raise CheckFailed(sample(failures, "; ", width=LINE_CHARS))
+
+
+def _check_watch(watch: float | None, count: int | None, checks: bool) -> None:
+    if watch is not None and checks:
+        raise BadInput(
+            "--watch shows the devices over time; the smoke checks (--require-gpus, --min-memory, "
+            "--check) run once: run them without --watch"
+        )
+    if count is not None and watch is None:
+        raise BadInput("--count needs --watch: it stops a watch after N refreshes; add --watch")
 
 
 def _presets(as_json: bool, **others: object) -> None:

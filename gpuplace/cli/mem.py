@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -13,7 +12,7 @@ from ..errors import BadInput, CheckFailed
 from .context import AppContext
 from .flags import global_options, memory_options, options_from_flags, pop_memory_flags
 from .help import Command
-from .output import gpus_required, warn, warn_no_gpu, warn_prepared
+from .output import gpus_required, warn, warn_no_gpu, warn_prepared, watch_views
 
 if TYPE_CHECKING:
     from ..devices.model import Gpu, View
@@ -71,8 +70,8 @@ def mem(app: AppContext, /, spec: str | None, as_json: bool, compare: bool,
         warn(w)
     if watch is not None:
         policy = _policy(kw, compare)
-        _watch(app, view, watch, count, as_json,
-               lambda seen: _screen(app, seen, policy, compare, as_json))  # fmt: skip
+        watch_views(app, view, watch, count, as_json,
+                    lambda seen: _screen(app, seen, policy, compare, as_json))  # fmt: skip
         return
     doc: dict[str, Any] = {"schema_version": SCHEMA_VERSION, "machine": machine_record(view)}
     cards = report.visible_cards(view)
@@ -150,41 +149,6 @@ def _screen(
 
         parts.append(smi_text(view.machine, cards, datetime.now()))
     return "\n".join(parts)
-
-
-def _watch(app: AppContext, first: View, seconds: float, count: int | None, as_json: bool,
-           screen: Callable[[View], str]) -> None:  # fmt: skip
-    """Show `screen` every `seconds`, reading the machine again each time, until `count`
-    refreshes or Ctrl-C (exit 0, as `watch` and `nvidia-smi -l` end). On a terminal the view
-    is redrawn in place; in a pipe (or as JSON lines) each refresh is appended."""
-    import time
-
-    view, shown = first, 0
-    live = None
-    try:
-        if app.terminal() and not as_json:
-            from rich.console import Console
-            from rich.live import Live
-            from rich.text import Text
-
-            live = Live(console=Console(highlight=False), auto_refresh=False)
-            live.start()
-        while True:
-            text = screen(view)
-            if live is not None:
-                live.update(Text(text, no_wrap=True, overflow="crop"), refresh=True)  # as `watch`
-            else:
-                click.echo(text if as_json else text + "\n")
-            shown += 1
-            if count is not None and shown >= count:
-                return
-            time.sleep(seconds)
-            view = app.view()
-    except KeyboardInterrupt:
-        return
-    finally:
-        if live is not None:
-            live.stop()
 
 
 def _needs_graph(feed: tuple[str, ...], kw: dict[str, Any]) -> None:

@@ -4,7 +4,7 @@ one-line warnings on stderr. With `context.py`, the only place that prints."""
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -73,6 +73,16 @@ def _fits(console: Any, table: Any) -> bool:
     return bool(width <= console.width)
 
 
+def terminal_width(app: AppContext) -> int:
+    """The terminal's columns: COLUMNS when it is a number, else what the terminal says."""
+    columns = app.env.get("COLUMNS", "")
+    if columns.isdigit() and int(columns) > 0:
+        return int(columns)
+    import shutil
+
+    return shutil.get_terminal_size().columns
+
+
 def warn(message: str) -> None:
     """One warning line, within one screen however much input it quotes."""
     say(f"warning: {fit_line(message)}")
@@ -107,3 +117,67 @@ def warn_prepared(prepared: Prepared, seen: set[str] | None = None) -> None:
         if text not in seen:
             seen.add(text)
             warn(text)
+
+
+def watch_views(app: AppContext, first: View, seconds: float, count: int | None, as_json: bool,
+           screen: Callable[[View], str]) -> None:  # fmt: skip
+    """`--watch`: show `screen(view)` every `seconds`, reading the machine again each time,
+    until `count` refreshes or Ctrl-C (exit 0, as `watch` and `nvidia-smi -l` end). On a
+    terminal the view is redrawn in place; in a pipe (or as JSON lines) each refresh is
+    appended."""
+    import time
+
+    view, shown = first, 0
+    live = None
+    try:
+        if app.terminal() and not as_json:
+            from rich.console import Console
+            from rich.live import Live
+            from rich.text import Text
+
+            live = Live(console=Console(highlight=False), auto_refresh=False)
+            live.start()
+        while True:
+            text = screen(view)
+            if live is not None:
+                live.update(Text(text, no_wrap=True, overflow="crop"), refresh=True)  # as `watch`
+            else:
+                click.echo(text if as_json else text + "\n")
+            shown += 1
+            if count is not None and shown >= count:
+                return
+            time.sleep(seconds)
+            view = app.view()
+    except KeyboardInterrupt:
+        return
+    finally:
+        if live is not None:
+            live.stop()
+
+
+@contextlib.contextmanager
+def progress(
+    app: AppContext, what: str, total: int, as_json: bool
+) -> Iterator[Callable[[str], None]]:
+    """A progress bar on stderr while long work runs (`step(name)` before each of `total`
+    items), only when stderr is a terminal and the output is not JSON; it is gone when done.
+    Elsewhere `step` does nothing, so pipes and logs stay as they were."""
+    if as_json or not app.stderr_terminal():
+        yield lambda name: None
+        return
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+    bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                   console=Console(stderr=True, force_terminal=True), transient=True)  # fmt: skip
+    task = bar.add_task(what, total=total)
+    started = [False]
+
+    def step(name: str) -> None:
+        if started[0]:
+            bar.advance(task)
+        started[0] = True
+        bar.update(task, description=f"{what} {name}")
+
+    with bar:
+        yield step

@@ -42,6 +42,9 @@ class RateSizes:
 
 
 DEFAULT_SIZES = RateSizes()
+# Simulated devices compute on this host with numpy: their rates are the host's, measured once
+# and at smaller sizes, so a simulated --check takes a second or two, not one test per device.
+SIMULATED_SIZES = RateSizes(1024, 16 * 2**20)
 
 
 def rate_sizes(value: str | None) -> RateSizes:
@@ -137,14 +140,20 @@ def check_device(
     gpu: VisibleGpu | None,
     cupy_loader: CupyLoader | None,
     sizes: RateSizes = DEFAULT_SIZES,
+    rates: tuple[float, float] | None = None,
 ) -> CheckResult:
-    """The correctness check on one device (CPU:0 when `gpu` is None), then its rates if it passed."""
-    result = _check(view, gpu, cupy_loader, sizes)
+    """The correctness check on one device (CPU:0 when `gpu` is None), then its rates if it
+    passed (`rates`, when given, instead of measuring them: the host's, for a simulated one)."""
+    result = _check(view, gpu, cupy_loader, sizes, rates)
     return replace(result, uuid=gpu.uuid) if gpu else result
 
 
 def _check(
-    view: View, gpu: VisibleGpu | None, cupy_loader: CupyLoader | None, sizes: RateSizes
+    view: View,
+    gpu: VisibleGpu | None,
+    cupy_loader: CupyLoader | None,
+    sizes: RateSizes,
+    rates: tuple[float, float] | None,
 ) -> CheckResult:
     name = gpu.name if gpu else "/device:CPU:0"
     product = gpu.product if gpu else view.machine.host.cpu_model
@@ -168,7 +177,7 @@ def _check(
         detail = f"max relative error {error:.2e} > {RTOL:.0e}"
         return CheckResult(name, product, simulated, False, error, seconds, detail)
     try:
-        tflops, bandwidth = measure_rates(backend, sizes)
+        tflops, bandwidth = rates or measure_rates(backend, sizes)
     except Exception as exc:  # out of memory for the larger arrays: the check itself passed
         detail = f"rates not measured: {type(exc).__name__}: {exc}"
         return CheckResult(name, product, simulated, True, error, seconds, detail)
@@ -186,10 +195,25 @@ def _cupy(gpu: VisibleGpu | None, cupy_loader: CupyLoader | None) -> ModuleType 
 
 
 def check_all(
-    view: View, cupy_loader: CupyLoader | None = None, sizes: RateSizes = DEFAULT_SIZES
+    view: View,
+    cupy_loader: CupyLoader | None = None,
+    sizes: RateSizes = DEFAULT_SIZES,
+    on_device: Callable[[str], None] | None = None,
 ) -> list[CheckResult]:
-    """Check CPU:0 and every visible GPU, in CUDA order."""
-    return [check_device(view, g, cupy_loader, sizes) for g in [None, *view.gpus]]
+    """Check CPU:0 and every visible GPU, in CUDA order (`on_device(name)` before each: the
+    CLI's progress). The devices that compute on this host with numpy (a simulated host's CPU
+    and simulated GPUs) share one measurement of the host's rates."""
+    results: list[CheckResult] = []
+    host: tuple[float, float] | None = None
+    for gpu in [None, *view.gpus]:
+        if on_device is not None:
+            on_device(gpu.name if gpu else "/device:CPU:0")
+        simulated = gpu.gpu.simulated if gpu else view.machine.host.simulated
+        result = check_device(view, gpu, cupy_loader, sizes, host if simulated else None)
+        if simulated and host is None and result.tflops and result.bandwidth_gbs:
+            host = (result.tflops, result.bandwidth_gbs)
+        results.append(result)
+    return results
 
 
 def measured_rates(results: list[CheckResult], today: str) -> dict[str, MeasuredRate]:

@@ -47,4 +47,10 @@ def checks_plain(results: list[CheckResult], sizes: RateSizes = DEFAULT_SIZES) -
         f"{human(sizes.stream).replace('.0 ', ' ')} arrays"
     )
     header = ("DEVICE", "PRODUCT", "RESULT", "MAX REL ERR", "TIME", "TFLOP/S", "GB/S", "")
-    return title + "\n" + columns(header, rows)
+    text = title + "\n" + columns(header, rows)
+    if any(r.simulated and r.tflops is not None for r in results):
+        text += (
+            "\nSimulated devices compute on this host with numpy: their TFLOP/S and GB/S are the "
+            "host's, measured once, not the card's (plans use the card's preset rates)"
+        )
+    return text

@@ -9,7 +9,7 @@ from ..devices.visible import visible
 from ..echo import TEXT_CHARS, show
 from ..units import human, mib
 from .schema import SCHEMA_VERSION
-from .text import NA, columns, na
+from .text import NA, columns, fit_columns, na
 
 SIM = " [simulated]"
 HEADER = (
@@ -201,17 +201,46 @@ def devices_plain(view: View) -> str:
     return "\n".join(lines)
 
 
-def devices_table(view: View) -> Any:
-    """A rich Table for terminals (same cells as the plain text; the notice is printed after it).
+# what a terminal narrower than the whole table loses first (`devices_fitted`); DEVICE, CUDA,
+# PRODUCT, MEMORY TOTAL and FREE always stay
+DROP = ("POWER", "TEMP", "UTIL", "UUID", "USED", "BUS-ID", "CC", "NVML")
 
-    Only PRODUCT wraps (at spaces); every other value stays on one line, whole: where the
-    terminal is too narrow for that, the CLI prints the plain layout instead."""
-    from rich.table import Table
-    from rich.text import Text
 
-    table = Table(title=Text(title(view)), title_justify="left")
-    for h in HEADER:
-        table.add_column(h, no_wrap=h != "PRODUCT", overflow="fold")
+def short_uuid(uuid: str) -> str:
+    """A UUID as nvitop shows it: its kind and first 8 hex digits (`GPU-1f49aa16`)."""
+    kind, _, rest = uuid.partition("-")
+    return f"{kind}-{rest[:8]}" if rest and len(rest) > 8 else uuid
+
+
+def short_bus_id(bus_id: str) -> str:
+    """A PCI bus id without its all-zero domain (`00000000:83:00.0` -> `83:00.0`)."""
+    domain, sep, rest = bus_id.partition(":")
+    return rest if sep and domain.strip("0") == "" and rest else bus_id
+
+
+def devices_fitted(view: View, width: int, bold: bool = False) -> str:
+    """`devices` on a terminal: the plain layout within `width` columns (at least 80): UUIDs and
+    bus ids shortened, then the columns of DROP left out in that order until it fits, and one
+    line naming what was left out (`--wide` shows everything, as a pipe gets it)."""
+    index = {h: i for i, h in enumerate(HEADER)}
+    rows = []
     for row in device_rows(view):
-        table.add_row(*(Text(cell) for cell in row))
-    return table
+        cells = list(row)
+        cells[index["UUID"]] = short_uuid(cells[index["UUID"]])
+        cells[index["BUS-ID"]] = short_bus_id(cells[index["BUS-ID"]])
+        rows.append(cells)
+    named = ["MEMORY" if h == "MEMORY TOTAL" else h for h in HEADER]  # its values' width
+    header, kept, dropped = fit_columns(named, rows, max(width, 80), DROP)
+    table = columns(header, kept)
+    if bold:  # the header line in bold (ANSI), as the terminal shows it
+        first, _, rest = table.partition("\n")
+        table = f"\x1b[1m{first}\x1b[0m\n{rest}"
+    lines = [title(view), table]
+    note = notice(view)
+    if note:
+        lines.append(note)
+    if dropped:
+        lines.append(
+            f"({', '.join(dropped)} left out to fit {max(width, 80)} columns; --wide shows all)"
+        )
+    return "\n".join(lines)
