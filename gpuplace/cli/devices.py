@@ -11,7 +11,7 @@ from ..devices import View
 from ..echo import LINE_CHARS, sample
 from ..errors import BadInput, CheckFailed
 from .context import AppContext
-from .flags import count_flag, global_options
+from .flags import count_flag, global_options, watch_options
 from .help import Command
 from .output import gpus_required, progress, terminal_width, warn, watch_views
 
@@ -99,17 +99,7 @@ def _save_rates(app: AppContext, results: list[CheckResult], as_json: bool) -> N
     "TFLOP/s and GB/s (saved per real GPU for --strategy balanced).",
 )
 @click.option("--presets", is_flag=True, help="List the GPU presets for --machine.")
-@click.option(
-    "--watch",
-    type=click.FloatRange(min=0.1, max=86400),
-    is_flag=False,
-    flag_value=2.0,
-    default=None,
-    metavar="[SECONDS]",
-    help="Refresh every SECONDS (default 2), as gpustat -i does; Ctrl-C stops (exit 0).",
-)
-@click.option("--count", type=click.IntRange(min=1), metavar="N",
-              help="With --watch: stop after N refreshes.")  # fmt: skip
+@watch_options("gpustat -i")
 @click.option("--wide", is_flag=True,
               help="On a terminal, every column whole (as a pipe gets it), however wide.")  # fmt: skip
 @global_options

@@ -144,3 +144,18 @@ def options_from_flags(
     return Options(
         allow_soft_placement=soft, log_device_placement=log, feeds=parse_feeds(feed), **memory
     )
+
+
+def watch_options(like: str) -> Callable[[F], F]:
+    """`--watch [SECONDS]` and `--count N` (`mem`, `devices`): refresh as `like` does."""
+
+    def decorate(command: F) -> F:
+        command = click.option("--count", type=click.IntRange(min=1), metavar="N",
+                               help="With --watch: stop after N refreshes.")(command)  # fmt: skip
+        return click.option(
+            "--watch", type=click.FloatRange(min=0.1, max=86400), is_flag=False, flag_value=2.0,
+            default=None, metavar="[SECONDS]",
+            help=f"Refresh every SECONDS (default 2), as {like} does; Ctrl-C stops (exit 0).",
+        )(command)  # fmt: skip
+
+    return decorate

@@ -13,7 +13,9 @@ from typing import Any
 import click
 
 SECTIONS: tuple[tuple[str, frozenset[str]], ...] = (
-    ("Output", frozenset({"log", "log_format", "explain", "as_json", "fmt", "save", "output"})),
+    ("Output",
+     frozenset({"log", "log_format", "explain", "as_json", "fmt", "save", "output", "wide"})),
+    ("Watching", frozenset({"watch", "count"})),
     ("Placement", frozenset({"soft", "strategy", "replicate"})),
     ("Running", frozenset({"feed", "verify", "force", "compare"})),
     ("Memory policy (TensorFlow's gpu_options)",

@@ -10,7 +10,13 @@ import click
 
 from ..errors import BadInput, CheckFailed
 from .context import AppContext
-from .flags import global_options, memory_options, options_from_flags, pop_memory_flags
+from .flags import (
+    global_options,
+    memory_options,
+    options_from_flags,
+    pop_memory_flags,
+    watch_options,
+)
 from .help import Command
 from .output import gpus_required, warn, warn_no_gpu, warn_prepared, watch_views
 
@@ -33,17 +39,7 @@ if TYPE_CHECKING:
 @click.option("--require-gpus", type=click.IntRange(min=0), metavar="N",
               help="Exit 1 unless at least N GPUs are visible.")  # fmt: skip
 @click.option("--feed", multiple=True, metavar="NAME=VALUE", help="Feed a placeholder.")
-@click.option(
-    "--watch",
-    type=click.FloatRange(min=0.1, max=86400),
-    is_flag=False,
-    flag_value=2.0,
-    default=None,
-    metavar="[SECONDS]",
-    help="Without a graph: refresh every SECONDS (default 2) as nvidia-smi -l does; Ctrl-C stops (exit 0).",
-)
-@click.option("--count", type=click.IntRange(min=1), metavar="N",
-              help="With --watch: stop after N refreshes.")  # fmt: skip
+@watch_options("nvidia-smi -l")
 @memory_options
 @global_options
 @click.pass_obj
