@@ -2,6 +2,7 @@
 
 The floor is `python -c "import click, rich.table, rich.console, pynvml"`: what any CLI built on
 these libraries pays before doing anything. Goal: ratio <= 1.3. Prints medians and the ratio.
+`--smoke`: medians of 3, once (bench/README.md).
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import subprocess
 import sys
 import time
 
-RUNS = 15
+RUNS = 3 if "--smoke" in sys.argv else 15
 FLOOR = [sys.executable, "-c", "import click, rich.table, rich.console, pynvml"]
 DEVICES = [sys.executable, "-m", "gpuplace", "--machine", "8xA100-80GB", "devices", "--json"]
 
@@ -28,7 +29,7 @@ def median_seconds(cmd: list[str]) -> float:
 def main() -> None:
     median_seconds(FLOOR)  # warm the file cache
     floor, ours = [], []
-    for _ in range(3):  # interleave so noise hits both alike
+    for _ in range(1 if "--smoke" in sys.argv else 3):  # interleave so noise hits both alike
         floor.append(median_seconds(FLOOR))
         ours.append(median_seconds(DEVICES))
     f, o = min(floor), min(ours)
