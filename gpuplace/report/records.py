@@ -50,17 +50,27 @@ class Finite(list):  # type: ignore[type-arg]
 def placement_records(graph: Graph, placement: Placement,
                       pruned: Sequence[str] = ()) -> list[dict[str, Any]]:  # fmt: skip
     """Each op as placed; `runs` is False for the ops the fetches do not need (`pruned`).
-    Strings, integers, booleans and None only (a `Finite` list)."""
+    Strings, integers, booleans and None only (a `Finite` list). Ops whose outputs have the
+    same shapes and dtypes share one `outputs` list (one record per distinct outputs, built
+    once: most of a large graph's ops have a few)."""
     skipped = set(pruned)
-    return Finite([
-        {
+    decisions = placement.decisions
+    shared: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
+    records = Finite()
+    for op in graph.ops:
+        d = decisions[op.name]
+        key = tuple((s.shape, s.dtype) for s in op.outputs)
+        outputs = shared.get(key)
+        if outputs is None:
+            outputs = shared[key] = [
+                {"shape": list(s.shape), "dtype": s.dtype, "bytes": s.nbytes} for s in op.outputs
+            ]
+        records.append({
             "op": op.name, "type": op.type, "requested_device": op.device or None,
-            "device": placement.decisions[op.name].device, "kind": placement.decisions[op.name].kind,
-            "reason": placement.decisions[op.name].reason, "runs": op.name not in skipped,
-            "outputs": [{"shape": list(s.shape), "dtype": s.dtype, "bytes": s.nbytes} for s in op.outputs],
-        }
-        for op in graph.ops
-    ])  # fmt: skip
+            "device": d.device, "kind": d.kind, "reason": d.reason,
+            "runs": op.name not in skipped, "outputs": outputs,
+        })  # fmt: skip
+    return records
 
 
 def copy_records(copies: Sequence[CopyRecord]) -> list[dict[str, Any]]:
