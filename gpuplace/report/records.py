@@ -138,12 +138,13 @@ def _escape(match: re.Match[str]) -> str:
 
 
 def json_text(doc: Any) -> str:
-    """Standard JSON (RFC 8259: no NaN or Infinity), indented by 2 and ASCII only (as
-    `json.dumps(doc, indent=2)` writes it), for every document gpuplace prints: floats JSON has
+    """Standard JSON (RFC 8259: no NaN or Infinity), indented by 2 and ASCII only, in
+    `json.dumps(doc, indent=2)`'s layout, for every document gpuplace prints: floats JSON has
     no number for are written as the strings "nan", "inf" and "-inf". orjson writes it (15x
-    faster than the standard library, whose C writer cannot indent); `finite_json` walks all
-    but the `Finite` lists first, since orjson would write a NaN as null. What orjson refuses
-    (an integer past 64 bits, a lone surrogate) the standard library writes."""
+    faster than the standard library, whose C writer cannot indent); a float may be spelt
+    otherwise than Python spells it (0.00001 for 1e-05: the same number). `finite_json` walks
+    all but the `Finite` lists first, since orjson would write a NaN as null. What orjson
+    refuses (an integer past 64 bits, a lone surrogate) the standard library writes."""
     safe = finite_json(doc)
     try:
         out = orjson.dumps(safe, option=orjson.OPT_INDENT_2 | orjson.OPT_SERIALIZE_NUMPY)
