@@ -1,6 +1,7 @@
 """The `gpuplace` command line: the group, its commands (named here, one module each, imported
-when the command runs or `--help` lists it), and the entry point that maps gpuplace's errors to one line and an exit code. Commands parse flags,
-call the library and print; nothing below `cli/` prints.
+when the command runs or `--help` lists it), and the entry point that maps gpuplace's errors to
+one line and an exit code. Commands parse flags, call the library and print; nothing below
+`cli/` prints.
 """
 
 from __future__ import annotations
