@@ -57,3 +57,8 @@ def test_values_are_finite_lists_with_non_finite_numbers_as_strings() -> None:
     assert json.loads(json_text({"value": value})) == {"value": [[1.5, "nan"], ["inf", "-inf"]]}
     assert json_value(np.float64(2.5)) == 2.5
     assert json_text({"x": json_value(np.array(np.nan))}) == '{\n  "x": "nan"\n}'
+
+
+def test_an_array_left_in_a_document_is_written_as_json_value_writes_it() -> None:
+    doc = {"a": np.array([1.0, np.nan, -np.inf]), "b": np.float32(0.5), "c": np.float64(np.inf)}
+    assert json.loads(json_text(doc)) == {"a": [1.0, "nan", "-inf"], "b": 0.5, "c": "inf"}

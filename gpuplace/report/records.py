@@ -114,7 +114,8 @@ def _finite(value: Any) -> Any:
 
 
 def finite_json(doc: Any) -> Any:
-    """`doc` with every non-finite float (nan, inf, -inf) as the string "nan", "inf", "-inf"."""
+    """`doc` with every non-finite float (nan, inf, -inf) as the string "nan", "inf", "-inf",
+    and arrays as lists (`json_value`)."""
     if isinstance(doc, float | np.floating):
         value = float(doc)
         if math.isfinite(value):
@@ -122,6 +123,8 @@ def finite_json(doc: Any) -> Any:
         return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
     if isinstance(doc, dict):
         return {k: finite_json(v) for k, v in doc.items()}
+    if isinstance(doc, np.ndarray):  # orjson would write its NaNs as null
+        return json_value(doc)
     if isinstance(doc, Finite):
         return doc
     if isinstance(doc, list | tuple):
