@@ -4,6 +4,7 @@ No timing here: the modules loaded are what a test can pin."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import uuid
@@ -45,7 +46,7 @@ def test_the_console_script_exits_with_the_code_and_every_byte_written(tmp_path:
     spec = tmp_path / "tiny.yaml"
     spec.write_text(TINY)
     cmd = [sys.executable, "-m", "gpuplace", "--machine", "4xK520"]
-    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(Path(__file__).parent.parent)}
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parent.parent)}
     ok = subprocess.run([*cmd, "plan", str(spec), "--json"], capture_output=True, text=True, env=env, check=False)  # fmt: skip
     assert ok.returncode == 0 and ok.stdout.endswith("\n}\n") and ok.stderr == ""
     bad = subprocess.run([*cmd, "run", str(tmp_path / "none.yaml")], capture_output=True, text=True, env=env, check=False)  # fmt: skip
