@@ -7,9 +7,10 @@ by a small builder instead of PyYAML's constructor: faster, and the composed nod
 so every mapping's line comes for free. A document of plain lists, mappings and scalars (any
 spec without anchors or tags on collections) skips the nodes: it is built straight from
 libyaml's events, the same data with the same lines (composing is most of a YAML load). Plain
-scalars are read as YAML 1.2 reads numbers (`1e3` is a float, `010` is ten, `0o10` eight; YAML 1.1 has `1e3` a string and `010` eight), the rest as
-YAML 1.1 (`yes` is true). JSON keeps no lines; `parse_json.json_lines` re-reads it
-(pure Python, slower) when an error needs one. Hostile text is bounded before it costs: nesting
+scalars are read as YAML 1.2 reads numbers (`1e3` is a float, `010` is ten, `0o10` eight;
+YAML 1.1 has `1e3` a string and `010` eight), the rest as YAML 1.1 (`yes` is true). JSON keeps
+no lines; `parse_json.json_lines` re-reads it (pure Python, slower) when an error needs one.
+Hostile text is bounded before it costs: nesting
 (libyaml stops at 1,000 levels, the builder at MAX_DEPTH), what YAML aliases repeat (a billion
 laughs), and a key given twice in a mapping is an error naming both lines (YAML forbids it;
 PyYAML and json keep the last silently). Callers pause the cyclic GC (`gc_paused`), which
