@@ -16,7 +16,7 @@ STAMP       = $(call stamp,$(EXTRAS_TEST))
 CONSTRAINTS ?= constraints.txt
 PIN     = $(if $(CONSTRAINTS),-c $(CONSTRAINTS))
 
-.PHONY: demo test test-fast lint typecheck cov bench gpu-check clean browser screenshot
+.PHONY: demo test test-fast lint typecheck cov bench bench-smoke gpu-check clean browser screenshot
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -68,6 +68,10 @@ test-fast: $(STAMP)
 
 bench: $(STAMP)
 	for b in bench/bench_*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
+
+# Every benchmark at small sizes (`--smoke`, bench/README.md); `make test` runs the same test.
+bench-smoke: $(STAMP)
+	$(BIN)/python -m pytest -rs tests/test_bench_smoke.py
 
 # On a machine with an NVIDIA GPU and cupy, from the source tree (no virtualenv, no registry).
 gpu-check:

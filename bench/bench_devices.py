@@ -4,7 +4,7 @@ The floor is `python -c "import click, rich.table, rich.console, pynvml"`: what 
 these libraries pays before doing anything. Goal: ratio <= 1.3. Prints medians and the ratio,
 for a simulated machine and for this machine (`gpuplace devices --json`: on a machine without a
 driver NVML fails at init and the CUDA driver is never asked its GPU order; with two GPUs or more
-it is, in a child process: `devices/libcuda.py`).
+it is, in a child process: `devices/libcuda.py`). `--smoke`: medians of 3, once (bench/README.md).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import subprocess
 import sys
 import time
 
-RUNS = 15
+RUNS = 3 if "--smoke" in sys.argv else 15
 FLOOR = [sys.executable, "-c", "import click, rich.table, rich.console, pynvml"]
 DEVICES = [sys.executable, "-m", "gpuplace", "--machine", "8xA100-80GB", "devices", "--json"]
 HERE = [sys.executable, "-m", "gpuplace", "devices", "--json"]
@@ -32,7 +32,7 @@ def median_seconds(cmd: list[str]) -> float:
 def main() -> None:
     median_seconds(FLOOR)  # warm the file cache
     floor, ours, here = [], [], []
-    for _ in range(3):  # interleave so noise hits all alike
+    for _ in range(1 if "--smoke" in sys.argv else 3):  # interleave so noise hits all alike
         floor.append(median_seconds(FLOOR))
         ours.append(median_seconds(DEVICES))
         here.append(median_seconds(HERE))

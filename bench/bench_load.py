@@ -6,6 +6,7 @@ as YAML and as JSON into a temporary folder, then prints the best-of-runs wall t
 `json.load` (goal: ratio <= 3), and how each time grows from N/10 to N ops (goal for ours:
 <= 12x; the parsers' own growth shows what the memory hierarchy adds). The goals are stated
 for N = 100,000 (about a minute here); the default N = 20,000 runs in about ten seconds.
+`--smoke`: 1,000 ops, one run each (bench/README.md).
 """
 
 from __future__ import annotations
@@ -92,11 +93,16 @@ def measure(yaml_path: Path, json_path: Path, runs: int) -> dict[str, float]:
 
 
 def main() -> None:
-    n = int(sys.argv[1]) if len(sys.argv) > 1 else 20_000
+    quick = "--smoke" in sys.argv
+    args = [a for a in sys.argv[1:] if a.isdigit()]
+    n = int(args[0]) if args else 1_000 if quick else 20_000
     with tempfile.TemporaryDirectory() as tmp:
         big, small = write_specs(n, Path(tmp)), write_specs(n // 10, Path(tmp))
         assert len(load(big[0]).ops) == len(load(big[1]).ops) == n
-        at_n, at_tenth = measure(*big, runs=2), measure(*small, runs=5)
+        at_n, at_tenth = (
+            measure(*big, runs=1 if quick else 2),
+            measure(*small, runs=1 if quick else 5),
+        )
     grow = {key: at_n[key] / at_tenth[key] for key in at_n}
     print(f"{n} ops; growth from {n // 10} ops in brackets (goal <= 12x)")
     for kind, parser, goal in (("yaml", "yaml.load CSafeLoader", 0.5), ("json", "json.load", 3.0)):

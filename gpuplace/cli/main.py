@@ -1,12 +1,14 @@
-"""The `gpuplace` command line: the group, its commands (registered here, one module each), and
-the entry point that maps gpuplace's errors to one line and an exit code. Commands parse flags,
-call the library and print; nothing below `cli/` prints.
+"""The `gpuplace` command line: the group, its commands (named here, one module each, imported
+when the command runs or `--help` lists it), and the entry point that maps gpuplace's errors to
+one line and an exit code. Commands parse flags, call the library and print; nothing below
+`cli/` prints.
 """
 
 from __future__ import annotations
 
 import contextlib
 import errno
+import importlib
 import io
 import os
 import re
@@ -19,18 +21,30 @@ from ..echo import fit_line
 from ..errors import GpuplaceError, OutputError
 from ..report.schema import SCHEMA_VERSION
 from .context import AppContext
-from .devices import devices
-from .examples import examples
 from .flags import DEBUG_HELP, MACHINE_HELP
 from .interrupt import interrupted
-from .mem import mem
 from .output import say
-from .plan import plan
-from .run import run
 from .words import CLI
 
+# each the function of the same name in cli/NAME.py
+COMMANDS = ("devices", "examples", "mem", "plan", "run")
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+
+class _Commands(click.Group):
+    """The group, importing a command's module only when it is needed: `gpuplace run` does not
+    load what `devices`, `mem` and `plan` print with (start-up is most of a small command)."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*COMMANDS, *super().list_commands(ctx)})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name in COMMANDS and cmd_name not in self.commands:
+            module = importlib.import_module(f"{__package__}.{cmd_name}")
+            self.add_command(getattr(module, cmd_name))
+        return super().get_command(ctx, cmd_name)
+
+
+@click.group(cls=_Commands, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--machine", "machine_spec", metavar="SPEC", help=MACHINE_HELP)
 @click.option("--debug", is_flag=True, help=DEBUG_HELP)
 @click.version_option(package_name="gpuplace")
@@ -164,7 +178,3 @@ def run_console() -> int:  # pragma: no cover - the console script's; tests run 
         with contextlib.suppress(OSError, ValueError):
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     return code
-
-
-for command in (devices, run, plan, mem, examples):
-    cli.add_command(command)

@@ -11,7 +11,7 @@ from ..errors import BadInput
 from .context import AppContext
 from .flags import JSON, SOFT, global_options, memory_options, options_from_flags, pop_memory_flags
 from .help import Command
-from .output import echo_renderables, warn, warn_prepared
+from .output import draw_table, echo_renderables, warn, warn_prepared
 
 
 @click.command(
@@ -69,7 +69,7 @@ def plan(app: AppContext, /, spec: str, soft: bool | None, as_json: bool, fmt: s
         click.echo(to_dot(prepared.graph, prepared.placement, title), nl=False)
     elif as_json or fmt == "json":
         click.echo(json_text(report.plan_json(view, prepared, memory, est)))
-    elif app.terminal():
+    elif draw_table(app, len(prepared.graph.ops)):  # a long table: the plain layout
         echo_renderables(
             app,
             report.plan_renderables(view, prepared, memory, est),

@@ -15,7 +15,7 @@ from ..errors import BadInput, CheckFailed, RuntimeFailure
 from .context import AppContext
 from .flags import JSON, SOFT, global_options, memory_options, options_from_flags, pop_memory_flags
 from .help import Command
-from .output import echo_renderable, warn, warn_no_gpu, warn_prepared
+from .output import draw_table, echo_renderable, warn, warn_no_gpu, warn_prepared
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -208,7 +208,7 @@ def _explain(app: AppContext, prepared: Prepared, copies: Sequence[CopyRecord]) 
     from ..report.explain import explain_plain, explain_table
 
     plain = explain_plain(prepared.graph, prepared.placement, copies)
-    if app.terminal():
+    if draw_table(app, len(prepared.graph.ops)):  # a long table: the plain layout
         table = explain_table(prepared.graph, prepared.placement, copies)
         echo_renderable(app, table, fallback=plain)
     else:

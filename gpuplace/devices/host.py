@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import platform
 
 from .model import Host
 
@@ -16,6 +15,8 @@ def _cpu_model() -> str:
                     return line.split(":", 1)[1].strip()
     except OSError:
         pass
+    import platform  # only off Linux: it costs every command's start-up a few ms
+
     return platform.processor() or platform.machine() or "unknown CPU"
 
 

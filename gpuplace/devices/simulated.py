@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import importlib
 import os
 import re
 import stat
@@ -57,8 +58,18 @@ TOP_FIELDS = ("name", "gpus", "host", "driver_version", "cuda_version")
 
 
 def sim_uuid(position: int, product: str) -> str:
-    """A stable GPU UUID for the GPU at `position` of a simulated machine."""
-    return "GPU-" + str(uuidlib.uuid5(uuidlib.NAMESPACE_URL, f"gpuplace-sim/{position}/{product}"))
+    """A stable GPU UUID for the GPU at `position` of a simulated machine: `uuid.uuid5` of
+    NAMESPACE_URL, computed with the interpreter's own SHA-1 (`uuid5` imports hashlib, whose
+    OpenSSL binding costs every simulated command ~10 ms of start-up)."""
+    try:
+        sha1 = importlib.import_module("_sha1").sha1
+    except ImportError:  # an interpreter built without it
+        import hashlib
+
+        sha1 = hashlib.sha1
+    name = f"gpuplace-sim/{position}/{product}".encode()
+    digest = sha1(uuidlib.NAMESPACE_URL.bytes + name).digest()
+    return "GPU-" + str(uuidlib.UUID(bytes=digest[:16], version=5))
 
 
 def _suggest(word: str, options: list[str]) -> str:

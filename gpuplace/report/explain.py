@@ -36,16 +36,22 @@ def explain_rows(
     graph: Graph, placement: Placement, copies: Sequence[CopyRecord]
 ) -> list[tuple[str, ...]]:
     incoming = copies_in(copies)
+    decisions = placement.decisions
+    cells: dict[tuple[Any, ...], tuple[str, str, str]] = {}  # outputs -> SHAPE, DTYPE, BYTES
     rows: list[tuple[str, ...]] = []
     for op in graph.ops:
-        d = placement.decisions[op.name]
-        shape = ", ".join(f"[{','.join(map(str, s.shape))}]" for s in op.outputs) or "-"
-        dtype = ", ".join(s.dtype for s in op.outputs) or "-"
-        nbytes = sum(s.nbytes for s in op.outputs)
-        rows.append(
-            (op.name, op.type, short_device(d.device), d.reason, shape, dtype, human(nbytes),
-             "; ".join(incoming.get(op.name, [])) or "-")
-        )  # fmt: skip
+        d = decisions[op.name]
+        key = tuple((s.shape, s.dtype) for s in op.outputs)
+        out = cells.get(key)
+        if out is None:
+            out = cells[key] = (
+                ", ".join(f"[{','.join(map(str, s.shape))}]" for s in op.outputs) or "-",
+                ", ".join(s.dtype for s in op.outputs) or "-",
+                human(sum(s.nbytes for s in op.outputs)),
+            )
+        copied = incoming.get(op.name)
+        rows.append((op.name, op.type, short_device(d.device), d.reason, *out,
+                     "; ".join(copied) if copied else "-"))  # fmt: skip
     return rows
 
 

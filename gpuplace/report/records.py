@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import orjson
 
 from ..devices.model import LogicalGpu, View
 from ..graph.model import Graph
@@ -41,27 +43,44 @@ def rate_records(prepared: Prepared) -> list[dict[str, str]]:
     return [{"gpus": gpus, "source": source} for gpus, source in sources]
 
 
+class Finite(list):  # type: ignore[type-arg]
+    """A list whose floats are all finite (built so: no float at all, or each one checked):
+    `json_text` writes it without walking it, which is what keeps a 100,000-op document fast."""
+
+
 def placement_records(graph: Graph, placement: Placement,
                       pruned: Sequence[str] = ()) -> list[dict[str, Any]]:  # fmt: skip
-    """Each op as placed; `runs` is False for the ops the fetches do not need (`pruned`)."""
+    """Each op as placed; `runs` is False for the ops the fetches do not need (`pruned`).
+    Strings, integers, booleans and None only (a `Finite` list). Ops whose outputs have the
+    same shapes and dtypes share one `outputs` list (one record per distinct outputs, built
+    once: most of a large graph's ops have a few)."""
     skipped = set(pruned)
-    return [
-        {
+    decisions = placement.decisions
+    shared: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
+    records = Finite()
+    for op in graph.ops:
+        d = decisions[op.name]
+        key = tuple((s.shape, s.dtype) for s in op.outputs)
+        outputs = shared.get(key)
+        if outputs is None:
+            outputs = shared[key] = [
+                {"shape": list(s.shape), "dtype": s.dtype, "bytes": s.nbytes} for s in op.outputs
+            ]
+        records.append({
             "op": op.name, "type": op.type, "requested_device": op.device or None,
-            "device": placement.decisions[op.name].device, "kind": placement.decisions[op.name].kind,
-            "reason": placement.decisions[op.name].reason, "runs": op.name not in skipped,
-            "outputs": [{"shape": list(s.shape), "dtype": s.dtype, "bytes": s.nbytes} for s in op.outputs],
-        }
-        for op in graph.ops
-    ]  # fmt: skip
+            "device": d.device, "kind": d.kind, "reason": d.reason,
+            "runs": op.name not in skipped, "outputs": outputs,
+        })  # fmt: skip
+    return records
 
 
 def copy_records(copies: Sequence[CopyRecord]) -> list[dict[str, Any]]:
-    return [
+    """Each copy; a run's have the seconds it took (finite: a `Finite` list)."""
+    return Finite([
         {"op": c.op, "tensor": c.tensor, "src": c.src, "dst": c.dst, "bytes": c.nbytes,
-         **({"seconds": c.seconds} if hasattr(c, "seconds") else {})}
+         **({"seconds": finite_json(c.seconds)} if hasattr(c, "seconds") else {})}
         for c in copies
-    ]  # fmt: skip
+    ])  # fmt: skip
 
 
 def device_mapping_records(logical: Sequence[LogicalGpu]) -> list[dict[str, Any]]:
@@ -82,16 +101,22 @@ def json_value(value: np.ndarray) -> Any:
     """An array as JSON-ready lists; nan, inf and -inf (which JSON has no numbers for) become
     the strings "nan", "inf" and "-inf"."""
     if value.dtype.kind not in "fc" or bool(np.isfinite(value).all()):
-        return value.tolist()
+        return _finite(value.tolist())
     out = value.astype(object)
     out[np.isnan(value)] = "nan"
     out[np.isposinf(value)] = "inf"
     out[np.isneginf(value)] = "-inf"
-    return out.tolist()
+    return _finite(out.tolist())
+
+
+def _finite(value: Any) -> Any:
+    """A value's lists as `Finite` (`json_text` need not walk them); a scalar as it is."""
+    return Finite(value) if isinstance(value, list) else value
 
 
 def finite_json(doc: Any) -> Any:
-    """`doc` with every non-finite float (nan, inf, -inf) as the string "nan", "inf", "-inf"."""
+    """`doc` with every non-finite float (nan, inf, -inf) as the string "nan", "inf", "-inf",
+    and arrays as lists (`json_value`)."""
     if isinstance(doc, float | np.floating):
         value = float(doc)
         if math.isfinite(value):
@@ -99,18 +124,38 @@ def finite_json(doc: Any) -> Any:
         return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
     if isinstance(doc, dict):
         return {k: finite_json(v) for k, v in doc.items()}
+    if isinstance(doc, np.ndarray):  # orjson would write its NaNs as null
+        return json_value(doc)
+    if isinstance(doc, Finite):
+        return doc
     if isinstance(doc, list | tuple):
         return [finite_json(v) for v in doc]
     return doc
 
 
+_NON_ASCII = re.compile(r"[^\x00-\x7e]")  # json.dumps escapes DEL (0x7f) too
+
+
+def _escape(match: re.Match[str]) -> str:
+    """One character past `~` as json.dumps escapes it (`\\u00e9`; a surrogate pair past U+FFFF)."""
+    return json.dumps(match.group())[1:-1]
+
+
 def json_text(doc: Any) -> str:
-    """Standard JSON (RFC 8259: no NaN or Infinity) for every document gpuplace prints: values
-    JSON has no number for are written as strings ("nan", "inf", "-inf"); any left raises."""
+    """Standard JSON (RFC 8259: no NaN or Infinity), indented by 2 and ASCII only, in
+    `json.dumps(doc, indent=2)`'s layout, for every document gpuplace prints: floats JSON has
+    no number for are written as the strings "nan", "inf" and "-inf". orjson writes it (15x
+    faster than the standard library, whose C writer cannot indent); a float may be spelt
+    otherwise than Python spells it (0.00001 for 1e-05: the same number). `finite_json` walks
+    all but the `Finite` lists first, since orjson would write a NaN as null. What orjson
+    refuses (an integer past 64 bits, a lone surrogate) the standard library writes."""
+    safe = finite_json(doc)
     try:
-        return json.dumps(doc, indent=2, allow_nan=False)
-    except ValueError:
-        return json.dumps(finite_json(doc), indent=2, allow_nan=False)
+        out = orjson.dumps(safe, option=orjson.OPT_INDENT_2 | orjson.OPT_SERIALIZE_NUMPY)
+    except TypeError:  # orjson.JSONEncodeError is a TypeError
+        return json.dumps(safe, indent=2, allow_nan=False)
+    text = out.decode()
+    return text if out.isascii() and b"\x7f" not in out else _NON_ASCII.sub(_escape, text)
 
 
 def placed_ops(prepared: Prepared) -> tuple[Graph, Placement]:

@@ -1,0 +1,60 @@
+"""Start-up of a small command (issue 17: `run`/`plan` of 3 ops within 1.5x `import numpy, yaml`;
+bench/bench_startup.py measures it): what it must not import, and what skips the teardown.
+No timing here: the modules loaded are what a test can pin."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from gpuplace.devices.simulated import sim_uuid
+
+TINY = """\
+graph:
+  - {name: a, op: constant, value: 1.0, shape: [2, 2]}
+  - {name: b, op: relu, inputs: [a]}
+  - {name: c, op: add, inputs: [a, b]}
+"""
+# What a small run or plan has no use for: the other commands' modules, rich (no terminal),
+# OpenSSL's hashlib (a simulated GPU's UUID), traceback (only for a failure or --debug).
+NOT_LOADED = ("gpuplace.cli.devices", "gpuplace.cli.mem", "rich", "_hashlib", "traceback", "cupy")
+
+
+@pytest.mark.parametrize("command", ["run", "plan"])
+def test_a_small_command_loads_only_what_it_uses(tmp_path: Path, command: str) -> None:
+    spec = tmp_path / "tiny.yaml"
+    spec.write_text(TINY)
+    code = (
+        "import sys\nfrom gpuplace.cli import main\n"
+        f"rc = main(['--machine', '4xK520', {command!r}, {str(spec)!r}])\n"
+        f"print([m for m in {NOT_LOADED!r} if m in sys.modules], file=sys.stderr)\n"
+        "sys.exit(rc)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert (done.returncode, done.stderr) == (0, "[]\n")
+
+
+def test_the_console_script_exits_with_the_code_and_every_byte_written(tmp_path: Path) -> None:
+    """Without teardown (nothing registered at exit), stdout and stderr still arrive whole."""
+    spec = tmp_path / "tiny.yaml"
+    spec.write_text(TINY)
+    cmd = [sys.executable, "-m", "gpuplace", "--machine", "4xK520"]
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parent.parent)}
+    ok = subprocess.run([*cmd, "plan", str(spec), "--json"], capture_output=True, text=True, env=env, check=False)  # fmt: skip
+    assert ok.returncode == 0 and ok.stdout.endswith("\n}\n") and ok.stderr == ""
+    bad = subprocess.run([*cmd, "run", str(tmp_path / "none.yaml")], capture_output=True, text=True, env=env, check=False)  # fmt: skip
+    assert bad.returncode == 2 and bad.stdout == ""
+    assert bad.stderr.startswith("error: cannot read spec") and bad.stderr.endswith("\n")
+
+
+@given(st.integers(0, 4096), st.text(max_size=40))
+def test_a_simulated_uuid_is_uuid5_of_its_position_and_product(position: int, product: str) -> None:
+    name = f"gpuplace-sim/{position}/{product}"
+    assert sim_uuid(position, product) == f"GPU-{uuid.uuid5(uuid.NAMESPACE_URL, name)}"
