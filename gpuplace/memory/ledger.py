@@ -12,11 +12,21 @@ the preallocated block, or with allow_growth the regions grown so far (`BFCAlloc
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from itertools import pairwise
+from typing import Any, Literal
 
 from ..errors import BadInput, Message, Part, RuntimeFailure, Term, Text
 from ..units import ALIGNMENT, allocation_size, human
 
-__all__ = ["ALIGNMENT", "Ledger", "OutOfMemory", "allocation_size", "new_ledgers"]
+__all__ = [
+    "ALIGNMENT",
+    "Charges",
+    "Ledger",
+    "OutOfMemory",
+    "Replay",
+    "allocation_size",
+    "new_ledgers",
+]
 
 
 def _bytes(n: int) -> str:
@@ -145,3 +155,145 @@ def new_ledgers(devices: Sequence[str], limits: Mapping[str, int | None]) -> lis
             f"(devices: {', '.join(devices) or 'none'})"
         )
     return [Ledger(device, limits.get(device)) for device in devices]
+
+
+HUGE = 2**62  # past this many bytes in all, charges are exact Python ints (numpy object arrays)
+
+
+class Charges:
+    """Every charge a run makes, fixed once its schedule is planned: before step s runs, its
+    device is charged `step_bytes[s]` (its outputs and copies, rounded); after it, each tensor
+    whose last reader it is goes back to its own device.
+
+    Kept per device as events in run order (time 2s: the charge of step s, 2s + 1: the frees
+    after it), so `Replay` can count a whole run with a few array passes instead of two calls
+    per step. Built from plain lists in one vectorised pass (numpy is imported here only).
+    """
+
+    __slots__ = ("deltas", "step_bytes", "step_device", "times")
+
+    def __init__(
+        self,
+        devices: int,
+        step_device: Sequence[int],
+        step_bytes: Sequence[int],
+        frees: tuple[Sequence[int], Sequence[int], Sequence[int]],
+    ) -> None:
+        """`frees`: (step, device, bytes) columns, one row per tensor, freed after that step; a
+        step past the last (`len(step_device)`) means never (kept to the end of the run)."""
+        import numpy as np
+
+        steps = len(step_device)
+        exact = sum(step_bytes) >= HUGE  # each tensor was charged once: the sum bounds them too
+        dtype: type = object if exact else np.int64
+        self.step_device = np.asarray(step_device, dtype=np.int64)
+        self.step_bytes: Any = np.asarray(step_bytes, dtype=dtype)
+        free_step = np.asarray(frees[0], dtype=np.int64)
+        freed = free_step < steps
+        time = np.concatenate([np.arange(steps, dtype=np.int64) * 2, free_step[freed] * 2 + 1])
+        free_device = np.asarray(frees[1], dtype=np.int64)[freed]
+        device = np.concatenate([self.step_device, free_device])
+        delta = np.concatenate([self.step_bytes, -np.asarray(frees[2], dtype=dtype)[freed]])
+        order = np.lexsort((time, device))  # by device, then in run order
+        time, device, delta = time[order], device[order], delta[order]
+        cuts = np.searchsorted(device, np.arange(devices + 1))
+        self.times = tuple(time[a:b] for a, b in pairwise(cuts))
+        self.deltas = tuple(delta[a:b] for a, b in pairwise(cuts))
+
+    @property
+    def steps(self) -> int:
+        return len(self.step_device)
+
+
+class Replay:
+    """The ledgers' state at any step of a run of `charges`, worked out up front.
+
+    The same arithmetic as `Ledger.allocate` and `Ledger.free` called step by step (and
+    `Ledger._extend` itself for allow_growth), done per ledger with cumulative sums: `stop` is
+    the step whose charge would pass a limit (None: none does), and `settle(step)` leaves each
+    ledger exactly as the step-by-step calls would have just before (or, `charged`, just after
+    the charge of) that step. The run executes its steps without touching a ledger. One ledger
+    may serve several devices (it then counts their charges together, in run order).
+    """
+
+    def __init__(self, charges: Charges, ledgers: Sequence[Ledger]) -> None:
+        import numpy as np
+
+        if len(ledgers) != len(charges.times):
+            raise ValueError(f"{len(ledgers)} ledgers for {len(charges.times)} devices")
+        self.charges, self.ledgers = charges, ledgers
+        shared: dict[int, list[int]] = {}  # id(ledger) -> its devices
+        for d, lg in enumerate(ledgers):
+            shared.setdefault(id(lg), []).append(d)
+        self.books: list[Ledger] = []
+        self.times: list[Any] = []  # per book: its events' times, in run order
+        self.in_use: list[Any] = []  # per book: in use after each event
+        self.steps: list[Any] = []  # per book: the step of each charge
+        self.after: list[Any] = []  # per book: in use after each charge
+        self.charged: list[Any] = []  # per book: the bytes of each charge
+        self.start: list[tuple[int, int, int, int]] = []
+        stop = charges.steps
+        for devices in shared.values():
+            lg = ledgers[devices[0]]
+            times = np.concatenate([charges.times[d] for d in devices])
+            deltas = np.concatenate([charges.deltas[d] for d in devices])
+            if len(devices) > 1:
+                order = np.argsort(times, kind="stable")
+                times, deltas = times[order], deltas[order]
+            charge = np.flatnonzero(times % 2 == 0)
+            in_use = np.cumsum(deltas) + lg.in_use
+            after = in_use[charge]
+            self.books.append(lg)
+            self.start.append((lg.in_use, lg.peak, lg.reserved, lg.next_region))
+            self.times.append(times)
+            self.in_use.append(in_use)
+            self.steps.append(times[charge] // 2)
+            self.after.append(after)
+            self.charged.append(deltas[charge])
+            if lg.limit is not None:
+                over = np.flatnonzero(after > lg.limit)
+                if len(over):
+                    stop = min(stop, int(self.steps[-1][over[0]]))
+        self.stop: int | None = stop if stop < charges.steps else None
+
+    def settle(self, step: int, charged: bool = False) -> None:
+        """Each ledger as after every charge and free of the steps before `step` (and the
+        charge of `step` itself when `charged`): in use, peak, and allow_growth's regions."""
+        import numpy as np
+
+        side: Literal["left", "right"] = "right" if charged else "left"
+        for b, lg in enumerate(self.books):
+            lg.in_use, lg.peak, lg.reserved, lg.next_region = self.start[b]
+            events = int(np.searchsorted(self.times[b], 2 * step, side))
+            if events:
+                lg.in_use = int(self.in_use[b][events - 1])
+            made = int(np.searchsorted(self.steps[b], step, side))
+            after = self.after[b][:made]
+            if made:
+                lg.peak = max(lg.peak, int(after.max()))
+            if lg.growth:
+                _grow(lg, after, self.charged[b][:made])
+
+    def raise_stop(self, op: str) -> None:
+        """Raise the OutOfMemory of step `stop` (the op named `op`), from its ledger, as
+        `Ledger.allocate` raises it; every ledger is left as just before that step."""
+        assert self.stop is not None
+        self.settle(self.stop)
+        device = int(self.charges.step_device[self.stop])
+        self.ledgers[device].allocate(int(self.charges.step_bytes[self.stop]), op)
+        raise AssertionError(f"step {self.stop} fits {self.ledgers[device].device}")
+
+
+def _grow(ledger: Ledger, after: Any, charged: Any) -> None:
+    """allow_growth: `Ledger._extend` for each charge that leaves more in use than reserved,
+    in order (a few regions, each at least double the last, so a few array passes)."""
+    import numpy as np
+
+    at = 0
+    while at < len(after):
+        over = np.flatnonzero(after[at:] > ledger.reserved)
+        if not len(over):
+            return
+        at += int(over[0])
+        ledger._extend(int(charged[at]))
+        at += 1
