@@ -89,7 +89,7 @@ class _Run:
         try:
             with backend.device():
                 for step in steps:
-                    kernel, get, first, _, frees, copies, _, _ = step
+                    kernel, get, first, _, frees, copies, _ = step
                     if copies:
                         self.copy_in(copies)
                     kind, compute = table[kernel]
@@ -107,7 +107,7 @@ class _Run:
     def call(self, kind: int, compute: Compute, step: Step, backend: Backend) -> None:
         """A step that is not one direct call: a kernel's list of outputs, a host value put on
         its device, or a print."""
-        _, get, first, count, _, _, op, _ = step
+        _, get, first, count, _, _, op = step
         args = list(get(self.values))
         if kind == KERNEL:
             results = compute(backend.xp, args, op.attrs)

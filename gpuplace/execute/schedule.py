@@ -88,11 +88,11 @@ Copies = tuple[CopyStep, ...]
 KernelEntry = tuple[int, Any]  # (kind, callable) of a kernel index on one device
 Step = list[Any]
 SlotInfo = tuple[int, int, int]  # (device index, nbytes, rounded bytes): shared by equal slots
-"""[kernel, get, first, count, frees, copies, op, inputs]: `run` unpacks it in one go.
+"""[kernel, get, first, count, frees, copies, op]: `run` unpacks it in one go.
 
 kernel indexes the device's KernelEntry table; get(values) returns the input values (a tuple or a
 list); the outputs are the slots first .. first + count - 1; frees lists the slots whose last
-reader it is; inputs are the input slots.
+reader it is.
 """
 NO_INPUTS = itemgetter(slice(0, 0))
 PRINT_KERNEL = 0  # the kernel index of `print` ops; an op type's are 2i + 1 and 2i + 2
@@ -250,7 +250,7 @@ class _Planner:
             if placed != device:
                 device = self._segment(op, placed, step)  # raises for None
             slots: list[int] = []  # a list, not a growing tuple: add_n may read 100,000
-            made: list[CopyStep] = []
+            made: list[CopyStep] | None = None  # most ops copy nothing
             for ref in op.inputs:
                 try:
                     slot = home[ref.op][ref.index]
@@ -260,24 +260,24 @@ class _Planner:
                     ) from None
                 if slot_info[slot][0] != device:
                     last_use[slot] = step
+                    if made is None:
+                        made = []
                     slot = self._copy_in(op.name, ref, slot, device, step, made)
                 last_use[slot] = step
                 slots.append(slot)
-            inputs = tuple(slots)
-            n = len(inputs)
-            get = (
-                itemgetter(*inputs)
-                if n > 1
-                else itemgetter(slice(slots[0], slots[0] + 1))
-                if n
-                else NO_INPUTS
-            )
-            copies: Copies = tuple(made)
-            alloc = sum(slot_info[c.dst][2] for c in copies) if copies else 0
+            if len(slots) > 1:
+                get = itemgetter(*slots)
+            else:
+                get = itemgetter(slice(slots[0], slots[0] + 1)) if slots else NO_INPUTS
+            copies: Copies = ()
+            alloc = 0
+            if made:
+                copies = tuple(made)
+                alloc = sum(slot_info[c.dst][2] for c in copies)
             first = len(slot_info)
             if op.type == PRINT_OP:  # forwards its inputs' buffers, as TF's Print does
-                home[op.name] = inputs
-                steps.append([PRINT_KERNEL, get, first, 0, (), copies, op, inputs])
+                home[op.name] = tuple(slots)
+                steps.append([PRINT_KERNEL, get, first, 0, (), copies, op])
                 allocs.append(alloc)
                 continue
             kernel, resident = types.get(op.type) or self._kernel(op.type)
@@ -296,7 +296,7 @@ class _Planner:
                 kernel += 1  # the kernel's entry for any number of outputs
             if resident:
                 keep.update(outputs)
-            steps.append([kernel, get, first, count, (), copies, op, inputs])
+            steps.append([kernel, get, first, count, (), copies, op])
             allocs.append(alloc)
 
     def _devices(self, ops: Sequence[Op]) -> Iterable[int | None]:
@@ -374,21 +374,19 @@ class _Planner:
         n = len(steps)
         for slot in self.keep:
             last_use[slot] = n  # the step after the last: never freed
-        frees: dict[int, list[int]] = {}  # step -> the slots it reads last (or makes unread)
-        for slot, step in enumerate(last_use):
+        for slot, step in enumerate(last_use):  # each step's frees: the slots it reads last
             if step < n:
-                at = frees.get(step)
-                if at is None:
-                    frees[step] = [slot]
+                at = steps[step]
+                if at[4]:
+                    at[4].append(slot)
                 else:
-                    at.append(slot)
-        for step, slots in frees.items():
-            steps[step][4] = slots
+                    at[4] = [slot]
         ends = [step for step, _ in starts[1:]] + [n]
         step_device: list[int] = []
         for (a, device), b in zip(starts, ends, strict=True):
             step_device += [device] * (b - a)
-        devices, _, sizes = zip(*self.slot_info, strict=True) if self.slot_info else ((), (), ())
+        info = self.slot_info
+        devices, sizes = (i[0] for i in info), (i[2] for i in info)
         charges = Charges(len(self.names), step_device, self.allocs, (last_use, devices, sizes))
         return Layout(
             self.names,

@@ -11,7 +11,7 @@ the preallocated block, or with allow_growth the regions grown so far (`BFCAlloc
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from itertools import pairwise
 from typing import Any, Literal
 
@@ -177,7 +177,7 @@ class Charges:
         devices: int,
         step_device: Sequence[int],
         step_bytes: Sequence[int],
-        frees: tuple[Sequence[int], Sequence[int], Sequence[int]],
+        frees: tuple[Iterable[int], Iterable[int], Iterable[int]],
     ) -> None:
         """`frees`: (step, device, bytes) columns, one row per tensor, freed after that step; a
         step past the last (`len(step_device)`) means never (kept to the end of the run)."""
@@ -185,15 +185,18 @@ class Charges:
 
         steps = len(step_device)
         exact = sum(step_bytes) >= HUGE  # each tensor was charged once: the sum bounds them too
-        dtype: type = object if exact else np.int64
-        self.step_device = np.asarray(step_device, dtype=np.int64)
-        self.step_bytes: Any = np.asarray(step_bytes, dtype=dtype)
-        free_step = np.asarray(frees[0], dtype=np.int64)
+        self.step_device = np.fromiter(step_device, np.int64, steps)
+        self.step_bytes: Any = (
+            np.array(step_bytes, object) if exact else np.fromiter(step_bytes, np.int64, steps)
+        )
+        free_step = np.fromiter(frees[0], np.int64)
+        rows = len(free_step)
         freed = free_step < steps
+        free_device = np.fromiter(frees[1], np.int64, rows)[freed]
+        free_bytes = np.array(list(frees[2]), object) if exact else np.fromiter(frees[2], np.int64)
         time = np.concatenate([np.arange(steps, dtype=np.int64) * 2, free_step[freed] * 2 + 1])
-        free_device = np.asarray(frees[1], dtype=np.int64)[freed]
         device = np.concatenate([self.step_device, free_device])
-        delta = np.concatenate([self.step_bytes, -np.asarray(frees[2], dtype=dtype)[freed]])
+        delta = np.concatenate([self.step_bytes, -free_bytes[freed]])
         order = np.lexsort((time, device))  # by device, then in run order
         time, device, delta = time[order], device[order], delta[order]
         cuts = np.searchsorted(device, np.arange(devices + 1))

@@ -62,8 +62,8 @@ def steps_of(schedule: Schedule) -> list[tuple[Any, ...]]:
     alloc = schedule.layout.charges.step_bytes
     for s in schedule.segments:
         for i, step in enumerate(s.steps):
-            _, get, first, count, frees, copies, o, inputs = step
-            assert list(get(list(range(schedule.slots)))) == list(inputs)
+            _, get, first, count, frees, copies, o = step
+            inputs = tuple(get(list(range(schedule.slots))))  # the input slots
             outputs = tuple(range(first, first + count))
             moved = [(c.src, c.dst) for c in copies]
             charged = int(alloc[s.start + i])
