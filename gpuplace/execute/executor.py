@@ -34,9 +34,10 @@ from ..memory.ledger import Ledger, OutOfMemory, Replay, new_ledgers
 from .backends import Backend
 from .cupy_backend import CupyBackend, cuda_failure
 from .schedule import (
-    DIRECT,
+    BINARY,
     HOST,
     KERNEL,
+    UNARY,
     Compute,
     Copies,
     CopyRecord,
@@ -49,6 +50,7 @@ from .schedule import (
     is_variable,
     layout,
     plan,
+    step_inputs,
     transfer,
 )
 
@@ -89,12 +91,14 @@ class _Run:
         try:
             with backend.device():
                 for step in steps:
-                    kernel, get, first, _, frees, copies, _ = step
+                    kernel, x, y, first, _, frees, copies, _ = step
                     if copies:
                         self.copy_in(copies)
                     kind, compute = table[kernel]
-                    if kind == DIRECT:
-                        values[first] = compute(*get(values))
+                    if kind == BINARY:
+                        values[first] = compute(values[x], values[y])
+                    elif kind == UNARY:
+                        values[first] = compute(values[x])
                     else:
                         self.call(kind, compute, step, backend)
                     for slot in frees:
@@ -107,8 +111,9 @@ class _Run:
     def call(self, kind: int, compute: Compute, step: Step, backend: Backend) -> None:
         """A step that is not one direct call: a kernel's list of outputs, a host value put on
         its device, or a print."""
-        _, get, first, count, _, _, op = step
-        args = list(get(self.values))
+        first, count, op = step[3], step[4], step[7]
+        values = self.values
+        args = [values[i] for i in step_inputs(step)]
         if kind == KERNEL:
             results = compute(backend.xp, args, op.attrs)
         elif kind == HOST:
@@ -131,7 +136,7 @@ class _Run:
         if not isinstance(exc, Exception):
             raise exc
         where = self.schedule.devices[device]
-        what = f"op '{step[6].name}' failed on {where}" if step else f"cannot use {where}"
+        what = f"op '{step[7].name}' failed on {where}" if step else f"cannot use {where}"
         backend = self.schedule.backends[device]
         cupy = backend.xp if isinstance(backend, CupyBackend) else None
         raise cuda_failure(exc, what, cupy) from exc
@@ -176,7 +181,7 @@ class _Run:
         ledger = self.replay.ledgers[device]
         name, requested = "<device setup>", 0
         if step is not None:
-            name, requested = step[6].name, int(self.schedule.layout.charges.step_bytes[at])
+            name, requested = step[7].name, int(self.schedule.layout.charges.step_bytes[at])
         before = ledger.in_use - requested
         return OutOfMemory(name, ledger.device, requested, before, ledger.limit, f" (cupy: {exc})")
 
@@ -217,7 +222,7 @@ def run(schedule: Schedule, ledgers: Sequence[Ledger]) -> RunResult:
                 steps = segment.steps
                 if stop is not None and segment.start + len(steps) > stop:
                     state.segment(segment, steps[: stop - segment.start])
-                    replay.raise_stop(steps[stop - segment.start][6].name)
+                    replay.raise_stop(steps[stop - segment.start][7].name)
                 state.segment(segment, steps)
         replay.settle(schedule.layout.steps)
         values = state.fetch()

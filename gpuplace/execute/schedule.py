@@ -23,8 +23,8 @@ function is called directly, with no list in or out: a small op then costs littl
 the numpy call itself.
 
 Planning a small op costs about as much as running it, so the layout is flat: a step is a plain
-list (its frees are filled in once the last reads are known), its inputs an `operator.itemgetter`
-over the run's value list, and a step holds its Op rather than copies of its name and attrs.
+list (its frees are filled in once the last reads are known), the input slots of a direct call
+sit in it as ints, and a step holds its Op rather than copies of its name and attrs.
 """
 
 from __future__ import annotations
@@ -32,7 +32,6 @@ from __future__ import annotations
 from bisect import bisect_right
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from operator import itemgetter
 from types import ModuleType
 from typing import Any, NamedTuple, Protocol
 
@@ -44,7 +43,8 @@ from .backends import Backend, NumpyBackend
 from .cupy_backend import CupyBackend
 
 Compute = Callable[[ModuleType, list[Any], Mapping[str, Any]], list[Any]]
-DIRECT, KERNEL, HOST, PRINT = 0, 1, 2, 3  # a step's kind (DIRECT: one output, no lists)
+KERNEL, HOST, PRINT, UNARY, BINARY = 0, 1, 2, 3, 4  # a step's kind; the last two call
+# `xp.<function>(a)` or `xp.<function>(a, b)` directly, for one output
 PRINT_OP = "print"
 SAVE_OP = "save"  # writes a file: skipped by a run without side effects (`effects=False`)
 
@@ -88,14 +88,21 @@ Copies = tuple[CopyStep, ...]
 KernelEntry = tuple[int, Any]  # (kind, callable) of a kernel index on one device
 Step = list[Any]
 SlotInfo = tuple[int, int, int]  # (device index, nbytes, rounded bytes): shared by equal slots
-"""[kernel, get, first, count, frees, copies, op]: `run` unpacks it in one go.
+"""[kernel, x, y, first, count, frees, copies, op]: `run` unpacks it in one go.
 
-kernel indexes the device's KernelEntry table; get(values) returns the input values (a tuple or a
-list); the outputs are the slots first .. first + count - 1; frees lists the slots whose last
-reader it is.
+kernel indexes the device's KernelEntry table. The inputs: x and y, the slots of a direct call's
+one or two (y -1 for one), else x is the tuple of input slots (see `step_inputs`). The outputs
+are the slots first .. first + count - 1; frees lists the slots whose last reader it is.
 """
-NO_INPUTS = itemgetter(slice(0, 0))
-PRINT_KERNEL = 0  # the kernel index of `print` ops; an op type's are 2i + 1 and 2i + 2
+PRINT_KERNEL = 0  # the kernel index of `print` ops; see `Layout.kernels` for the others
+
+
+def step_inputs(step: Step) -> tuple[int, ...]:
+    """A step's input slots, however its list holds them."""
+    x, y = step[1], step[2]
+    if isinstance(x, tuple):
+        return x
+    return (x,) if y < 0 else (x, y)
 
 
 class Segment(NamedTuple):
@@ -113,7 +120,8 @@ class Layout:
     slots: int
     keep: frozenset[int]
     fetch: tuple[tuple[str, int, int], ...]
-    kernels: tuple[Kernel, ...]  # type i: kernel indexes 2i + 1 (one output) and 2i + 2
+    kernels: tuple[Kernel, ...]  # type i: kernel index 3i + 1 (one output, one input),
+    # 3i + 2 (one output, two inputs), 3i + 3 (any), on a device whose library has its function
     effects: bool
     charges: Charges
 
@@ -124,7 +132,7 @@ class Layout:
     def op(self, step: int) -> Op:
         """The op of the run's step `step`."""
         segment = self.segments[bisect_right([s.start for s in self.segments], step) - 1]
-        return segment.steps[step - segment.start][6]  # type: ignore[no-any-return]
+        return segment.steps[step - segment.start][7]  # type: ignore[no-any-return]
 
 
 @dataclass(frozen=True)
@@ -176,17 +184,20 @@ def transfer(src: Backend, dst: Backend) -> Callable[[Any], Any]:
     return lambda value: dst.put(src.get(value))
 
 
-def _entries(kernel: Kernel, backend: Backend) -> tuple[KernelEntry, KernelEntry]:
-    """A kernel's (kind, callable) on one backend: for ops of one output, then for any op.
+def _entries(kernel: Kernel, backend: Backend) -> tuple[KernelEntry, ...]:
+    """A kernel's (kind, callable) on one backend: for ops of one output and one input, of one
+    output and two inputs, then for any op.
 
     A host-value kernel on a host-memory (numpy) device is a plain kernel: its result is
     already on the device, so creating it there costs nothing."""
     if kernel.host_value and not isinstance(backend, NumpyBackend):
-        return (HOST, kernel.compute), (HOST, kernel.compute)
+        return ((HOST, kernel.compute),) * 3
     plain = (KERNEL, kernel.compute)
     name = getattr(kernel, "xp_function", None)
     direct = getattr(backend.xp, name, None) if isinstance(name, str) else None
-    return ((DIRECT, direct) if callable(direct) else plain), plain
+    if not callable(direct):
+        return plain, plain, plain
+    return (UNARY, direct), (BINARY, direct), plain
 
 
 def bind(layout: Layout, backends: Mapping[str, Backend]) -> Schedule:
@@ -224,7 +235,7 @@ class _Planner:
         self.effects = effects
         self.names = tuple(names)
         self.index = {name: i for i, name in enumerate(self.names)}
-        self.types: dict[str, tuple[int, bool]] = {}  # op type -> (kernel index, resident)
+        self.types: dict[str, tuple[int, bool, bool]] = {}  # see _kernel
         self.kernel_list: list[Kernel] = []
         self.infos: list[dict[tuple[tuple[int, ...], str], SlotInfo]] = [{} for _ in self.names]
         self.home: dict[str, Sequence[int]] = {}  # op -> slots of its outputs, on its device
@@ -265,10 +276,6 @@ class _Planner:
                     slot = self._copy_in(op.name, ref, slot, device, step, made)
                 last_use[slot] = step
                 slots.append(slot)
-            if len(slots) > 1:
-                get = itemgetter(*slots)
-            else:
-                get = itemgetter(slice(slots[0], slots[0] + 1)) if slots else NO_INPUTS
             copies: Copies = ()
             alloc = 0
             if made:
@@ -276,11 +283,11 @@ class _Planner:
                 alloc = sum(slot_info[c.dst][2] for c in copies)
             first = len(slot_info)
             if op.type == PRINT_OP:  # forwards its inputs' buffers, as TF's Print does
-                home[op.name] = tuple(slots)
-                steps.append([PRINT_KERNEL, get, first, 0, (), copies, op])
+                home[op.name] = inputs = tuple(slots)
+                steps.append([PRINT_KERNEL, inputs, -1, first, 0, (), copies, op])
                 allocs.append(alloc)
                 continue
-            kernel, resident = types.get(op.type) or self._kernel(op.type)
+            kernel, resident, direct = types.get(op.type) or self._kernel(op.type)
             sizes = infos[device]
             for spec in op.outputs:
                 info = sizes.get((spec.shape, spec.dtype)) or self._info(spec, device)
@@ -293,10 +300,15 @@ class _Planner:
                 home[op.name] = outputs = (first,)
             else:
                 home[op.name] = outputs = tuple(range(first, first + count))
-                kernel += 1  # the kernel's entry for any number of outputs
             if resident:
                 keep.update(outputs)
-            steps.append([kernel, get, first, count, (), copies, op])
+            n = len(slots)
+            if direct and count == 1 and n == 2:
+                steps.append([kernel + 1, slots[0], slots[1], first, 1, (), copies, op])
+            elif direct and count == 1 and n == 1:
+                steps.append([kernel, slots[0], -1, first, 1, (), copies, op])
+            else:
+                steps.append([kernel + 2, tuple(slots), -1, first, count, (), copies, op])
             allocs.append(alloc)
 
     def _devices(self, ops: Sequence[Op]) -> Iterable[int | None]:
@@ -318,10 +330,14 @@ class _Planner:
         self.starts.append((step, device))
         return device
 
-    def _kernel(self, op_type: str) -> tuple[int, bool]:
-        """An op type's kernel index and residency, asked of the registry once."""
-        self.kernel_list.append(self.kernels(op_type))
-        entry = self.types[op_type] = (2 * len(self.kernel_list) - 1, self.resident(op_type))
+    def _kernel(self, op_type: str) -> tuple[int, bool, bool]:
+        """An op type's first kernel index, residency, and whether it names an `xp_function`,
+        asked of the registry once."""
+        kernel = self.kernels(op_type)
+        self.kernel_list.append(kernel)
+        direct = isinstance(getattr(kernel, "xp_function", None), str)
+        entry = (3 * len(self.kernel_list) - 2, self.resident(op_type), direct)
+        self.types[op_type] = entry
         return entry
 
     def _info(self, spec: TensorSpec, device: int) -> SlotInfo:
@@ -377,10 +393,10 @@ class _Planner:
         for slot, step in enumerate(last_use):  # each step's frees: the slots it reads last
             if step < n:
                 at = steps[step]
-                if at[4]:
-                    at[4].append(slot)
+                if at[5]:
+                    at[5].append(slot)
                 else:
-                    at[4] = [slot]
+                    at[5] = [slot]
         ends = [step for step, _ in starts[1:]] + [n]
         step_device: list[int] = []
         for (a, device), b in zip(starts, ends, strict=True):

@@ -16,6 +16,7 @@ import pytest
 from gpuplace.errors import BadInput, RuntimeFailure
 from gpuplace.execute.backends import Backend, NumpyBackend
 from gpuplace.execute.executor import Schedule, execute, plan, run
+from gpuplace.execute.schedule import step_inputs
 from gpuplace.graph.model import Graph
 from gpuplace.memory.ledger import OutOfMemory, new_ledgers
 from tests.execute.helpers import CPU, Apply, gpu, graph, kernel_table, op
@@ -62,8 +63,8 @@ def steps_of(schedule: Schedule) -> list[tuple[Any, ...]]:
     alloc = schedule.layout.charges.step_bytes
     for s in schedule.segments:
         for i, step in enumerate(s.steps):
-            _, get, first, count, frees, copies, o = step
-            inputs = tuple(get(list(range(schedule.slots))))  # the input slots
+            _, _, _, first, count, frees, copies, o = step
+            inputs = step_inputs(step)
             outputs = tuple(range(first, first + count))
             moved = [(c.src, c.dst) for c in copies]
             charged = int(alloc[s.start + i])
@@ -85,7 +86,7 @@ def test_schedule_of_a_round_trip_through_a_gpu() -> None:
     g = round_trip()
     schedule = plan(g, placed(g, b=GPU0), BACKENDS, kernel_table().__getitem__)
     assert schedule.devices == (CPU, GPU0, GPU1)
-    assert [(s.device, [st[6].name for st in s.steps]) for s in schedule.segments] == [
+    assert [(s.device, [st[7].name for st in s.steps]) for s in schedule.segments] == [
         (0, ["a"]),
         (1, ["b"]),
         (0, ["c"]),
