@@ -97,14 +97,17 @@ def plain_chain(c: np.ndarray, n: int) -> np.ndarray:
     return x
 
 
-def tf_python() -> str | None:
-    """A python that imports tensorflow: GPUPLACE_BENCH_TF_PYTHON, else python3 or python."""
+def tf_python() -> tuple[str | None, str]:
+    """A python that imports tensorflow (GPUPLACE_BENCH_TF_PYTHON, else python3 or python on
+    PATH), or None and why not."""
     given = os.environ.get("GPUPLACE_BENCH_TF_PYTHON")
     candidates = [given] if given else [shutil.which("python3"), shutil.which("python")]
     for python in candidates:
         if python and _imports_tensorflow(python):
-            return python
-    return None
+            return python, ""
+    if given:
+        return None, f"GPUPLACE_BENCH_TF_PYTHON={given} cannot import tensorflow"
+    return None, "no python3 or python on PATH imports tensorflow: set GPUPLACE_BENCH_TF_PYTHON"
 
 
 def _imports_tensorflow(python: str) -> bool:
@@ -126,7 +129,7 @@ def tf_chain(python: str, n: int, repeats: int) -> dict[str, float]:
     return result
 
 
-def bench_chain(n: int, repeats: int, tf: str | None) -> None:
+def bench_chain(n: int, repeats: int, tf: str | None, why: str) -> None:
     c = np.ones((2, 2), np.float32)
     graph = chain_graph(c, n)
     devices = {op.name: CPU for op in graph.ops}
@@ -146,8 +149,7 @@ def bench_chain(n: int, repeats: int, tf: str | None) -> None:
     print(f"  plan alone:                {planning * us:6.2f} us/op  ratio {planning / base:6.3f}")
     print(f"  execute (plan + run):      {full * us:6.2f} us/op  ratio {full / base:6.3f}")
     if tf is None:
-        print("  TensorFlow 1 executor:     not measured (no python with tensorflow: set "
-              "GPUPLACE_BENCH_TF_PYTHON)")  # fmt: skip
+        print(f"  TensorFlow 1 executor:     not measured ({why})")
         return
     got = tf_chain(tf, n, repeats)
     assert np.array_equal(np.asarray(got["value"], np.float32), plain_chain(c, n))
@@ -180,9 +182,9 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--matmul", type=int, default=2048, help="matmul side")
     parser.add_argument("--no-tf", action="store_true", help="skip TensorFlow")
     args = parser.parse_args(argv)
-    tf = None if args.no_tf else tf_python()
+    tf, why = (None, "--no-tf") if args.no_tf else tf_python()
     for n in (int(s) for s in args.sizes.split(",")):
-        bench_chain(n, args.repeats, tf)
+        bench_chain(n, args.repeats, tf, why)
     bench_matmul(args.matmul, args.repeats)
 
 
