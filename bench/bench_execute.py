@@ -1,6 +1,7 @@
 """Executor overhead against plain numpy and TensorFlow 1's C++ executor, measured in one run.
 
-1. Chains of 10,000 and 100,000 small adds (2x2 float32, the op registry's own kernels), per op:
+1. Chains of 10,000 and 100,000 small adds (2x2 float32, the op registry's own kernels), per op
+   in CPU time (`time.process_time`: a shared machine's other processes then cost nothing):
    - a plain Python loop of the same numpy calls: the baseline every ratio divides by;
    - `run` of a planned schedule: what a graph costs each time it runs once planned, as
      TensorFlow's Session.run of a built graph. Goal: <= 2x the loop;
@@ -71,14 +72,16 @@ def matmul_graph(a: np.ndarray, b: np.ndarray) -> Graph:
     return Graph(ops, (TensorRef("ab"),))
 
 
-def best(repeats: int, *fns: Callable[[], object]) -> list[float]:
+def best(
+    repeats: int, *fns: Callable[[], object], clock: Callable[[], float] = time.perf_counter
+) -> list[float]:
     """Best time of each function, run in turn `repeats` times so drift hits all alike."""
     times: list[list[float]] = [[] for _ in fns]
     for _ in range(repeats):
         for fn, spent in zip(fns, times, strict=True):
-            start = time.perf_counter()
+            start = clock()
             fn()
-            spent.append(time.perf_counter() - start)
+            spent.append(clock() - start)
     return [min(spent) for spent in times]
 
 
@@ -141,6 +144,7 @@ def bench_chain(n: int, repeats: int, tf: str | None, why: str) -> None:
         lambda: run(schedule, new_ledgers(schedule.devices, {})),
         lambda: plan(graph, devices, BACKENDS, get_op),
         lambda: run_graph(graph, devices),
+        clock=time.process_time,
     )
     us = 1e6 / n
     print(f"chain of {n:,} adds on 2x2 float32 (best of {repeats}):")

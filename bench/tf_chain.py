@@ -4,7 +4,7 @@
 (as bench_execute.py's chain_graph), opens a Session with Grappler (the meta optimizer, constant
 folding) and the classic graph optimizer (L0, no constant folding) off, on one thread, runs it once
 (graph set-up: the executor is built then), then times REPEATS warm `Session.run`s, each beside a
-plain Python loop of the same numpy adds in this process. Prints one JSON line (bench_execute.py
+plain Python loop of the same numpy adds in this process, in CPU time (as bench_execute.py). Prints one JSON line (bench_execute.py
 sets TF_CPP_MIN_LOG_LEVEL=3 to keep TensorFlow's start-up logs off stderr).
 """
 
@@ -49,12 +49,12 @@ def main(n: int, repeats: int) -> None:
         first = time.perf_counter() - start
         runs, loops = [], []
         for _ in range(repeats):
-            start = time.perf_counter()
+            start = time.process_time()
             session.run(x)
-            runs.append(time.perf_counter() - start)
-            start = time.perf_counter()
+            runs.append(time.process_time() - start)
+            start = time.process_time()
             plain()
-            loops.append(time.perf_counter() - start)
+            loops.append(time.process_time() - start)
     print(
         json.dumps(
             {

@@ -88,6 +88,7 @@ class _Run:
         backend = self.schedule.backends[device]
         table, values = self.schedule.tables[device], self.values
         step: Step | None = None
+        ran = False  # every step ran (a failure then comes from leaving the device)
         try:
             with backend.device():
                 for step in steps:
@@ -103,9 +104,14 @@ class _Run:
                         self.call(kind, compute, step, backend)
                     for slot in frees:
                         values[slot] = None
+                ran = True
         except BaseException as exc:
-            at = segment.start + (_position(steps, step) if step is not None else 0)
-            self.replay.settle(at, charged=step is not None)
+            at, inside = segment.start, False  # failed entering the device
+            if ran:
+                at += len(steps)  # or leaving it
+            elif step is not None:
+                at, inside = at + _position(steps, step), True  # in a step, once charged
+            self.replay.settle(at, charged=inside)
             self.fail(exc, step, at, device)
 
     def call(self, kind: int, compute: Compute, step: Step, backend: Backend) -> None:
@@ -129,12 +135,10 @@ class _Run:
     def fail(self, exc: BaseException, step: Step | None, at: int, device: int) -> None:
         """Raise what a failure in `step`, the run's step `at` (None: entering the device), means
         to the caller; the ledgers are already settled at that step."""
-        if isinstance(exc, GpuplaceError | KeyboardInterrupt | SystemExit | GeneratorExit):
-            raise exc
+        if isinstance(exc, GpuplaceError) or not isinstance(exc, Exception):
+            raise exc  # already in gpuplace's words, or not a failure (Ctrl-C)
         if isinstance(exc, self.schedule.device_oom):
             raise self.device_oom(step, at, device, exc) from exc
-        if not isinstance(exc, Exception):
-            raise exc
         where = self.schedule.devices[device]
         what = f"op '{step[7].name}' failed on {where}" if step else f"cannot use {where}"
         backend = self.schedule.backends[device]
