@@ -22,19 +22,19 @@ def bench(*args: str, env: dict[str, str] | None = None) -> str:
         capture_output=True, text=True, cwd=ROOT, env=env, check=False, timeout=300,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
-    masked = re.sub(r"\d[\d,.]*", "N", re.sub(" +", " ", done.stdout))
+    masked = re.sub(r"\d(?:[\d,.]*\d)?", "N", re.sub(" +", " ", done.stdout))
     return re.sub(r"\((goal <= N): (?:NOT )?met\)", r"(\1: VERDICT)", masked)
 
 
 def test_the_smoke_prints_every_ratio_and_says_tensorflow_was_skipped() -> None:
     assert bench(*SMOKE, "--no-tf") == (
-        "chain of N adds on NxN floatN (best of N):\n"
+        "chain of N adds on NxN floatN (best of N, CPU time):\n"
         " plain numpy loop: N us/op\n"
         " run (planned once): N us/op ratio N (goal <= N: VERDICT)\n"
         " plan alone: N us/op ratio N\n"
         " execute (plan + run): N us/op ratio N\n"
         " TensorFlow N executor: not measured (--no-tf)\n"
-        "NxN floatN matmul (best of N):\n"
+        "NxN floatN matmul (best of N, CPU time):\n"
         " numpy.matmul: N ms\n"
         " execute: N ms ratio N (goal <= N: VERDICT)\n"
     )
