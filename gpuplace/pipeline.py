@@ -184,8 +184,8 @@ def predict_memory(
 
 
 def _layout(prepared: Prepared) -> Layout:
-    """The run's layout (slots, copies, frees, charges), planned once per Prepared: `run`
-    predicts its memory and then runs it from the same one."""
+    """The run's layout (slots, copies, frees, charges), planned once per Prepared for its next
+    run: `run` predicts its memory and then runs it from the same one."""
     from .execute.predict import placed_layout
 
     if not prepared.planned:
@@ -232,6 +232,7 @@ def execute_prepared(
     logical = prepared.logical
     backs = device_backends(view.machine, logical, cupy_loader)
     schedule = bind(_layout(prepared), backs)
+    prepared.planned.clear()  # the run's own: freed with it (a second run plans again)
     peak = host_peak(schedule)
     check_host_memory(peak.nbytes, peak.op, view.host_available)
     check_reservations(logical)

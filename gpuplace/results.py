@@ -35,7 +35,7 @@ class Prepared:
     allow_soft_placement: bool = False  # in effect: the flag, else the spec's config
     pruned: tuple[str, ...] = ()  # ops the fetches do not need, in graph order: not run
     whole: tuple[Graph, Placement] | None = None
-    # the run's layout, planned once by whichever of predict and run asks first (pipeline.py)
+    # the next run's layout, planned by predict_memory for execute_prepared (pipeline.py)
     planned: list[Layout] = field(default_factory=list, init=False, repr=False, compare=False)
 
     def placed(self) -> tuple[Graph, Placement]:
