@@ -87,13 +87,13 @@ class CopyStep(NamedTuple):
 Copies = tuple[CopyStep, ...]
 KernelEntry = tuple[int, Any]  # (kind, callable) of a kernel index on one device
 Step = list[Any]
-SlotInfo = tuple[int, int, int]  # (device index, nbytes, rounded bytes): shared by equal slots
 """[kernel, x, y, first, count, frees, copies, op]: `run` unpacks it in one go.
 
 kernel indexes the device's KernelEntry table. The inputs: x and y, the slots of a direct call's
 one or two (y -1 for one), else x is the tuple of input slots (see `step_inputs`). The outputs
 are the slots first .. first + count - 1; frees lists the slots whose last reader it is.
 """
+SlotInfo = tuple[int, int, int]  # (device index, nbytes, rounded bytes): shared by equal slots
 PRINT_KERNEL = 0  # the kernel index of `print` ops; see `Layout.kernels` for the others
 
 
@@ -219,7 +219,7 @@ def bind(layout: Layout, backends: Mapping[str, Backend]) -> Schedule:
 class _Planner:
     """Builds a Layout in one pass over the ops (state: see the module docstring).
 
-    Per op: one step list, an inputs tuple, a `home` entry, and per output slot two list entries
+    Per op: one step list, a `home` entry, and per output slot two list entries
     (its shared SlotInfo and its last use); `finish` turns the last uses into frees and charges.
     """
 

@@ -287,16 +287,23 @@ class Replay:
         raise AssertionError(f"step {self.stop} fits {self.ledgers[device].device}")
 
 
+GROWTH_PASSES = 64  # array passes before `_grow` walks the rest of the charges one by one
+
+
 def _grow(ledger: Ledger, after: Any, charged: Any) -> None:
     """allow_growth: `Ledger._extend` for each charge that leaves more in use than reserved,
-    in order (a few regions, each at least double the last, so a few array passes)."""
+    in order: a few regions, each double the last, so a few array passes; once the limit caps
+    them (and charges keep landing between it and what is reserved), one plain pass."""
     import numpy as np
 
     at = 0
-    while at < len(after):
+    for _ in range(GROWTH_PASSES):
         over = np.flatnonzero(after[at:] > ledger.reserved)
         if not len(over):
             return
         at += int(over[0])
         ledger._extend(int(charged[at]))
         at += 1
+    for in_use, nbytes in zip(after[at:].tolist(), charged[at:].tolist(), strict=True):
+        if in_use > ledger.reserved:
+            ledger._extend(nbytes)

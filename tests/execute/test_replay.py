@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gpuplace.memory.ledger import Charges, Ledger, OutOfMemory, Replay
+from gpuplace.memory.ledger import GROWTH_PASSES, Charges, Ledger, OutOfMemory, Replay
 
 DEVICES = ("/device:CPU:0", "/device:GPU:0", "/device:GPU:1")
 MIB = 2**20
@@ -130,3 +130,16 @@ def test_charges_past_int64_are_counted_exactly(run: Run, made: list[Ledger]) ->
     n = len(run.step_device)
     assert replayed(run, made, n, False) == step_by_step(run, twins, n, False)
     assert state(made) == state(twins)
+
+
+def test_growth_capped_by_the_limit_extends_once_per_charge_past_the_reservation() -> None:
+    """Once allow_growth's regions reach the limit, every charge that still leaves more in use
+    than reserved extends by nothing (and doubles the next region): one step at a time, past
+    the replay's array passes."""
+    n = 2 + 3 * GROWTH_PASSES
+    run = Run([0] * n, [600, 200] + [0] * (n - 2), ([n] * n, [0] * n, [600, 200] + [0] * (n - 2)))
+    made = [Ledger(DEVICES[0], 1000, growth=True), Ledger(DEVICES[1]), Ledger(DEVICES[2])]
+    twins = [Ledger(DEVICES[0], 1000, growth=True), Ledger(DEVICES[1]), Ledger(DEVICES[2])]
+    assert replayed(run, made, n, False) == step_by_step(run, twins, n, False) is None
+    assert state(made) == state(twins)
+    assert made[0].reserved == 768 and made[0].next_region == 2 * MIB * 2**n  # one per charge
