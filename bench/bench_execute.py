@@ -155,17 +155,17 @@ def bench_chain(n: int, repeats: int, tf: str | None, why: str) -> None:
     print(f"  plan alone:                {planning * us:6.2f} us/op  ratio {planning / base:6.3f}")
     print(f"  execute (plan + run):      {full * us:6.2f} us/op  ratio {full / base:6.3f}")
     if tf is None:
-        print(f"  TensorFlow 1 executor:     not measured ({why})")
+        print(f"  TF1 Session.run:           not measured ({why})")
         return
     got = tf_chain(tf, n, repeats)
     assert np.array_equal(np.asarray(got["value"], np.float32), plain_chain(c, n))
     ratio = got["run"] / got["loop"]
-    print(f"  TensorFlow {got['version']} Session.run:  {got['run'] * us:6.2f} us/op  ratio "
-          f"{ratio:6.3f} (its numpy loop: {got['loop'] * us:.2f} us/op); gpuplace run / TF "
-          f"{loop / base / ratio:.2f}")  # fmt: skip
-    setup = got["build"] + got["first"]
-    print(f"  TensorFlow build + first:  {setup * us:6.2f} us/op  ratio {setup / got['loop']:6.1f}"
-          f"; gpuplace execute / TF build + first {full / base / (setup / got['loop']):.3f}")  # fmt: skip
+    print(f"  TF1 Session.run (warm):    {got['run'] * us:6.2f} us/op  ratio {ratio:6.3f} "
+          f"(tensorflow {got['version']}; its numpy loop {got['loop'] * us:.2f} us/op); "
+          f"gpuplace run / TF {loop / base / ratio:.2f}")  # fmt: skip
+    setup = (got["build"] + got["first"]) / got["loop"]
+    print(f"  TF1 build + first run:     {(got['build'] + got['first']) * us:6.2f} us/op  ratio "
+          f"{setup:6.1f}; gpuplace execute / TF build + first run {full / base / setup:.3f}")  # fmt: skip
 
 
 def bench_matmul(size: int, repeats: int) -> None:

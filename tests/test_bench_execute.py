@@ -33,7 +33,7 @@ def test_the_smoke_prints_every_ratio_and_says_tensorflow_was_skipped() -> None:
         " run (planned once): N us/op ratio N (goal <= N: VERDICT)\n"
         " plan alone: N us/op ratio N\n"
         " execute (plan + run): N us/op ratio N\n"
-        " TensorFlow N executor: not measured (--no-tf)\n"
+        " TFN Session.run: not measured (--no-tf)\n"
         "NxN floatN matmul (best of N, CPU time):\n"
         " numpy.matmul: N ms\n"
         " execute: N ms ratio N (goal <= N: VERDICT)\n"
@@ -49,9 +49,11 @@ def test_tensorflow_runs_in_the_python_the_environment_names(tmp_path: Path) -> 
     python.write_text(f"#!/bin/sh\n[ \"$1\" = -c ] && exit 0\necho '{json.dumps(line)}'\n")
     python.chmod(0o755)
     out = bench(*SMOKE, env={"GPUPLACE_BENCH_TF_PYTHON": str(python), "PATH": "/usr/bin:/bin"})
-    assert " TensorFlow N Session.run: N us/op ratio N (its numpy loop: N us/op); " in out
-    assert " TensorFlow build + first: N us/op ratio N; gpuplace execute / TF build" in out
-    missing = {"GPUPLACE_BENCH_TF_PYTHON": str(tmp_path / "none"), "PATH": "/usr/bin:/bin"}
-    assert " TensorFlow N executor: not measured (GPUPLACE_BENCH_TF_PYTHON=" in bench(
-        *SMOKE, env=missing
+    assert (
+        " TFN Session.run (warm): N us/op ratio N (tensorflow N; its numpy loop N us/op); " in out
     )
+    assert (
+        " TFN build + first run: N us/op ratio N; gpuplace execute / TF build + first run N" in out
+    )
+    missing = {"GPUPLACE_BENCH_TF_PYTHON": str(tmp_path / "none"), "PATH": "/usr/bin:/bin"}
+    assert " TFN Session.run: not measured (GPUPLACE_BENCH_TF_PYTHON=" in bench(*SMOKE, env=missing)
