@@ -4,7 +4,7 @@
 (as bench_execute.py's chain_graph), opens a Session with Grappler (the meta optimizer, constant
 folding) and the classic graph optimizer (L0, no constant folding) off, on one thread, runs it once
 (graph set-up: the executor is built then), then times REPEATS warm `Session.run`s, each beside a
-plain Python loop of the same numpy adds in this process, in CPU time (as bench_execute.py). Prints one JSON line (bench_execute.py
+plain Python loop of the same numpy adds in this process; all in CPU time (as bench_execute.py). Prints one JSON line (bench_execute.py
 sets TF_CPP_MIN_LOG_LEVEL=3 to keep TensorFlow's start-up logs off stderr).
 """
 
@@ -23,14 +23,14 @@ def main(n: int, repeats: int) -> None:
     tf1 = tf.compat.v1
     tf1.disable_eager_execution()
     c_value = np.ones((2, 2), np.float32)
-    start = time.perf_counter()
+    start = time.process_time()
     graph = tf1.Graph()
     with graph.as_default():
         c = tf1.constant(c_value)
         x = tf.add(c, c)
         for _ in range(n - 1):
             x = tf.add(x, c)
-    build = time.perf_counter() - start
+    build = time.process_time() - start
     config = config_pb2.ConfigProto(intra_op_parallelism_threads=1, inter_op_parallelism_threads=1)
     config.graph_options.optimizer_options.opt_level = config_pb2.OptimizerOptions.L0
     config.graph_options.optimizer_options.do_constant_folding = False
@@ -44,9 +44,9 @@ def main(n: int, repeats: int) -> None:
             y = np.add(y, c_value)
 
     with tf1.Session(graph=graph, config=config) as session:
-        start = time.perf_counter()
+        start = time.process_time()
         value = session.run(x)
-        first = time.perf_counter() - start
+        first = time.process_time() - start
         runs, loops = [], []
         for _ in range(repeats):
             start = time.process_time()
