@@ -4,8 +4,9 @@
 (as bench_execute.py's chain_graph), opens a Session with Grappler (the meta optimizer, constant
 folding) and the classic graph optimizer (L0, no constant folding) off, on one thread, runs it once
 (graph set-up: the executor is built then), then times REPEATS warm `Session.run`s, each beside a
-plain Python loop of the same numpy adds in this process; all in CPU time (as bench_execute.py). Prints one JSON line (bench_execute.py
-sets TF_CPP_MIN_LOG_LEVEL=3 to keep TensorFlow's start-up logs off stderr).
+plain Python loop of the same numpy adds in this process; all in CPU time, as bench_execute.py.
+Prints one JSON line (bench_execute.py sets TF_CPP_MIN_LOG_LEVEL=3 to keep TensorFlow's start-up
+logs off stderr).
 """
 
 from __future__ import annotations
