@@ -13,7 +13,7 @@
      GPUPLACE_BENCH_TF_PYTHON names, else the first of `python3`, `python` on PATH that imports
      tensorflow; without one the lines say so.
 2. A 2048x2048 float32 matmul through `execute` (its inputs fed) against `numpy.matmul` on the
-   same arrays, in CPU time. Goal: ratio <= 1.05.
+   same arrays, best of at least 15 in wall time. Goal: ratio <= 1.05.
 
 Prints best-of-N times and ratios; exits 0. `--sizes 300 --repeats 2 --matmul 64 --no-tf` is the
 smoke `make test` runs (tests/test_bench_execute.py).
@@ -175,10 +175,9 @@ def bench_matmul(size: int, repeats: int) -> None:
     graph = matmul_graph(a, b)
     devices = {op.name: CPU for op in graph.ops}
     assert np.allclose(run_graph(graph, devices)["ab"], np.matmul(a, b), rtol=1e-4, atol=1e-3)
-    base, ours = best(
-        repeats, lambda: np.matmul(a, b), lambda: run_graph(graph, devices), clock=time.process_time
-    )
-    print(f"{size}x{size} float32 matmul (best of {repeats}, CPU time):")
+    repeats = max(repeats, 15)  # wall time (BLAS threads spin: CPU time would count that)
+    base, ours = best(repeats, lambda: np.matmul(a, b), lambda: run_graph(graph, devices))
+    print(f"{size}x{size} float32 matmul (best of {repeats}):")
     print(f"  numpy.matmul:              {base * 1e3:8.1f} ms")
     print(f"  execute:                   {ours * 1e3:8.1f} ms  {verdict(ours / base, 1.05)}")
 

@@ -34,7 +34,7 @@ def test_the_smoke_prints_every_ratio_and_says_tensorflow_was_skipped() -> None:
         " plan alone: N us/op ratio N\n"
         " execute (plan + run): N us/op ratio N\n"
         " TFN Session.run: not measured (--no-tf)\n"
-        "NxN floatN matmul (best of N, CPU time):\n"
+        "NxN floatN matmul (best of N):\n"
         " numpy.matmul: N ms\n"
         " execute: N ms ratio N (goal <= N: VERDICT)\n"
     )
