@@ -1,23 +1,32 @@
 # Two commands for a fresh machine: `make demo` and `make test`. Both build .venv from nothing.
-# On a GPU node add cupy: `make demo EXTRAS=test,cuda12` (or cuda13).
+# `make demo` installs only what the demo needs; `make test` adds the test tools.
+# On a GPU node add cupy: `make demo EXTRAS=cuda12` (or cuda13); `make test EXTRAS=cuda12` too.
 PYTHON ?= python3
-EXTRAS ?= test
+EXTRAS ?=
 VENV   ?= .venv
 BIN     = $(VENV)/bin
-STAMP   = $(VENV)/.installed
+comma  := ,
+# One stamp per set of extras, so a new EXTRAS value installs what it adds.
+stamp   = $(VENV)/.installed-$(or $(subst $(comma),-,$(1)),base)
+EXTRAS_DEMO = $(EXTRAS)
+EXTRAS_TEST = test$(if $(EXTRAS),$(comma)$(EXTRAS))
+STAMP_DEMO  = $(call stamp,$(EXTRAS_DEMO))
+STAMP       = $(call stamp,$(EXTRAS_TEST))
 # Exact versions of the test environment (see its header); `CONSTRAINTS=` installs the newest.
 CONSTRAINTS ?= constraints.txt
 PIN     = $(if $(CONSTRAINTS),-c $(CONSTRAINTS))
 
-.PHONY: demo test test-fast lint typecheck cov bench gpu-check clean
+.PHONY: demo test test-fast lint typecheck cov bench gpu-check clean browser screenshot
 
-$(STAMP): pyproject.toml $(CONSTRAINTS)
+$(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip $(PIN)
-	$(BIN)/python -m pip install -q -e '.[$(EXTRAS)]' $(PIN)
-	touch $(STAMP)
 
-demo: $(STAMP)
+$(VENV)/.installed-%: pyproject.toml $(CONSTRAINTS) | $(BIN)/python
+	$(BIN)/python -m pip install -q -e '.$(if $(filter-out base,$*),[$(subst -,$(comma),$*)])' $(PIN)
+	touch $@
+
+demo: $(STAMP_DEMO)
 	$(BIN)/gpuplace devices
 	$(BIN)/gpuplace run examples/guide/02_manual_placement.yaml --explain
 	$(BIN)/gpuplace --machine 4xK20m run examples/guide/04_multi_tower.yaml --verify
@@ -26,15 +35,32 @@ demo: $(STAMP)
 	$(BIN)/gpuplace --machine 4xK520 plan examples/big_model.yaml --strategy balanced
 
 lint: $(STAMP)
-	$(BIN)/ruff check gpuplace tests bench examples
-	$(BIN)/ruff format --check gpuplace tests bench examples
+	$(BIN)/ruff check gpuplace tests bench examples tools
+	$(BIN)/ruff format --check gpuplace tests bench examples tools
 	$(BIN)/lint-imports --no-cache
 
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
-test: lint typecheck
+test: lint typecheck browser
 	$(BIN)/python -m pytest -rs --cov --cov-report=term:skip-covered --cov-report=html:htmlcov
+
+# The HTML plan report's browser test (tests/report/test_browser.py) needs chromium: as root with
+# apt-get, install Debian's when none is found; otherwise say so (that test then skips, saying why).
+browser:
+	@command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || \
+	[ -n "$$GPUPLACE_CHROMIUM" ] || \
+	if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	  echo "installing chromium for the browser test (apt-get install chromium)"; \
+	  export DEBIAN_FRONTEND=noninteractive; \
+	  apt-get install -y -qq chromium >/dev/null 2>&1 || \
+	  { apt-get update -qq && apt-get install -y -qq chromium >/dev/null; } || \
+	  echo "warning: apt-get could not install chromium: the browser test will skip"; \
+	else echo "warning: no chromium (and not root with apt-get): the browser test will skip"; fi
+
+# The README's picture of the HTML plan report (needs chromium: `make browser`).
+screenshot: $(STAMP) browser
+	$(BIN)/python -m tests.report.browser docs/img/plan-report.png
 
 # The inner loop: the suite without the tests marked slow, no lint, no coverage.
 test-fast: $(STAMP)

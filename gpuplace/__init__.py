@@ -12,10 +12,13 @@ The public API is imported lazily so that `import gpuplace` stays cheap (no nump
     estimate = gpuplace.estimate_plan(prepared, seen)  # makespan and lower bounds (plan's)
     checks = gpuplace.verify(prepared, outcome, seen)  # against a float64 CPU run
     runs = gpuplace.compare_policies("graph.yaml", seen, gpuplace.Options(), os.environ)  # mem --compare
+    held = gpuplace.reservations(seen, gpuplace.Options(), os.environ, compare=True)  # no graph
 
 `view(machine, env)` is what a process with environment `env` sees (its GPUs in CUDA order, with
 warnings and why others are hidden); `visible(machine.gpus, "2,0")` is the same rule as a pure
-function of CUDA_VISIBLE_DEVICES's value, returning only the GPUs. Results are plain dataclasses.
+function of CUDA_VISIBLE_DEVICES's value, returning only the GPUs (indices count in the order of the
+GPUs given: `machine.gpus` is nvidia-smi's, CUDA's under CUDA_DEVICE_ORDER=PCI_BUS_ID;
+`gpuplace.devices.cuda_order(machine, None)[0]` is CUDA's default). Results are plain dataclasses.
 Errors are `GpuplaceError`s (`BadInput`: the input is wrong; `RuntimeFailure`: this machine or
 run failed it), one line naming the setting as the caller wrote it (`Options.memory_fraction`).
 """
@@ -44,6 +47,7 @@ if TYPE_CHECKING:  # the real signatures for type checkers; at run time, __getat
     from .pipeline import execute_prepared as execute_prepared
     from .pipeline import predict_memory as predict_memory
     from .pipeline import prepare as prepare
+    from .pipeline import reservations as reservations
     from .pipeline import verify as verify
     from .placement import place as place
 
@@ -63,6 +67,7 @@ _EXPORTS = {
     "predict_memory": "gpuplace.pipeline",
     "estimate_plan": "gpuplace.pipeline",
     "compare_policies": "gpuplace.pipeline",
+    "reservations": "gpuplace.pipeline",
     "verify": "gpuplace.pipeline",
     "GpuplaceError": "gpuplace.errors",
     "BadInput": "gpuplace.errors",

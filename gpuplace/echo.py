@@ -4,7 +4,7 @@ first and last items and how many lie between, and a whole line stays within one
 Input is often hostile or huge (a 100,000-character variable, a cycle through 2,000 ops, 10,000
 logical GPUs); a message that quotes it whole floods the terminal and hides the fix. Every
 message that echoes input goes through these three functions, so the bounds are the same
-everywhere (the README's input limits list them).
+everywhere (docs/graph-spec.md's input limits list them).
 """
 
 from __future__ import annotations

@@ -4,8 +4,8 @@ A spec is data people pass around, so every input is bounded before the work it 
 the bytes of a file before they are read, the ops a spec expands to before its towers and
 replicate blocks are walked, the nodes YAML aliases repeat while a document is built. Each limit
 has a default that leaves room for large real graphs (the benchmarks build 1,000,000 ops) and,
-where a real graph may need more, an environment variable that raises it (the README's
-"Limits" table). `read_limits(env)` reads them from an environment mapping, never `os.environ`.
+where a real graph may need more, an environment variable that raises it (the "Limits on
+input" table of docs/graph-spec.md). `read_limits(env)` reads them from an environment mapping, never `os.environ`.
 """
 
 from __future__ import annotations

@@ -27,7 +27,7 @@ from .graph.prune import needed, prune
 from .limits import read_limits
 from .memory.fit import check_fits, check_host_memory, device_limits
 from .memory.ledger import OutOfMemory
-from .memory.policy import logical_gpus, resolve_policy
+from .memory.policy import Policy, logical_gpus, resolve_policy
 from .memory.pools import (
     DeviceMemory,
     check_reservations,
@@ -41,7 +41,7 @@ from .memory.pools import (
 from .options import Options, check_feed_names, check_replicas, replicate_count
 from .placement.model import Placement
 from .placement.strategies import place_with
-from .results import Outcome, PlanEstimate, PolicyRun, Prepared
+from .results import Outcome, PlanEstimate, PolicyRun, Prepared, Reservation
 
 if TYPE_CHECKING:
     from .execute.backends import CupyLoader
@@ -297,6 +297,18 @@ def check_comparable(allow_growth: bool | None) -> None:
         )  # fmt: skip
 
 
+def _check_compared(policy: Policy, verb: str) -> None:
+    """Refuse virtual GPUs in a comparison: it includes allow_growth, which TF refuses with them."""
+    if policy.virtual:
+        raise BadInput(
+            Message(
+                Term.COMPARE, " conflicts with ", policy.virtual_source, ": ", Term.COMPARE,
+                f" {verb} allow_growth, which TensorFlow does not allow on a GPU with virtual "
+                "devices; drop one of them",
+            )
+        )  # fmt: skip
+
+
 def compare_policies(
     path: str | Path, view: View, options: Options, env: Mapping[str, str],
     cupy_loader: CupyLoader | None = None, observe: Observer | None = None,
@@ -308,15 +320,7 @@ def compare_policies(
     check_comparable(options.allow_growth)
 
     def check(run: PolicyRun) -> None:
-        policy = run.prepared.policy
-        if policy.virtual:
-            raise BadInput(
-                Message(
-                    Term.COMPARE, " conflicts with ", policy.virtual_source, ": ", Term.COMPARE,
-                    " runs allow_growth, which TensorFlow does not allow on a GPU with virtual "
-                    "devices; drop one of them",
-                )
-            )  # fmt: skip
+        _check_compared(run.prepared.policy, "runs")
         if on_prepared is not None:
             on_prepared(run)
 
@@ -354,3 +358,28 @@ def run_policies(
         outcome = execute_prepared(prepared, view, cupy_loader, observe=seen)
         runs.append(replace(pending, outcome=outcome))
     return runs
+
+
+def reservations(
+    view: View, options: Options, env: Mapping[str, str], compare: bool = False
+) -> list[Reservation]:
+    """What TensorFlow would reserve on each visible GPU at start, with no graph: under the
+    policy `options` sets, or with `compare` under each of `compared_options(options)`
+    (`gpuplace mem --compare` without a graph). A policy that resolves to one listed before is
+    kept as a Reservation naming it (`repeat_of`), as in `run_policies`."""
+    _expect_view(view, "reservations")
+    _expect(options, Options, "reservations: options must be an Options", "gpuplace.Options()")
+    if compare:
+        check_comparable(options.allow_growth)
+    variants = compared_options(options) if compare else [("", options)]
+    out: list[Reservation] = []
+    by_name: dict[str, str] = {}
+    for label, variant in variants:
+        policy = resolve_policy({}, variant.memory_flags(), env)
+        if compare:
+            _check_compared(policy, "shows")
+        name = policy.name()
+        logical = tuple(logical_gpus(view.gpus, policy))
+        out.append(Reservation(label, name, logical, by_name.get(name, "")))
+        by_name.setdefault(name, label)
+    return out

@@ -77,3 +77,15 @@ class PolicyRun:
     prepared: Prepared
     outcome: Outcome | None  # None: the same policy as the run labelled `repeat_of`: not rerun
     repeat_of: str = ""
+
+
+@dataclass(frozen=True)
+class Reservation:
+    """What TensorFlow would set aside on each GPU at start under one policy, with no graph run
+    (`gpuplace mem --compare` without a graph): `label` and `name` as in PolicyRun; `logical`
+    holds each logical GPU's limit and what it reserves at start (0 under allow_growth)."""
+
+    label: str
+    name: str
+    logical: tuple[LogicalGpu, ...]
+    repeat_of: str = ""

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from gpuplace.cli import AppContext, main
+from tests.fakes.fake_libcuda import no_libcuda
 from tests.fakes.fake_pynvml import FakeNvml
 
 
@@ -24,13 +25,24 @@ Run = Callable[..., Result]
 SMALL_CHECK = {"GPUPLACE_CHECK_SIZES": "matmul=64,stream=64KiB"}
 
 
+@pytest.fixture(autouse=True)
+def _installed_from_an_index(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Install hints read as for a pip user (`pip install 'gpuplace[cuda12]'`), not for the
+    checkout the suite runs from; tests/test_install_hint.py covers the checkout case."""
+    from gpuplace.devices import cuda_match
+
+    monkeypatch.setattr(cuda_match, "installed_from", lambda: (None, False))
+
+
 @pytest.fixture
 def run(capsys: pytest.CaptureFixture[str]) -> Run:
-    """run(*args, env={...}, nvml=FakeNvml(...)) -> Result; never a real driver, never a TTY."""
+    """run(*args, env={...}, nvml=FakeNvml(...)) -> Result; never a real driver (nor libcuda:
+    `order_probe=` a fake from tests/fakes/fake_libcuda.py), never a TTY."""
 
     def _run(*args: str, env: dict[str, str] | None = None, nvml: FakeNvml | None = None,
              **kw: object) -> Result:  # fmt: skip
         fake = nvml or FakeNvml(init_error=__import__("pynvml").NVMLError_LibraryNotFound)
+        kw.setdefault("order_probe", no_libcuda)
         app = AppContext(env=env or {}, nvml_loader=lambda: fake, is_terminal=False, **kw)  # type: ignore[arg-type]
         code = main(list(args), app)
         captured = capsys.readouterr()

@@ -78,3 +78,21 @@ def test_compare_policies_refuses_a_policy_it_would_override() -> None:
         "default policy and allow_growth side by side (and the given Options.memory_fraction); "
         "drop Options.allow_growth=True"
     )
+
+
+def test_reservations_without_a_graph_agree_with_the_runs() -> None:
+    """What `mem --compare` shows without a graph is what a run of each policy reserves at start."""
+    seen = gpuplace.view(gpuplace.discover("4xK520"), {})
+    held = gpuplace.reservations(seen, gpuplace.Options(memory_fraction=0.3), {}, compare=True)
+    runs = gpuplace.compare_policies(GUIDE_TOWERS, seen, gpuplace.Options(memory_fraction=0.3), {})
+    assert [(h.label, h.name) for h in held] == [(r.label, r.name) for r in runs]
+    for h, r in zip(held, runs, strict=True):
+        assert [(lg.limit, lg.reserve) for lg in h.logical] == [
+            (lg.limit, lg.reserve) for lg in r.prepared.logical
+        ]
+    env = {"TF_FORCE_GPU_ALLOW_GROWTH": "true"}
+    again = gpuplace.reservations(seen, gpuplace.Options(), env, compare=True)
+    assert [(h.label, h.name, h.repeat_of) for h in again] == [
+        ("default", "allow_growth", ""),
+        ("allow_growth", "allow_growth", "default"),
+    ]

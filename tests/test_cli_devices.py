@@ -60,7 +60,8 @@ def test_fake_real_machine_path(run: Run) -> None:
 
 def test_order_warning_goes_to_stderr(run: Run) -> None:
     result = run("devices", env={"CUDA_VISIBLE_DEVICES": "0,2"}, nvml=FakeNvml(four_gpus()))
-    assert result.err.startswith("warning: the visible GPUs differ in model")
+    assert result.err.startswith("warning: the GPUs differ in model and CUDA_DEVICE_ORDER is unset")
+    assert "warning" not in result.out
 
 
 @pytest.mark.parametrize(
@@ -284,7 +285,7 @@ gpus:
 MIG_NOTE = (
     "CUDA shows 1 of the 4 GPUs of this machine. MIG is enabled on nvml 3 (NVIDIA A100-SXM4-80GB) "
     "and CUDA enumerates a single MIG device, so it uses MIG device 0 of nvml 3 and hides nvml 0, "
-    "1, 2 and MIG device 1 of nvml 3. To use the GPUs without MIG, set CUDA_VISIBLE_DEVICES=0,1,2. "
+    "1, 2 and MIG device 1 of nvml 3. To use the GPUs without MIG, set CUDA_VISIBLE_DEVICES=0,2,3. "
     "To use another MIG device, set CUDA_VISIBLE_DEVICES to its UUID, e.g. "
     "MIG-43b408de-4629-5a02-9870-03bbed2e7c10 for MIG device 1 of nvml 3."
 )
@@ -301,26 +302,40 @@ def test_mig_says_which_gpus_it_hides_and_how_to_see_them(run: Run, tmp_path: Pa
     path = tmp_path / "m1.yaml"
     path.write_text(README_MACHINE)
     result = run("--machine", str(path), "devices")
-    assert (result.code, result.err) == (0, "")
+    assert result.code == 0
+    assert result.err == (  # CUDA's FASTEST_FIRST order: My Card (8.6), the A100 (8.0), V100s
+        "warning: the GPUs differ in model and CUDA_DEVICE_ORDER is unset, so CUDA numbers them "
+        "fastest first (by gpuplace's emulation): CUDA's GPU 0 is nvml 2 (My Card), not "
+        "nvidia-smi's GPU 0 (Tesla V100-SXM2-32GB), and CUDA_VISIBLE_DEVICES counts in CUDA's "
+        "order; export CUDA_DEVICE_ORDER=PCI_BUS_ID to number them as nvidia-smi does\n"
+    )
     assert result.out == GOLDEN_MIG
     doc = json.loads(run("--machine", str(path), "devices", "--json").out)
     jsonschema.validate(doc, SCHEMA)
     assert doc["machine"]["no_gpu_reason"] == MIG_NOTE
-    advised = run("--machine", str(path), "devices", env={"CUDA_VISIBLE_DEVICES": "0,1,2"})
+    advised = run("--machine", str(path), "devices", env={"CUDA_VISIBLE_DEVICES": "0,2,3"})
     *rows, note = advised.out.splitlines()[3:]
-    assert [row.split()[3] for row in rows] == ["Tesla", "Tesla", "My"]
+    assert [row.split()[:3] + row.split()[3:4] for row in rows] == [
+        ["/device:GPU:0", "0", "2", "My"],
+        ["/device:GPU:1", "1", "0", "Tesla"],
+        ["/device:GPU:2", "2", "1", "Tesla"],
+    ]
     # no "(unset it to see all)": unset, MIG hides them again
-    assert note == "CUDA_VISIBLE_DEVICES='0,1,2' shows 3 of the 4 GPUs of this machine."
+    assert note == "CUDA_VISIBLE_DEVICES='0,2,3' shows 3 of the 4 GPUs of this machine."
+    pci = {"CUDA_VISIBLE_DEVICES": "0,1,2", "CUDA_DEVICE_ORDER": "PCI_BUS_ID"}
+    in_pci_order = run("--machine", str(path), "devices", env=pci)
+    assert in_pci_order.err == ""
+    assert [row.split()[2] for row in in_pci_order.out.splitlines()[3:-1]] == ["0", "1", "2"]
 
 
-def test_mig_note_on_a_real_machine(run: Run) -> None:
+def test_mig_note_on_a_real_machine(run: Run) -> None:  # the T4 is CUDA's GPU 1: FASTEST_FIRST
     mig = FakeMig("MIG-aaaa1111-0000-4000-8000-000000000000", "A100 MIG 7g.80gb", 1, 0, 80 * 1024 * MiB, 0)  # fmt: skip
     gpus = [FakeGpu(name="Tesla T4", uuid="GPU-t4"), FakeGpu(migs=[mig])]
     result = run("devices", nvml=FakeNvml(gpus))
     assert result.out.splitlines()[-1] == (
         "CUDA shows 1 of the 2 GPUs of this machine. MIG is enabled on nvml 1 (NVIDIA "
         "A100-SXM4-80GB) and CUDA enumerates a single MIG device, so it uses MIG device 0 of nvml 1 "
-        "and hides nvml 0. To use the GPUs without MIG, set CUDA_VISIBLE_DEVICES=0."
+        "and hides nvml 0. To use the GPUs without MIG, set CUDA_VISIBLE_DEVICES=1."
     )
 
 

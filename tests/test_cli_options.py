@@ -142,33 +142,84 @@ def test_compare_with_virtual_gpus_is_refused(run: Run) -> None:
 @pytest.mark.parametrize(
     ("flags", "message"),
     [
-        (("--compare",), "--compare needs a GRAPH"),
-        (("--memory-fraction", "0.5"), "--memory-fraction needs a GRAPH"),
+        (("--strategy", "balanced"), "--strategy needs a GRAPH"),
+        (("--replicate", "2"), "--replicate needs a GRAPH"),
         (
             ("--allow-growth", "--strategy", "balanced", "--feed", "x=1"),
-            "--allow-growth, --strategy and --feed need a GRAPH",
+            "--strategy and --feed need a GRAPH",
         ),
     ],
 )
 def test_mem_flags_that_need_a_graph(run: Run, flags: tuple[str, ...], message: str) -> None:
-    first = flags[0]
-    them = "it" if len(flags) <= 2 else "them"
+    first = message.split(" ")[0].rstrip(",")
+    them = "it" if " and " not in message else "them"
     assert k520(run, "mem", *flags) == (
         2,
         "",
-        f"error: {message}: without one, mem only shows nvidia-smi's view and runs nothing; "
-        f"name a graph (gpuplace mem GRAPH.yaml {first} ...) or drop {them}\n",
+        f"error: {message}: without one, mem shows nvidia-smi's view and what a memory policy "
+        f"reserves, and runs nothing; name a graph (gpuplace mem GRAPH.yaml {first} ...) or "
+        f"drop {them}\n",
     )
+
+
+RESERVED = """\
+Simulated machine 2xK520 (every device below is simulated)
+DEVICE  CARD                POLICY        RESERVED AT START  LIMIT    LEFT ON CARD
+GPU:0   GRID K520 (CUDA 0)  default       3596MiB            3596MiB  500MiB
+GPU:1   GRID K520 (CUDA 1)  default       3596MiB            3596MiB  500MiB
+GPU:0   GRID K520 (CUDA 0)  allow_growth  0B                 3596MiB  4096MiB
+GPU:1   GRID K520 (CUDA 1)  allow_growth  0B                 3596MiB  4096MiB
+GPU:0   GRID K520 (CUDA 0)  fraction 0.4  1638MiB            1638MiB  2457MiB
+GPU:1   GRID K520 (CUDA 1)  fraction 0.4  1638MiB            1638MiB  2457MiB
+
+"""
+
+
+def test_mem_without_a_graph_shows_what_each_policy_reserves(run: Run) -> None:
+    result = run("--machine", "2xK520", "mem", "--compare", "--memory-fraction", "0.4")
+    assert result.code == 0, result.err
+    assert result.out.startswith(RESERVED)
+    assert "NVIDIA-SMI" in result.out.removeprefix(RESERVED)  # nvidia-smi's view follows
+
+
+def test_mem_without_a_graph_one_policy_as_json(run: Run) -> None:
+    result = run("--machine", "2xK520", "mem", "--virtual-gpus", "GPU:1=1GiB,512MiB", "--json")
+    assert result.code == 0, result.err
+    (held,) = json.loads(result.out)["reservations"]
+    assert held["policy"] == "virtual GPUs"
+    gib, mib = 1024**3, 1024**2
+    free = 4096 * mib
+    assert [(d["device"], d["cuda_index"], d["reserved"], d["limit"], d["left_on_card"])
+            for d in held["devices"]] == [
+        ("/device:GPU:0", 0, 3596 * mib, 3596 * mib, 500 * mib),
+        ("/device:GPU:1", 1, gib, gib, free - gib - 512 * mib),
+        ("/device:GPU:2", 1, 512 * mib, 512 * mib, free - gib - 512 * mib),
+    ]  # fmt: skip
+
+
+def test_mem_without_a_graph_compare_with_virtual_gpus_is_refused(run: Run) -> None:
+    result = run("--machine", "2xK520", "mem", "--compare", "--virtual-gpus", "GPU:0=1GiB")
+    assert (result.code, result.out) == (2, "")
+    assert result.err == (
+        "error: --compare conflicts with --virtual-gpus: --compare shows allow_growth, which "
+        "TensorFlow does not allow on a GPU with virtual devices; drop one of them\n"
+    )
+
+
+def test_plain_mem_without_a_graph_is_nvidia_smi_only(run: Run) -> None:
+    result = run("--machine", "2xK520", "mem")
+    assert result.code == 0 and "RESERVED AT START" not in result.out
+    assert "reservations" not in json.loads(run("--machine", "2xK520", "mem", "--json").out)
 
 
 @pytest.mark.parametrize("fmt", ["dot", "text"])
 def test_plan_json_with_another_format_is_refused(run: Run, tmp_path: Path, fmt: str) -> None:
-    assert k520(run, "plan", write(tmp_path, OK), "--json", "--format", fmt) == (
-        2,
-        "",
-        f"error: --json conflicts with --format {fmt}: --json is short for --format json; give "
-        "one of them\n",
+    code, out, err = k520(run, "plan", write(tmp_path, OK), "--json", "--format", fmt)
+    message = (
+        f"--json conflicts with --format {fmt}: --json is short for --format json; give one of them"
     )
+    assert (code, err) == (2, f"error: {message}\n")
+    assert json.loads(out)["error"]["message"] == message  # --json was asked: a document too
     same = k520(run, "plan", write(tmp_path, OK), "--json", "--format", "json")
     assert same[0] == 0 and json.loads(same[1])["machine"]["simulated"] is True
 
@@ -382,3 +433,59 @@ def test_plan_honours_soft_placement_from_the_config_as_run_does(run: Run, tmp_p
     assert out.splitlines()[-1].startswith("Estimated makespan ")
     code, out, err = k520(run, "plan", spec, "--no-allow-soft-placement")  # the flag still wins
     assert code == 1 and err.startswith("error: Cannot assign a device for operation")
+
+
+def test_mem_watch_in_a_pipe_appends_each_refresh(run: Run) -> None:
+    result = run(
+        "--machine", "1xK520", "mem", "--watch", "0.1", "--count", "3", "--memory-limit", "1GiB"
+    )
+    assert result.code == 0, result.err
+    screens = result.out.split("Simulated machine 1xK520 (every device below is simulated)\n")
+    assert screens[0] == "" and len(screens) == 4
+    for screen in screens[1:]:
+        assert screen.startswith("DEVICE  CARD                POLICY          RESERVED AT START")
+        assert "NVIDIA-SMI" in screen and screen.endswith("+\n\n")
+
+
+def test_mem_watch_as_json_is_one_line_per_refresh(run: Run) -> None:
+    result = run(
+        "--machine", "2xK520", "mem", "--watch", "0.1", "--count", "2", "--json", "--compare"
+    )
+    assert result.code == 0, result.err
+    docs = [json.loads(line) for line in result.out.splitlines()]
+    assert len(docs) == 2
+    assert [r["policy"] for r in docs[1]["reservations"]] == ["default", "allow_growth"]
+    assert [g["name"] for g in docs[0]["gpus"]] == ["GRID K520", "GRID K520"]
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (("--watch", "1", "g.yaml"), "error: --watch refreshes nvidia-smi's view and the policies' "
+         "reservations and runs nothing; drop the GRAPH to watch, or drop --watch to run it\n"),
+        (("--count", "3"), "error: --count needs --watch: it stops a watch after N refreshes; add "
+         "--watch\n"),
+    ],
+)  # fmt: skip
+def test_mem_watch_refusals(run: Run, flags: tuple[str, ...], message: str) -> None:
+    assert k520(run, "mem", *flags) == (2, "", message)
+
+
+@pytest.mark.slow
+def test_mem_watch_ends_with_exit_0_on_ctrl_c() -> None:
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "gpuplace", "--machine", "1xK520", "mem", "--watch", "0.1"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    deadline = time.monotonic() + 60
+    assert proc.stdout is not None
+    while "NVIDIA-SMI" not in proc.stdout.readline():  # the first refresh is out: watching
+        assert time.monotonic() < deadline
+    proc.send_signal(signal.SIGINT)
+    _out, err = proc.communicate(timeout=30)
+    assert (proc.returncode, err) == (0, "")

@@ -132,12 +132,12 @@ def test_min_memory_failures_of_many_gpus_are_sampled(run: Run) -> None:
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (("--require-gpus", "9" * 5000), "Error: Invalid value for '--require-gpus': '999"),
+        (("--require-gpus", "9" * 5000), "error: Invalid value for '--require-gpus': '999"),
         (
             ("--require-gpus", "\uff13"),
-            "Error: Invalid value for '--require-gpus': '\uff13' is not",
+            "error: Invalid value for '--require-gpus': '\uff13' is not",
         ),
-        (("--" + "x" * 5000,), "Error: No such option"),  # click words the rest by version
+        (("--" + "x" * 5000,), "error: No such option"),  # click words the rest by version
     ],
 )
 def test_click_usage_errors_quote_flags_within_one_screen(

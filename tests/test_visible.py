@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from gpuplace.devices import Gpu, MigInstance, visible
-from gpuplace.devices.visible import order_warning, visibility
+from gpuplace.devices.visible import visibility
 
 U = [
     "GPU-18ef14e9-0000-4000-8000-000000000000",
@@ -93,32 +93,6 @@ def test_mig_gpu_without_instances_is_skipped() -> None:
     gpus = machine()
     gpus[1] = Gpu(1, "A100", U[1], "x", mig_enabled=True)
     assert [v.gpu.nvml_index for v in visible(gpus, None)] == [0, 2, 3]
-
-
-def test_order_warning_only_for_mixed_models_without_pci_order() -> None:
-    mixed = visible(machine(), "0,2")
-    same = visible(machine(), "0,1")
-    assert order_warning(mixed, None) is not None
-    assert "FASTEST_FIRST" in (order_warning(mixed, "FASTEST_FIRST") or "")
-    assert order_warning(mixed, "PCI_BUS_ID") is None
-    assert order_warning(same, None) is None
-    assert order_warning(mixed, "") == order_warning(mixed, None)  # set but empty: as unset
-
-
-def test_order_warning_names_a_value_cuda_does_not_document() -> None:
-    same = visible(machine(), "0,1")
-    mixed = visible(machine(), "0,2")
-    assert order_warning(same, "bogus") == (
-        "CUDA_DEVICE_ORDER='bogus' is not a value CUDA documents (FASTEST_FIRST, the default, or "
-        "PCI_BUS_ID); gpuplace assumes CUDA's default order, FASTEST_FIRST; export "
-        "CUDA_DEVICE_ORDER=PCI_BUS_ID (or unset it)"
-    )
-    assert order_warning(mixed, "pci_bus_id") == (
-        "CUDA_DEVICE_ORDER='pci_bus_id' is not a value CUDA documents (FASTEST_FIRST, the default, "
-        "or PCI_BUS_ID); gpuplace assumes CUDA's default order, FASTEST_FIRST, and the visible GPUs "
-        "differ in model, so CUDA may number them fastest first, not in the PCI order shown here; "
-        "export CUDA_DEVICE_ORDER=PCI_BUS_ID (or unset it)"
-    )
 
 
 REASONS = [
@@ -259,6 +233,3 @@ def test_a_long_entry_and_a_long_order_are_cut() -> None:
     assert reason == f"Entry '{'x' * 196}... is not a GPU index, a GPU- UUID or a MIG- UUID: " + (
         "CUDA stops at the first invalid entry."
     )
-    warning = order_warning(visible(machine(), None), "A" * 100_000)
-    assert warning is not None and len(warning) < 600
-    assert warning.startswith(f"CUDA_DEVICE_ORDER='{'A' * 196}... is not a value CUDA documents")

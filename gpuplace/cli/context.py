@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from ..devices import Machine, View, available_memory, discover, view
+from ..devices import Gpu, Machine, View, available_memory, discover, view
+from ..devices.libcuda import OrderProbe, probe_order
+from ..devices.model import ProbedOrder
 from ..devices.nvml import NvmlLoader, load_pynvml
 
 if TYPE_CHECKING:
@@ -28,8 +30,11 @@ class AppContext:
     is_terminal: bool | None = None  # None: ask stdout
     machine_spec: str | None = None  # --machine; None: GPUPLACE_MACHINE, else the real machine
     debug: bool = False
+    json_errors: bool = False  # the command line asked for JSON: errors get a document too
     installed: Callable[[str], str | None] | None = None  # distribution -> version; None: look
     host_memory: Callable[[], int | None] = available_memory  # bytes this host can still give
+    order_probe: OrderProbe = probe_order  # asks the CUDA driver its GPU order (real GPUs only)
+    _orders: dict[tuple[str, ...], ProbedOrder] = field(default_factory=dict, repr=False)
 
     def installed_version(self, name: str) -> str | None:
         from ..devices.cuda_match import installed_version
@@ -53,7 +58,14 @@ class AppContext:
 
     def machine(self) -> Machine:
         spec, source = self.machine_source()
-        return discover(spec, self.nvml_loader, source or "--machine")
+        return discover(spec, self.nvml_loader, source or "--machine", self._order)
+
+    def _order(self, gpus: Sequence[Gpu]) -> ProbedOrder:
+        """The driver's order, asked once per set of GPUs (`mem` views the machine twice)."""
+        key = tuple(g.uuid for g in gpus)
+        if key not in self._orders:
+            self._orders[key] = self.order_probe(gpus)
+        return self._orders[key]
 
     def view(self) -> View:
         return view(self.machine(), self.env, self.host_memory)

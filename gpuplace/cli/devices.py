@@ -12,6 +12,7 @@ from ..echo import LINE_CHARS, sample
 from ..errors import BadInput, CheckFailed
 from .context import AppContext
 from .flags import count_flag, global_options
+from .help import Command
 from .output import echo_renderable, gpus_required, warn
 
 if TYPE_CHECKING:
@@ -71,7 +72,11 @@ def _save_rates(app: AppContext, results: list[CheckResult], as_json: bool) -> N
     click.echo(f"Saved the measured rates of {len(measured)} GPU(s) to {shown(path)}", err=as_json)
 
 
-@click.command()
+@click.command(
+    cls=Command,
+    short_help="List the devices a CUDA program would see",
+    examples=["gpuplace devices", "CUDA_VISIBLE_DEVICES=1,0 gpuplace --machine 4xK520 devices", "gpuplace --machine 2xA100-80GB devices --require-gpus 2 --min-memory 40GiB --json"],
+)  # fmt: skip
 @click.option("--json", "as_json", is_flag=True, help="One JSON document (sizes in bytes).")
 @click.option(
     "--require-gpus",

@@ -9,6 +9,7 @@ import contextlib
 import errno
 import io
 import os
+import re
 import sys
 from typing import Any, TextIO, cast
 
@@ -16,8 +17,10 @@ import click
 
 from ..echo import fit_line
 from ..errors import GpuplaceError, OutputError
+from ..report.schema import SCHEMA_VERSION
 from .context import AppContext
 from .devices import devices
+from .examples import examples
 from .flags import DEBUG_HELP, MACHINE_HELP
 from .interrupt import interrupted
 from .mem import mem
@@ -47,8 +50,10 @@ class _GuardedStdout:
 
     def __init__(self, stream: TextIO) -> None:
         self._stream = stream
+        self.wrote = False  # anything yet: an error then has no JSON document of its own
 
     def write(self, text: str) -> int:
+        self.wrote = self.wrote or bool(text)
         try:
             return self._stream.write(text)
         except OSError as exc:
@@ -72,6 +77,7 @@ def main(argv: list[str] | None = None, app: AppContext | None = None) -> int:
     """Run the group: map gpuplace errors to one message and an exit code (with --debug, the
     traceback too; the exit code stays the error's), and a SIGINT to `error: interrupted`, 130."""
     app = app or AppContext()
+    app.json_errors = app.json_errors or _asks_json(sys.argv[1:] if argv is None else argv)
     stdout = sys.stdout
     if stdout is None:
         return _report(app, OutputError("standard output is closed"))
@@ -94,8 +100,9 @@ def _invoke(argv: list[str] | None, app: AppContext) -> int:
     except click.ClickException as exc:
         shown = io.StringIO()
         exc.show(file=shown)  # click quotes a flag's value whole: 5,000 digits, one screen each
-        for line in shown.getvalue().splitlines():
-            say(fit_line(line))
+        for line in shown.getvalue().splitlines():  # one prefix for every error: gpuplace's
+            say(fit_line("error: " + line[7:] if line.startswith("Error: ") else line))
+        _json_error(app, "usage", fit_line(exc.format_message()), None, exc.exit_code)
         return exc.exit_code
     except click.exceptions.Exit as exc:
         return exc.exit_code
@@ -114,7 +121,37 @@ def _report(app: AppContext, exc: GpuplaceError) -> int:
         before, api, after = shown.rpartition(str(exc))  # its last line in the CLI's words too
         say(f"{before}{exc.render(CLI) if api else ''}{after}")
     say(f"error: {exc.render(CLI)}")
+    if not isinstance(exc, OutputError):
+        fix = None if exc.fix is None else CLI.say(exc.fix)
+        kind = re.sub(r"(?<!^)(?=[A-Z])", "_", type(exc).__name__).lower()
+        _json_error(app, kind, fit_line(CLI.say(exc.message)), fix, exc.exit_code)
     return exc.exit_code
+
+
+def _asks_json(args: list[str]) -> bool:
+    """Whether the command line asks for JSON (`--json`, `--format json`) before any `--`."""
+    for i, arg in enumerate(args):
+        if arg == "--":
+            return False
+        if arg in ("--json", "--format=json") or (
+            arg == "--format" and args[i + 1 : i + 2] == ["json"]
+        ):
+            return True
+    return False
+
+
+def _json_error(app: AppContext, kind: str, message: str, fix: str | None, code: int) -> None:
+    """Under --json, the error as a JSON document on stdout too (the line stays on stderr),
+    unless the command already wrote its document there."""
+    out = sys.stdout
+    if not app.json_errors or not isinstance(out, _GuardedStdout) or out.wrote:
+        return
+    import json
+
+    doc = {"schema_version": SCHEMA_VERSION,
+           "error": {"kind": kind, "message": message, "fix": fix, "exit_code": code}}  # fmt: skip
+    with contextlib.suppress(OutputError):
+        out.write(json.dumps(doc, indent=2) + "\n")
 
 
 def run_console() -> int:  # pragma: no cover - the console script's; tests run it in a subprocess
@@ -129,5 +166,5 @@ def run_console() -> int:  # pragma: no cover - the console script's; tests run 
     return code
 
 
-for command in (devices, run, plan, mem):
+for command in (devices, run, plan, mem, examples):
     cli.add_command(command)

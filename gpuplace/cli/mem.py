@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -11,35 +12,56 @@ import click
 from ..errors import BadInput, CheckFailed
 from .context import AppContext
 from .flags import global_options, memory_options, options_from_flags, pop_memory_flags
+from .help import Command
 from .output import gpus_required, warn, warn_no_gpu, warn_prepared
 
 if TYPE_CHECKING:
     from ..devices.model import Gpu, View
     from ..memory.pools import DeviceMemory
-    from ..results import PolicyRun, Prepared
+    from ..options import Options
+    from ..results import PolicyRun, Prepared, Reservation
 
 
-@click.command()
+@click.command(
+    cls=Command,
+    short_help="nvidia-smi's memory view and TensorFlow's memory policies",
+    examples=["gpuplace --machine 2xK520 mem --compare --memory-fraction 0.4", "gpuplace --machine 4xK520 mem examples/guide/04_multi_tower.yaml --compare"],
+)  # fmt: skip
 @click.argument("spec", metavar="[GRAPH.yaml]", required=False)
 @click.option("--json", "as_json", is_flag=True, help="One JSON document (sizes in bytes).")
 @click.option("--compare", is_flag=True,
-              help="Run the graph under default, allow_growth and the given fraction; one table.")  # fmt: skip
+              help="Default, allow_growth and the given fraction side by side (with a graph: runs it under each).")  # fmt: skip
 @click.option("--require-gpus", type=click.IntRange(min=0), metavar="N",
               help="Exit 1 unless at least N GPUs are visible.")  # fmt: skip
 @click.option("--feed", multiple=True, metavar="NAME=VALUE", help="Feed a placeholder.")
+@click.option(
+    "--watch",
+    type=click.FloatRange(min=0.1, max=86400),
+    is_flag=False,
+    flag_value=2.0,
+    default=None,
+    metavar="[SECONDS]",
+    help="Without a graph: refresh every SECONDS (default 2) as nvidia-smi -l does; Ctrl-C stops (exit 0).",
+)
+@click.option("--count", type=click.IntRange(min=1), metavar="N",
+              help="With --watch: stop after N refreshes.")  # fmt: skip
 @memory_options
 @global_options
 @click.pass_obj
 def mem(app: AppContext, /, spec: str | None, as_json: bool, compare: bool,
-        require_gpus: int | None, feed: tuple[str, ...], **kw: Any) -> None:  # fmt: skip
-    """nvidia-smi's memory view; with a graph, run it under a memory policy and show the result."""
+        require_gpus: int | None, feed: tuple[str, ...], watch: float | None, count: int | None,
+        **kw: Any) -> None:  # fmt: skip
+    """nvidia-smi's memory view and what TensorFlow's memory policies reserve; with a graph, run
+    it under a policy (or each, with --compare) and show the result."""
     from ..report import mem as report
     from ..report.devices import notice, title
     from ..report.lines import pruned_line
     from ..report.records import json_text, machine_record, rate_records
+    from ..report.schema import SCHEMA_VERSION
 
     if spec is None:
-        _needs_graph(compare, feed, kw)
+        _needs_graph(feed, kw)
+    _check_watch(spec, watch, count)
     if compare:
         from ..pipeline import check_comparable
 
@@ -47,10 +69,12 @@ def mem(app: AppContext, /, spec: str | None, as_json: bool, compare: bool,
     view = app.view()
     for w in view.warnings:
         warn(w)
-    doc: dict[str, Any] = {"machine": {**machine_record(view),
-                                       "driver_version": view.machine.driver_version,
-                                       "cuda_version": view.machine.cuda_version,
-                                       "no_gpu_reason": notice(view)}}  # fmt: skip
+    if watch is not None:
+        policy = _policy(kw, compare)
+        _watch(app, view, watch, count, as_json,
+               lambda seen: _screen(app, seen, policy, compare, as_json))  # fmt: skip
+        return
+    doc: dict[str, Any] = {"schema_version": SCHEMA_VERSION, "machine": machine_record(view)}
     cards = report.visible_cards(view)
     runs: list[PolicyRun] = []
     pruned: str | None = None
@@ -62,12 +86,17 @@ def mem(app: AppContext, /, spec: str | None, as_json: bool, compare: bool,
         doc["strategy"], doc["rates"] = prepared.strategy, rate_records(prepared)
         doc["pruned"] = list(prepared.pruned)
         pruned = pruned_line(prepared)
+    held = _reserved(app, view, _policy(kw, compare), compare) if spec is None else []
+    if held:
+        doc["reservations"] = report.reservation_records(held)
     if view.machine.simulated and not as_json:
         click.echo(title(view))  # first, above the policy table and nvidia-smi's view alike
     if pruned and not as_json:
         click.echo(pruned)
     if any(run.prepared.logical for run in runs) and not as_json:  # no GPU: no rows (warned)
         click.echo(report.memory_plain(runs) + "\n")
+    if any(r.logical for r in held) and not as_json:
+        click.echo(report.reservation_plain(held) + "\n")
     if as_json:
         doc["gpus"] = report.smi_records(cards)
         click.echo(json_text(doc))
@@ -81,17 +110,89 @@ def mem(app: AppContext, /, spec: str | None, as_json: bool, compare: bool,
         raise CheckFailed(gpus_required(require_gpus, len(view.gpus)))
 
 
-def _needs_graph(compare: bool, feed: tuple[str, ...], kw: dict[str, Any]) -> None:
-    """Without a graph mem only shows nvidia-smi's view: refuse the flags that shape a run."""
+def _check_watch(spec: str | None, watch: float | None, count: int | None) -> None:
+    if watch is not None and spec is not None:
+        raise BadInput(
+            "--watch refreshes nvidia-smi's view and the policies' reservations and runs nothing; "
+            "drop the GRAPH to watch, or drop --watch to run it"
+        )
+    if count is not None and watch is None:
+        raise BadInput("--count needs --watch: it stops a watch after N refreshes; add --watch")
+
+
+def _screen(
+    app: AppContext, view: View, policy: Options | None, compare: bool, as_json: bool
+) -> str:
+    """What `mem` without a graph shows once: as text, or as one compact JSON line."""
+    from ..report import mem as report
+    from ..report.devices import notice, title
+    from ..report.records import machine_record
+    from ..report.schema import SCHEMA_VERSION
+
+    held = _reserved(app, view, policy, compare)
+    cards = report.visible_cards(view)
+    if as_json:
+        import json
+
+        doc: dict[str, Any] = {"schema_version": SCHEMA_VERSION,
+                               "time": datetime.now().isoformat(timespec="seconds"),
+                               "machine": machine_record(view), "gpus": report.smi_records(cards)}  # fmt: skip
+        if held:
+            doc["reservations"] = report.reservation_records(held)
+        return json.dumps(doc, separators=(",", ":"))
+    parts = [title(view)] if view.machine.simulated else []
+    if any(r.logical for r in held):
+        parts.append(report.reservation_plain(held) + "\n")
+    if not view.gpus:
+        parts.append(notice(view) or "No GPU listed.")
+    else:
+        from ..report.smi import smi_text
+
+        parts.append(smi_text(view.machine, cards, datetime.now()))
+    return "\n".join(parts)
+
+
+def _watch(app: AppContext, first: View, seconds: float, count: int | None, as_json: bool,
+           screen: Callable[[View], str]) -> None:  # fmt: skip
+    """Show `screen` every `seconds`, reading the machine again each time, until `count`
+    refreshes or Ctrl-C (exit 0, as `watch` and `nvidia-smi -l` end). On a terminal the view
+    is redrawn in place; in a pipe (or as JSON lines) each refresh is appended."""
+    import time
+
+    view, shown = first, 0
+    live = None
+    try:
+        if app.terminal() and not as_json:
+            from rich.console import Console
+            from rich.live import Live
+            from rich.text import Text
+
+            live = Live(console=Console(highlight=False), auto_refresh=False)
+            live.start()
+        while True:
+            text = screen(view)
+            if live is not None:
+                live.update(Text(text, no_wrap=True, overflow="crop"), refresh=True)  # as `watch`
+            else:
+                click.echo(text if as_json else text + "\n")
+            shown += 1
+            if count is not None and shown >= count:
+                return
+            time.sleep(seconds)
+            view = app.view()
+    except KeyboardInterrupt:
+        return
+    finally:
+        if live is not None:
+            live.stop()
+
+
+def _needs_graph(feed: tuple[str, ...], kw: dict[str, Any]) -> None:
+    """Without a graph mem shows nvidia-smi's view and what a memory policy would reserve:
+    refuse the flags that shape a run."""
     given = [flag for flag, on in (
-        ("--allow-growth", kw["allow_growth"] is True),
-        ("--no-allow-growth", kw["allow_growth"] is False),
-        ("--memory-fraction", kw["memory_fraction"] is not None),
-        ("--memory-limit", kw["memory_limit"] is not None),
-        ("--virtual-gpus", kw["virtual_gpus"] is not None),
         ("--replicate", kw["replicate"] is not None),
         ("--strategy", kw["strategy"] is not None),
-        ("--compare", compare),
         ("--feed", bool(feed)),
         ("--out-dir", kw["out_dir"] is not None),
         ("--allow-writes-anywhere", kw["allow_writes_anywhere"]),
@@ -100,9 +201,32 @@ def _needs_graph(compare: bool, feed: tuple[str, ...], kw: dict[str, Any]) -> No
         names = given[0] if len(given) == 1 else f"{', '.join(given[:-1])} and {given[-1]}"
         verb, them = ("needs", "it") if len(given) == 1 else ("need", "them")
         raise BadInput(
-            f"{names} {verb} a GRAPH: without one, mem only shows nvidia-smi's view and runs "
-            f"nothing; name a graph (gpuplace mem GRAPH.yaml {given[0]} ...) or drop {them}"
+            f"{names} {verb} a GRAPH: without one, mem shows nvidia-smi's view and what a memory "
+            f"policy reserves, and runs nothing; name a graph (gpuplace mem GRAPH.yaml "
+            f"{given[0]} ...) or drop {them}"
         )
+
+
+_POLICY_FLAGS = ("allow_growth", "memory_fraction", "memory_limit", "virtual_gpus")
+
+
+def _policy(kw: dict[str, Any], compare: bool) -> Options | None:
+    """Without a graph: the Options whose policy to show (popped from `kw`), or None when no
+    policy flag and no --compare was given."""
+    if not compare and all(kw[name] is None for name in _POLICY_FLAGS):
+        return None
+    return options_from_flags(pop_memory_flags(kw))
+
+
+def _reserved(
+    app: AppContext, view: View, options: Options | None, compare: bool
+) -> list[Reservation]:
+    """What TensorFlow would reserve under `options`' policy, or under each compared policy."""
+    if options is None:
+        return []
+    from ..pipeline import reservations
+
+    return reservations(view, options, app.env, compare)
 
 
 def _with_graph(app: AppContext, view: View, spec: str, feed: tuple[str, ...], kw: dict[str, Any],

@@ -10,20 +10,27 @@ import click
 from ..errors import BadInput
 from .context import AppContext
 from .flags import JSON, SOFT, global_options, memory_options, options_from_flags, pop_memory_flags
+from .help import Command
 from .output import echo_renderables, warn, warn_prepared
 
 
-@click.command()
+@click.command(
+    cls=Command,
+    short_help="Place and size a graph without running it",
+    examples=["gpuplace --machine 4xK520 plan examples/big_model.yaml --strategy balanced", "gpuplace --machine 4xK520 plan examples/guide/04_multi_tower.yaml --json"],
+)  # fmt: skip
 @click.argument("spec", metavar="GRAPH.yaml")
 @SOFT
 @JSON
-@click.option("--format", "fmt", type=click.Choice(["text", "json", "dot"]), default=None,
-              help="Output format; dot is a Graphviz graph (render: gpuplace plan G.yaml --format dot | dot -Tsvg > plan.svg).")  # fmt: skip
+@click.option("--format", "fmt", type=click.Choice(["text", "json", "dot", "html"]), default=None,
+              help="Output format; dot is a Graphviz graph (render: gpuplace plan G.yaml --format dot | dot -Tsvg > plan.svg); html writes a report to -o.")  # fmt: skip
+@click.option("-o", "--output", "output", metavar="FILE.html",
+              help="Where --format html writes its report (one self-contained file).")  # fmt: skip
 @memory_options
 @global_options
 @click.pass_obj
 def plan(app: AppContext, /, spec: str, soft: bool | None, as_json: bool, fmt: str | None,
-         **kw: Any) -> None:  # fmt: skip
+         output: str | None, **kw: Any) -> None:  # fmt: skip
     """Everything but execute: placement with reasons, shapes, bytes per device, copies."""
     from ..memory.pools import check_reservations
     from ..pipeline import estimate_plan, predict_memory, prepare
@@ -36,6 +43,10 @@ def plan(app: AppContext, /, spec: str, soft: bool | None, as_json: bool, fmt: s
             f"--json conflicts with --format {fmt}: --json is short for --format json; give one "
             "of them"
         )
+    if fmt == "html" or output is not None:
+        from .plan_html import check_output
+
+        check_output(fmt, output, spec)
     view = app.view()
     for w in view.warnings:
         warn(w)
@@ -44,7 +55,11 @@ def plan(app: AppContext, /, spec: str, soft: bool | None, as_json: bool, fmt: s
     warn_prepared(prepared)
     memory, oom = predict_memory(prepared, view, anyway=run_anyway(spec))
     est = estimate_plan(prepared, view)
-    if fmt == "dot":
+    if fmt == "html" and output is not None:
+        from .plan_html import write_report
+
+        write_report(app, view, spec, options, (prepared, memory, est), output)
+    elif fmt == "dot":
         from ..report.dot import to_dot
 
         title = report.title(view, prepared.strategy)

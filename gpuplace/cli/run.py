@@ -14,6 +14,7 @@ from ..echo import LINE_CHARS, sample
 from ..errors import BadInput, CheckFailed, RuntimeFailure
 from .context import AppContext
 from .flags import JSON, SOFT, global_options, memory_options, options_from_flags, pop_memory_flags
+from .help import Command
 from .output import echo_renderable, warn, warn_no_gpu, warn_prepared
 
 if TYPE_CHECKING:
@@ -51,11 +52,19 @@ def check_save_path(path: str) -> None:
         )
 
 
-@click.command()
+@click.command(
+    cls=Command,
+    short_help="Place a graph as TensorFlow does, run it, print the results",
+    examples=["gpuplace run examples/guide/02_manual_placement.yaml --explain", "gpuplace --machine 4xK520 run examples/small_model.yaml --strategy balanced --memory-limit 64MiB"],
+)  # fmt: skip
 @click.argument("spec", metavar="GRAPH.yaml")
 @click.option("--log-placement/--no-log-placement", "log", default=None,
               help="Print TensorFlow's device mapping and placement log (overrides config; "
                    "--json always carries both).")  # fmt: skip
+@click.option("--log-format", type=click.Choice(["guide", "tensorflow"]), default=None,
+              help="The placement log's lines (config log_format): guide's 'a: /job:...' (the "
+                   "default) or tensorflow, TensorFlow 2.x's exact 'a: (Const): /job:...' in its "
+                   "order; implies --log-placement.")  # fmt: skip
 @SOFT
 @click.option(
     "--explain",
@@ -87,15 +96,17 @@ def check_save_path(path: str) -> None:
 @memory_options
 @global_options
 @click.pass_obj
-def run(app: AppContext, /, spec: str, log: bool | None, soft: bool | None, explain: bool,
-        as_json: bool, save: str | None, verify: bool, feed: tuple[str, ...], force: bool,
-        **kw: Any) -> None:  # fmt: skip
+def run(app: AppContext, /, spec: str, log: bool | None, log_format: str | None,
+        soft: bool | None, explain: bool, as_json: bool, save: str | None, verify: bool,
+        feed: tuple[str, ...], force: bool, **kw: Any) -> None:  # fmt: skip
     """Place a graph the way TensorFlow does, run it, print the placement log and the results."""
     from ..pipeline import execute_prepared, predict_memory, prepare
     from ..report import run as report
     from ..report.records import json_text
 
     memory = pop_memory_flags(kw)
+    if log_format is not None and log is None:
+        log = True  # asking for a format asks for the log
     if save is not None:  # given empty: refused, not dropped
         check_save_path(save)
     view = app.view()
@@ -121,7 +132,7 @@ def run(app: AppContext, /, spec: str, log: bool | None, soft: bool | None, expl
             doc["verify"] = [c.__dict__ for c in checked]
         click.echo(json_text(doc))
     else:
-        _print_run(app, view, prepared, result, explain, checked)
+        _print_run(app, view, prepared, result, explain, checked, log_format)
     bad = [c for c in checked if not c.ok]
     if bad:
         raise CheckFailed(sample([
@@ -164,7 +175,7 @@ def _save(path: str, values: dict[str, Any]) -> None:
 
 
 def _print_run(app: AppContext, view: View, prepared: Prepared, result: RunResult, explain: bool,
-               checked: list[Verified]) -> None:  # fmt: skip
+               checked: list[Verified], log_format: str | None = None) -> None:  # fmt: skip
     from ..report import run as report
     from ..report.lines import pruned_line, title
 
@@ -174,7 +185,8 @@ def _print_run(app: AppContext, view: View, prepared: Prepared, result: RunResul
         click.echo(title(view, prepared.strategy, "Run"))
     if mapping:
         click.echo(report.device_mapping(prepared.logical))
-        click.echo(report.placement_log(*prepared.placed()))
+        graph, placement = prepared.placed()
+        click.echo(report.placement_log(graph, placement, log_format or graph.config.log_format))
     pruned = pruned_line(prepared)
     if pruned:
         click.echo(pruned)

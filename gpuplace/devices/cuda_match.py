@@ -20,9 +20,40 @@ def cuda_text(version: int) -> str:
     return f"{version // 1000}.{version % 1000 // 10}"
 
 
+def installed_from() -> tuple[str | None, bool]:
+    """The local folder pip installed gpuplace from (PEP 610's direct_url.json; None when it came
+    from an index or the record cannot be read), and whether it is an editable install."""
+    import json
+    from importlib import metadata
+    from urllib.parse import unquote, urlparse
+
+    try:  # a source tree's gpuplace.egg-info (no record) can come first on sys.path: skip it
+        texts = (d.read_text("direct_url.json") for d in metadata.distributions(name="gpuplace"))
+        record = json.loads(next((t for t in texts if t), "{}"))
+        url = urlparse(str(record.get("url", "")))
+        editable = bool(record.get("dir_info", {}).get("editable", False))
+    except (ValueError, AttributeError, OSError):
+        return None, False
+    return (unquote(url.path), editable) if url.scheme == "file" and url.path else (None, False)
+
+
+def pip_target(extra: str) -> str:
+    """What `pip install` takes to add `extra` to this gpuplace: the name from an index, the folder
+    (with -e when editable) for a source checkout, where `gpuplace[extra]` cannot be found."""
+    folder, editable = installed_from()
+    if folder is None:
+        return f"'gpuplace[{extra}]'"
+    return f"{'-e ' if editable else ''}'{folder}[{extra}]'"
+
+
+def install_cupy() -> str:
+    """The pip commands that install gpuplace's cupy extras."""
+    return f"pip install {pip_target('cuda12')} (CUDA 12) or {pip_target('cuda13')} (CUDA 13)"
+
+
 def cupy_for(major: int) -> str:
     """The fix that installs the cupy built for CUDA `major`."""
-    return f"install the cupy for CUDA {major}: pip install 'gpuplace[cuda{major}]'"
+    return f"install the cupy for CUDA {major}: pip install {pip_target(f'cuda{major}')}"
 
 
 def cupy_driver_warning(

@@ -7,10 +7,13 @@ nvidia-smi prints; `cuda_index` is what CUDA, TensorFlow and cupy call GPU:i aft
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
 Source = Literal["nvml", "simulated"]
+OrderKind = Literal["FASTEST_FIRST", "PCI_BUS_ID"]
+OrderSource = Literal["libcuda", "emulated", "pci-bus-id"]
 
 
 @dataclass(frozen=True)
@@ -63,6 +66,8 @@ class Gpu:
     mig_capable: bool = False  # MIG mode can be queried (A100, H100, H200): nvidia-smi's Disabled
     mig_instances: tuple[MigInstance, ...] = ()
     processes: tuple[GpuProcess, ...] = ()
+    sm_count: int | None = None  # multiprocessors (deviceQuery's "Multiprocessors")
+    clock_mhz: int | None = None  # deviceQuery's "GPU Max Clock rate"
     simulated: bool = False
     error: str | None = None  # set when the GPU is lost or failed its query: the row is unavailable
 
@@ -82,6 +87,33 @@ class Host:
 
 
 @dataclass(frozen=True)
+class ProbedOrder:
+    """What the CUDA driver itself said about its FASTEST_FIRST order (`libcuda.py`): the NVML
+    indices in CUDA's order, or None when it could not be asked, and one sentence saying how it
+    was obtained or why not."""
+
+    nvml_indices: tuple[int, ...] | None
+    detail: str
+
+
+OrderProbe = Callable[[Sequence["Gpu"]], ProbedOrder]  # NVML's GPUs -> the driver's order
+
+
+@dataclass(frozen=True)
+class CudaOrder:
+    """The order CUDA numbers a process's GPUs in: `kind` is CUDA_DEVICE_ORDER's value in effect,
+    `source` how gpuplace knows it (`libcuda`: asked the driver; `emulated`: the documented rule
+    in `order.py`; `pci-bus-id`: sorted by bus id), `detail` one sentence on how, and
+    `unasked`: why the driver of a real machine could not be asked (None when it was, or when
+    the machine is simulated)."""
+
+    kind: OrderKind
+    source: OrderSource
+    detail: str
+    unasked: str | None = None
+
+
+@dataclass(frozen=True)
 class Machine:
     """Everything a probe found: the host, the physical GPUs in NVML (PCI) order, and versions."""
 
@@ -93,6 +125,7 @@ class Machine:
     cuda_version: str | None = None
     no_gpu_reason: str | None = None  # why no GPU is listed (no driver, ...); None when GPUs exist
     warnings: tuple[str, ...] = ()
+    probed_order: ProbedOrder | None = None  # libcuda's FASTEST_FIRST order; None: not asked
 
     @property
     def simulated(self) -> bool:
@@ -138,7 +171,8 @@ class VisibleGpu:
 
 @dataclass(frozen=True)
 class View:
-    """What one process sees on a machine: the visible GPUs in CUDA order, plus warnings, and
+    """What one process sees on a machine: the visible GPUs in CUDA order (`order` says which
+    order and how gpuplace knows it; None for a view built by hand), plus warnings, and
     `hidden`: one sentence per cause for GPUs of the machine (or CUDA_VISIBLE_DEVICES entries)
     the process does not see (an invalid entry, a duplicate, MIG's single-device enumeration).
 
@@ -151,6 +185,7 @@ class View:
     cuda_visible_devices: str | None
     warnings: tuple[str, ...] = field(default=())
     hidden: tuple[str, ...] = field(default=())
+    order: CudaOrder | None = field(default=None)
     host_available: int | None = field(default=None, compare=False)
 
 

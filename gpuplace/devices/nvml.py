@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 from ..errors import MissingDependency
 from .cuda_match import cuda_text
 from .host import probe_host
-from .model import Gpu, GpuProcess, Machine, MigInstance
+from .model import Gpu, GpuProcess, Machine, MigInstance, OrderProbe, ProbedOrder
 
 T = TypeVar("T")
 NvmlLoader = Callable[[], ModuleType]
@@ -104,8 +104,9 @@ def _text(value: object) -> str:
     return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
 
 
-def probe(loader: NvmlLoader = load_pynvml) -> Machine:
-    """Query every GPU NVML knows, in NVML order (CUDA_VISIBLE_DEVICES is applied later)."""
+def probe(loader: NvmlLoader = load_pynvml, order_probe: OrderProbe | None = None) -> Machine:
+    """Query every GPU NVML knows, in NVML order (CUDA_VISIBLE_DEVICES is applied later), and,
+    with two GPUs or more, ask `order_probe` the order CUDA numbers them in (None: do not ask)."""
     host = probe_host()
     nvml = loader()
     try:
@@ -122,6 +123,11 @@ def probe(loader: NvmlLoader = load_pynvml) -> Machine:
     finally:
         with contextlib.suppress(nvml.NVMLError):
             nvml.nvmlShutdown()
+    probed = None
+    if order_probe is not None and len(gpus) > 1:
+        probed = order_probe(gpus)
+    elif len(gpus) > 1:
+        probed = ProbedOrder(None, "the CUDA driver was not asked")
     return Machine(
         source="nvml",
         host=host,
@@ -130,6 +136,7 @@ def probe(loader: NvmlLoader = load_pynvml) -> Machine:
         driver_version=_text(driver) if driver is not None else None,
         cuda_version=cuda_text(cuda) if isinstance(cuda, int) else None,
         no_gpu_reason=None if gpus else "NVML reports no GPU on this machine",
+        probed_order=probed,
     )
 
 

@@ -95,6 +95,28 @@ def compute_capability(entry: Mapping[str, Any], preset: Preset | None, label: s
     return text
 
 
+def speed(
+    entry: Mapping[str, Any], preset: Preset | None, label: str
+) -> tuple[int | None, int | None]:
+    """(SM count, max clock in MHz): the entry's, else the preset's; they rank GPUs of one
+    compute capability in CUDA's FASTEST_FIRST order (`order.py`)."""
+    out: list[int | None] = []
+    for key, default in (
+        ("sm_count", preset.sm_count if preset else None),
+        ("clock_mhz", preset.clock_mhz if preset else None),
+    ):
+        value = entry.get(key)
+        if value is None:
+            out.append(default or None)
+            continue
+        if not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= 1_000_000:
+            raise BadInput(
+                f"{label}.{key}: expected a whole number from 1 to 1000000, got {value!r}"
+            )
+        out.append(value)
+    return out[0], out[1]
+
+
 def processes(raw: object, label: str) -> tuple[GpuProcess, ...]:
     if not isinstance(raw, list):
         raise BadInput(f"{label}.processes: expected a list of {{pid, name, memory}}, got {raw!r}")

@@ -43,6 +43,8 @@ GPU_FIELDS = (
     "pci_bus_id",
     "uuid",
     "compute_capability",
+    "sm_count",
+    "clock_mhz",
     "memory_used",
     "utilization",
     "temperature",
@@ -267,6 +269,7 @@ def _gpu(
         )
     draw, limit = fields.power(entry, preset, label)
     cc = fields.compute_capability(entry, preset, label)
+    sm_count, clock_mhz = fields.speed(entry, preset, label)
     migs = fields.migs(entry.get("mig"), (name, preset, cc, memory), position, label)
     request = BusRequest(
         label=label,
@@ -294,6 +297,8 @@ def _gpu(
         mig_capable=bool(migs) or bool(preset and preset.mig),
         mig_instances=migs,
         processes=processes,
+        sm_count=sm_count,
+        clock_mhz=clock_mhz,
         simulated=True,
     )
     return gpu, request

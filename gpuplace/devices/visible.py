@@ -4,7 +4,9 @@ Rules (CUDA Programming Guide, environment variables; nvitop `_parse_cuda_visibl
 unset means every GPU; an empty string means none; entries are trimmed and an entry starting with
 a digit (or a sign and a digit) counts only its leading integer, in the ASCII digits 0-9 alone
 (`０` or `٠` is no index: CUDA does not read them); enumeration stops at the first
-entry that names no GPU (`0,2,-1,1` is GPUs 0 and 2); integer indices are NVML (PCI) indices;
+entry that names no GPU (`0,2,-1,1` is GPUs 0 and 2); integer indices count in the order CUDA
+numbers the GPUs (CUDA_DEVICE_ORDER, `order.py`: FASTEST_FIRST by default, so on a machine of mixed
+models `0` is the fastest GPU; under PCI_BUS_ID they are NVML's, nvidia-smi's, indices);
 `GPU-` UUIDs may be abbreviated to any unique prefix; `MIG-<uuid>` and `MIG-GPU-<uuid>/<gi>/<ci>`
 name MIG devices; a device named twice empties the list; the first entry fixes indices or UUIDs,
 and an entry of the other kind ends the list.
@@ -32,7 +34,6 @@ _LEADING_INT = re.compile(r"^[+-]?[0-9]+")  # ASCII only: \d also matches "０" 
 _MIG_TRIPLE = re.compile(r"^MIG-(GPU-[0-9A-Fa-f-]+)/([0-9]{1,9})/([0-9]{1,9})$")
 _MAX_DIGITS = 9  # an index with more digits names no GPU (and int() refuses 4,300 of them)
 _KIND = {"index": "a GPU index", "uuid": "a UUID"}
-ORDERS = ("FASTEST_FIRST", "PCI_BUS_ID")  # CUDA_DEVICE_ORDER's documented values
 
 Target = tuple[Gpu, MigInstance | None]
 Named = tuple[str, Target]  # an entry of CUDA_VISIBLE_DEVICES and what it names
@@ -79,8 +80,7 @@ def _target(gpus: Sequence[Gpu], entry: str) -> tuple[str, Target | None]:
     if number:
         digits = number.group(0)
         index = int(digits) if len(digits.lstrip("+-0")) <= _MAX_DIGITS else -1
-        target = next(((g, None) for g in gpus if g.nvml_index == index), None)
-        return "index", target
+        return "index", (gpus[index], None) if 0 <= index < len(gpus) else None
     if entry.startswith("MIG-"):
         return "uuid", _resolve_mig(gpus, entry)
     if entry.startswith("GPU-"):
@@ -163,7 +163,7 @@ def _phrase(items: Sequence[str]) -> str:
     return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
 
 
-def _mig_reason(kept: Target, named: Sequence[Named]) -> str | None:
+def _mig_reason(kept: Target, named: Sequence[Named], gpus: Sequence[Gpu]) -> str | None:
     """Why CUDA shows only `kept` (a MIG device) of the GPUs `named`, and how to see the rest."""
     gpu, mig = kept
     assert mig is not None
@@ -172,7 +172,8 @@ def _mig_reason(kept: Target, named: Sequence[Named]) -> str | None:
     migs = [(g, m) for g in (gpu, *others) for m in g.mig_instances if m is not mig]
     if not others and not migs:
         return None
-    hidden = [f"nvml {', '.join(str(g.nvml_index) for g in others)}"] if others else []
+    named_nvml = ", ".join(str(i) for i in sorted(g.nvml_index for g in others))
+    hidden = [f"nvml {named_nvml}"] if others else []
     if own:
         plural = "s" if len(own) > 1 else ""
         hidden.append(f"MIG device{plural} {', '.join(map(str, own))} of nvml {gpu.nvml_index}")
@@ -180,7 +181,8 @@ def _mig_reason(kept: Target, named: Sequence[Named]) -> str | None:
         f"MIG is enabled on nvml {gpu.nvml_index} ({gpu.product}) and CUDA enumerates a single MIG "
         f"device, so it uses {_name(kept)} and hides {_phrase(hidden)}."
     )
-    plain = [str(g.nvml_index) for g in others if not g.mig_enabled]
+    position = {g.nvml_index: i for i, g in enumerate(gpus)}  # CUDA_VISIBLE_DEVICES counts these
+    plain = [str(position[g.nvml_index]) for g in others if not g.mig_enabled]
     if plain:
         text += f" To use the GPUs without MIG, set CUDA_VISIBLE_DEVICES={','.join(plain)}."
     if migs:
@@ -192,7 +194,7 @@ def _mig_reason(kept: Target, named: Sequence[Named]) -> str | None:
     return text
 
 
-def _single_mig(named: list[Named]) -> tuple[list[Target], list[str]]:
+def _single_mig(named: list[Named], gpus: Sequence[Gpu]) -> tuple[list[Target], list[str]]:
     """CUDA enumerates one MIG device at most: the first named, else the first of a MIG GPU."""
     mig_entries = [(e, t) for e, t in named if t[1] is not None]
     if mig_entries:
@@ -209,7 +211,7 @@ def _single_mig(named: list[Named]) -> tuple[list[Target], list[str]]:
     for _, (gpu, _mig) in named:
         if gpu.mig_enabled and gpu.mig_instances:
             kept: Target = (gpu, gpu.mig_instances[0])
-            reason = _mig_reason(kept, named)
+            reason = _mig_reason(kept, named, gpus)
             return [kept], [reason] if reason else []
         if gpu.mig_enabled:
             reasons.append(
@@ -223,24 +225,27 @@ def visibility(gpus: Sequence[Gpu], cuda_visible_devices: str | None) -> Visibil
     """The GPUs a CUDA program sees, in CUDA order, given the value of CUDA_VISIBLE_DEVICES,
     and one sentence per cause for what it does not see.
 
-    `gpus` are the physical GPUs in NVML order; `None` means the variable is unset.
+    `gpus` are the physical GPUs in the order CUDA numbers them (`order.cuda_order`; a
+    machine's `gpus` are in NVML order, CUDA's under CUDA_DEVICE_ORDER=PCI_BUS_ID); `None` means
+    the variable is unset.
     """
     stop: str | None = None
     if cuda_visible_devices is None:
-        named: list[Named] = [(str(g.nvml_index), (g, None)) for g in gpus]
+        named: list[Named] = [(str(i), (g, None)) for i, g in enumerate(gpus)]
     elif cuda_visible_devices == "":
         named = []
     else:
         named, stop = _parse(gpus, cuda_visible_devices)
-    targets, reasons = _single_mig(named)
+    targets, reasons = _single_mig(named, gpus)
     shown = tuple(VisibleGpu(cuda_index=i, gpu=g, mig=m) for i, (g, m) in enumerate(targets))
     return Visibility(gpus=shown, reasons=(*([stop] if stop else []), *reasons))
 
 
 def visible(gpus: Sequence[Gpu], cuda_visible_devices: str | None) -> list[VisibleGpu]:
     """The GPUs a CUDA program sees, in CUDA order (see `visibility` for why others are not):
-    `gpus` are a machine's (`machine.gpus`), `cuda_visible_devices` the variable's value (None:
-    unset)."""
+    `gpus` are a machine's in the order CUDA numbers them (`machine.gpus` is nvidia-smi's order,
+    CUDA's under CUDA_DEVICE_ORDER=PCI_BUS_ID; `cuda_order(machine, value)[0]` is CUDA's under any
+    value), `cuda_visible_devices` the variable's value (None: unset)."""
     if isinstance(gpus, Machine) or not all(isinstance(g, Gpu) for g in gpus):
         got = "a Machine: pass machine.gpus" if isinstance(gpus, Machine) else f"{gpus!r:.40}"
         raise BadInput(f"visible: gpus must be a machine's GPUs (machine.gpus), got {got}")
@@ -250,29 +255,3 @@ def visible(gpus: Sequence[Gpu], cuda_visible_devices: str | None) -> list[Visib
             f"{type(cuda_visible_devices).__name__} {cuda_visible_devices!r:.40}"
         )
     return list(visibility(gpus, cuda_visible_devices).gpus)
-
-
-def order_warning(visible_gpus: Sequence[VisibleGpu], cuda_device_order: str | None) -> str | None:
-    """Warn when CUDA's default FASTEST_FIRST order may differ from the PCI order we report, and
-    when CUDA_DEVICE_ORDER holds a value CUDA does not document (gpuplace then assumes CUDA's
-    default, FASTEST_FIRST: the CUDA guide lists only FASTEST_FIRST and PCI_BUS_ID)."""
-    order = cuda_device_order or None  # set but empty: as unset
-    mixed = len({v.gpu.product for v in visible_gpus}) > 1
-    if order is not None and order not in ORDERS:
-        text = (
-            f"CUDA_DEVICE_ORDER={show(order, TEXT_CHARS)} is not a value CUDA documents (FASTEST_FIRST, the "
-            "default, or PCI_BUS_ID); gpuplace assumes CUDA's default order, FASTEST_FIRST"
-        )
-        if mixed:
-            text += (
-                ", and the visible GPUs differ in model, so CUDA may number them fastest first, "
-                "not in the PCI order shown here"
-            )
-        return text + "; export CUDA_DEVICE_ORDER=PCI_BUS_ID (or unset it)"
-    if order == "PCI_BUS_ID" or not mixed:
-        return None
-    return (
-        "the visible GPUs differ in model and CUDA_DEVICE_ORDER is "
-        f"{order or 'unset (FASTEST_FIRST)'}: CUDA may number them fastest first, "
-        "not in the PCI order shown here; export CUDA_DEVICE_ORDER=PCI_BUS_ID to make them agree"
-    )

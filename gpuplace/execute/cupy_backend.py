@@ -15,10 +15,8 @@ from typing import Any, Concatenate, ParamSpec, TypeVar
 
 import numpy as np
 
-from ..devices.cuda_match import cuda_text, cupy_for
+from ..devices.cuda_match import cuda_text, cupy_for, install_cupy
 from ..errors import GpuplaceError, MissingDependency, RuntimeFailure
-
-INSTALL = "pip install 'gpuplace[cuda12]' (CUDA 12) or 'gpuplace[cuda13]' (CUDA 13)"
 
 
 def load_cupy() -> ModuleType:
@@ -29,13 +27,13 @@ def load_cupy() -> ModuleType:
     except ImportError as exc:
         if exc.name == "cupy":
             raise MissingDependency(
-                f"running on a real GPU needs cupy: {INSTALL}; "
+                f"running on a real GPU needs cupy: {install_cupy()}; "
                 "or plan on a simulated machine with --machine"
             ) from exc
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise MissingDependency(
             f"cupy is installed but does not import ({first}). Fix: keep one cupy package "
-            f"(pip list | grep cupy) and reinstall it: {INSTALL}"
+            f"(pip list | grep cupy) and reinstall it: {install_cupy()}"
         ) from exc
     module: ModuleType = cupy
     return module
@@ -125,7 +123,7 @@ def _old_driver(cupy: ModuleType | None) -> str:
         )
     return (
         "the NVIDIA driver is older than the CUDA this cupy was built for (nvidia-smi's "
-        f"'CUDA Version' is the newest it supports): update the driver, or {INSTALL} to match it"
+        f"'CUDA Version' is the newest it supports): update the driver, or {install_cupy()} to match it"
     )
 
 
@@ -138,7 +136,7 @@ def cuda_hint(exc: BaseException, cupy: ModuleType | None = None) -> str:
     if name in HINTS:
         return HINTS[name]
     if 'Failure finding "lib' in text or type(exc).__name__ == "DynamicLibNotFoundError":
-        return _LIBRARY.format(install=INSTALL)
+        return _LIBRARY.format(install=install_cupy())
     return ""
 
 

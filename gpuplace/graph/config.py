@@ -1,16 +1,23 @@
 """A spec's `config:` block, checked: TensorFlow's ConfigProto fields gpuplace reads
-(`log_device_placement`, `allow_soft_placement`, `gpu_options`) and `placement.strategy`."""
+(`log_device_placement`, `allow_soft_placement`, `gpu_options`), `placement.strategy` and
+`log_format` (gpuplace's: how the placement log is written)."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from ..echo import show
-from .model import STRATEGIES, Config
+from .model import LOG_FORMATS, STRATEGIES, Config
 from .ops import suggest
 from .scope import SpecError
 
-CONFIG_KEYS = ("log_device_placement", "allow_soft_placement", "gpu_options", "placement")
+CONFIG_KEYS = (
+    "log_device_placement",
+    "allow_soft_placement",
+    "gpu_options",
+    "placement",
+    "log_format",
+)
 PLACEMENT_KEYS = ("strategy",)
 
 
@@ -62,11 +69,20 @@ def read_config(raw: Any, where: object) -> Config:
             f"{', '.join(STRATEGIES)}{close if 'did you mean' in close else ''}",
             placement,
         )
+    log_format = raw.get("log_format", LOG_FORMATS[0])
+    if log_format not in LOG_FORMATS:
+        raise SpecError(
+            f"config.log_format: {show(log_format)} is not a log format; use guide (the "
+            "guide's `a: /job:...` lines, the default) or tensorflow (TensorFlow 2.x's exact "
+            "`a: (Const): /job:...` lines, in its order)",
+            raw,
+        )
     return Config(
         log_device_placement=raw.get("log_device_placement", False),
         allow_soft_placement=raw.get("allow_soft_placement", False),
         gpu_options=gpu,
         placement=placement,
+        log_format=log_format,
     )
 
 

@@ -64,6 +64,9 @@ class Op:
 
 # `config.placement.strategy` (and `--strategy`): how ops without a device are placed
 STRATEGIES = ("tensorflow", "balanced", "round-robin")
+# `config.log_format` (and `run --log-format`): the placement log as the "Using GPUs" guide
+# shows it (`a: /job:...`, the default), or TensorFlow 2.x's exact lines (`a: (Const): /job:...`)
+LOG_FORMATS = ("guide", "tensorflow")
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,6 +77,7 @@ class Config:
     allow_soft_placement: bool = False
     gpu_options: Mapping[str, Any] = field(default_factory=dict)
     placement: Mapping[str, Any] = field(default_factory=dict)
+    log_format: str = LOG_FORMATS[0]
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,7 +99,8 @@ class OpMeta(Protocol):
     The placer also uses, where an OpMeta has them, per-op answers (`placement/tf.py`):
     `tf_type_for(attrs)` (tf.zeros is a Const or a Fill), `generator_for(attrs)` (TF's
     `IsGeneratorNode` for the op TF builds) with `tf_generator` (that answer when fixed per
-    type), and `kernels_for(dtype)` with `dtype_kernels` (MatMul has no int32 GPU kernel).
+    type), and `kernel_match(attrs, dtype, source)` (TensorFlow's registry: no GPU kernel for
+    int32 MatMul).
     """
 
     @property

@@ -1,10 +1,12 @@
 """The op registry: for each op type its TensorFlow type, kernels per device type, inputs, attrs,
 shape inference and compute. `get_op("matmul").tf_type == "MatMul"`.
 
-Kernels follow TensorFlow: every op here has CPU and GPU kernels except the file and print ops
-(load, save, print), which are CPU-only like TF's I/O ops, so soft placement has work to do.
-Where TF 1.x registers kernels for some dtypes only, `dtype_kernels` says which (MatMul: no GPU
-kernel for int32 and no kernel at all for int64, `tensorflow/core/kernels/matmul_op.cc`).
+Kernels come from TensorFlow's own registry (`tf_registry.py`, captured from TF 2.21's CPU and
+CUDA builds): `kernel_match` gives, for an op's dtypes, the device types with a kernel and the
+registered kernel serving each (Relu on int32 has no GPU kernel; MatMul on int64 has a CPU
+one). `TF_TYPE_ATTRS` says where each of a TF type's type attrs comes from. `kernels` is the
+type's upper bound: CPU and GPU, but the CPU alone for the file ops (load, save), which are not
+TensorFlow's, and Print, whose only kernel is a CPU one, so soft placement has work to do.
 
 Each op stands for what TF1's Python API builds for it, so it has TF1's default name and the
 TF type of the op carrying that name (`default_name`, `tf_type_for`): `zeros` is a Const named
@@ -56,6 +58,7 @@ from .attrs import (
     number_hint,
 )
 from .model import OpMeta, TensorSpec
+from .tf_registry import KernelMatch, match
 from .writes import WriteRules, save_path, write_rules
 
 BOTH = frozenset({"CPU", "GPU"})
@@ -65,7 +68,6 @@ CPU_ONLY = frozenset({"CPU"})
 # its output is a ref, so TF's placer does not defer it; LoadNpy stands for a Const of the file.
 NO_INPUT_TF_TYPES = frozenset({"Const", "Placeholder", "LoadNpy"})
 SMALL_CONSTANT = 1000  # array_ops._constant_if_small: tf.zeros/tf.ones below this are a Const
-_FLOAT_DTYPES = frozenset({"float16", "float32", "float64"})
 STRUCTURAL = frozenset({"name", "op", "inputs", "device", "colocate_with"})
 REQUIRED = object()  # marks an attr without a default
 EMPTY: Mapping[str, Any] = MappingProxyType({})
@@ -90,7 +92,7 @@ class TfType(str):
 @dataclass(frozen=True)
 class OpDef:
     """One op type. Satisfies `gpuplace.graph.model.OpMeta` (tf_type, kernels, generator,
-    resident, and the per-op `tf_type_for`, `generator_for`, `kernels_for`). `attrs` maps each
+    resident, and the per-op `tf_type_for`, `generator_for`, `kernel_match`). `attrs` maps each
     accepted attr to (kind, default or REQUIRED)."""
 
     name: str
@@ -107,8 +109,6 @@ class OpDef:
     outputs: int | Callable[[Mapping[str, Any]], int] = 1
     tf_type_of: Callable[[Mapping[str, Any]], str] | None = None  # Split or SplitV
     default_name: str = ""  # TF1's name for an unnamed op ("" means tf_type)
-    # device type -> the dtypes (of output 0, TF's T) it has kernels for; absent: every dtype
-    dtype_kernels: Mapping[str, frozenset[str]] = field(default_factory=lambda: EMPTY)
     fields: frozenset[str] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -147,10 +147,26 @@ class OpDef:
             return None
         return self.generator and self.tf_type in NO_INPUT_TF_TYPES
 
-    def kernels_for(self, dtype: str) -> frozenset[str]:
-        """The device types with a kernel for this op when its T is `dtype`."""
-        limits = self.dtype_kernels
-        return frozenset(t for t in self.kernels if dtype in limits.get(t, (dtype,)))
+    @property
+    def reads_source(self) -> bool:
+        """Whether `kernel_match` needs the dtype of input 0 (Cast's SrcT)."""
+        return any(SOURCE in TF_TYPE_ATTRS.get(t, EMPTY).values() for t in self._tf_types)
+
+    @property
+    def _tf_types(self) -> tuple[str, ...]:
+        return _TF_TYPES_OF.get(self.name, (str(self.tf_type),))
+
+    def kernel_match(
+        self, attrs: Mapping[str, Any], dtype: str, source: str | None = None
+    ) -> KernelMatch | None:
+        """TensorFlow's registered kernels for this op when output 0 is `dtype` (and input 0
+        is `source`), or None for an op that is not TensorFlow's (load, save, average_n)."""
+        tf_type = self.tf_type_for(attrs)
+        spec = TF_TYPE_ATTRS.get(tf_type)
+        if spec is None:
+            return None
+        values = {OUTPUT: dtype, SOURCE: source or dtype}
+        return match(str(tf_type), tuple((a, values.get(v, v)) for a, v in spec.items()))
 
     def infer(
         self, op_name: str, attrs: Mapping[str, Any], input_specs: tuple[TensorSpec, ...]
@@ -268,10 +284,30 @@ def _filled_type(attrs: Mapping[str, Any]) -> str:
     return "Fill"
 
 
-# tensorflow/core/kernels/matmul_op.cc (TF 1.14 to 2.x): TF_CALL_{float,double,half,int32,
-# complex64,complex128}(REGISTER_CPU) and TF_CALL_{float,double,complex64,complex128,half}
-# (REGISTER_GPU): no GPU kernel for int32, and none at all for int64 or bool.
-_MATMUL_KERNELS = {"CPU": _FLOAT_DTYPES | {"int32"}, "GPU": _FLOAT_DTYPES}
+# Where each type attr of the TF op TF1's Python API builds comes from: output 0's dtype, input
+# 0's (Cast's SrcT), or a fixed dtype (the int32 shape, axis and index tensors the Python API
+# makes from Python ints: tf.fill's dims, a reduction's axes, tf.split's sizes, ...). Every type
+# attr of the captured OpDef is named (tests/graph/test_tf_registry.py checks it).
+OUTPUT, SOURCE = "<output>", "<source>"
+TF_TYPE_ATTRS: Mapping[str, Mapping[str, str]] = MappingProxyType({
+    "Const": {"dtype": OUTPUT}, "Fill": {"T": OUTPUT, "index_type": "int32"},
+    "RandomUniform": {"dtype": OUTPUT, "T": "int32"},
+    "RandomStandardNormal": {"dtype": OUTPUT, "T": "int32"},
+    "Placeholder": {"dtype": OUTPUT}, "VariableV2": {"dtype": OUTPUT}, "Print": {"T": OUTPUT},
+    "Identity": {"T": OUTPUT}, "AddV2": {"T": OUTPUT}, "Sub": {"T": OUTPUT}, "Mul": {"T": OUTPUT},
+    "RealDiv": {"T": OUTPUT},  # x / y on ints casts both to float64 first (math_ops.truediv)
+    "Neg": {"T": OUTPUT}, "Exp": {"T": OUTPUT}, "Log": {"T": OUTPUT}, "Tanh": {"T": OUTPUT},
+    "Relu": {"T": OUTPUT}, "Sigmoid": {"T": OUTPUT}, "Softmax": {"T": OUTPUT},
+    "MatMul": {"T": OUTPUT}, "AddN": {"T": OUTPUT},
+    "StridedSlice": {"T": OUTPUT, "Index": "int32"},
+    "Sum": {"T": OUTPUT, "Tidx": "int32"}, "Mean": {"T": OUTPUT, "Tidx": "int32"},
+    "Max": {"T": OUTPUT, "Tidx": "int32"}, "Transpose": {"T": OUTPUT, "Tperm": "int32"},
+    "Reshape": {"T": OUTPUT, "Tshape": "int32"}, "ConcatV2": {"T": OUTPUT, "Tidx": "int32"},
+    "Split": {"T": OUTPUT}, "SplitV": {"T": OUTPUT, "Tlen": "int32"},
+    "Cast": {"SrcT": SOURCE, "DstT": OUTPUT},
+})  # fmt: skip
+# the TF types an op can be, where that depends on its attrs
+_TF_TYPES_OF = {"zeros": ("Const", "Fill"), "ones": ("Const", "Fill"), "split": ("Split", "SplitV")}
 
 
 _OPS = (
@@ -307,7 +343,7 @@ _OPS = (
     OpDef("softmax", "Softmax", inf.softmax, k.softmax, min_inputs=1, max_inputs=1),
     OpDef("matmul", "MatMul", inf.matmul, k.matmul,
         attrs={"transpose_a": (BOOL, False), "transpose_b": (BOOL, False)},
-        min_inputs=2, max_inputs=2, dtype_kernels=_MATMUL_KERNELS),
+        min_inputs=2, max_inputs=2),
     OpDef("add_n", "AddN", inf.add_n, k.add_n, min_inputs=1, max_inputs=None),
     OpDef("average_n", "Average", inf.add_n, k.average_n, min_inputs=1, max_inputs=None),
     OpDef("batch_slice", "StridedSlice", inf.batch_slice, k.batch_slice,

@@ -6,9 +6,11 @@
 ```
 Each input named in `split` is cut along axis 0 into one sub-batch per GPU (Keras' `get_slice`:
 the last replica takes the remainder), placed with the input (`colocate_with`). One copy of the
-body runs per GPU under `/device:GPU:i` with names `replica_i/...`. Every output of the body (an
-op nobody in the body consumes) is merged under its own name on `merge_device` (concat along
-axis 0 by default, as Keras' `cpu_merge`; or add_n or mean), so `fetch: [y]` gets the merged batch.
+body runs per GPU under `/device:GPU:i` with names `replica_i/...` (`tf.name_scope`: a scope
+takes its name by TF's unique-name rule too, so after an op named `replica_0` the scope is
+`replica_0_1/`). Every output of the body (an op nobody in the body consumes) is merged under
+its own name on `merge_device` (concat along axis 0 by default, as Keras' `cpu_merge`; or add_n
+or mean), so `fetch: [y]` gets the merged batch.
 Variables in the body are defined once, outside the replicas, and shared by them, as the layers
 of Keras' template model are.
 """
@@ -51,6 +53,8 @@ class Walker(Protocol):
 
     def add_synthetic(self, raw: dict[str, Any], resolve_in: Scope, bind_in: Scope, local: str,
                       device: Device, name: str) -> None: ...  # fmt: skip
+
+    def name_scope(self, name: str) -> str: ...
 
 
 SETTINGS = ("gpus", "split", "merge", "merge_device")
@@ -200,7 +204,10 @@ def expand_replicate(walker: Walker, item: dict[str, Any], scope: Scope, ns: Nam
                 f"replicate: split names {show(x)}, which no op before the block defines", item
             )
     copies = [
-        (walker.device(f"/device:GPU:{g}", device, item, "replicate"), f"{ns.prefix}replica_{g}/")
+        (
+            walker.device(f"/device:GPU:{g}", device, item, "replicate"),
+            walker.name_scope(f"{ns.prefix}replica_{g}"),
+        )
         for g in gpus
     ]
     slices = [(x, k, len(gpus)) for x in settings["split"] for k in range(len(gpus))]

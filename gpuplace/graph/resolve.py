@@ -247,7 +247,7 @@ def direct(items: list[Any], walker: Walker, lines: Mapping[int, int] | None) ->
     own order, with its own words.
     """
     try:
-        return _direct(items, walker, Names(items), lines)
+        return _direct(items, walker, Names(), lines)
     except Exception:  # any error: the general path finds it again and says it its way
         return None
 
@@ -256,6 +256,11 @@ def _direct(
     items: list[Any], walker: Walker, names: Names, lines: Mapping[int, int] | None
 ) -> Direct | None:
     index: dict[str, int] = {}  # name -> op; at the top level every name is global
+    # Written names are kept here as written, and generated ones skip only generated ones: TF's
+    # rule gives the same names exactly when no two names are equal but for case (a written
+    # name equal to an earlier name, generated or not, is renamed: `Const_1_1`, `A_1`; an
+    # unnamed op after a written `Const` is `Const_1`). That is checked once at the end, on
+    # the names lowered in one call; otherwise the general path names them.
     ops: list[Op] = []
     outputs: list[tuple[TensorSpec, ...]] = []
     firsts: list[TensorRef] = []  # output 0 of each op: shared by all its consumers
@@ -300,7 +305,17 @@ def _direct(
         outputs.append(out)
         line = lines.get(id(item)) if lines is not None else None
         ops.append(new_op(name, opdef.name, tuple(refs), device, attrs, out, colocate, line))
+    if _case_clash(index):
+        return None  # two names equal but for case: TF renames the later one
     return Direct(ops, outputs, used)
+
+
+def _case_clash(names: Mapping[str, int]) -> bool:
+    """Whether two of `names` (distinct) are equal but for case; lowered in one call (no
+    name holds a newline), and only compared when some name has a capital letter."""
+    text = "\n".join(names)
+    low = text.lower()
+    return low != text and len(set(low.split("\n"))) < len(names)
 
 
 def _head(

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from .attrs import VALUE_SCHEMA
-from .model import STRATEGIES
+from .model import LOG_FORMATS, STRATEGIES
 from .ops import REQUIRED, OpDef, list_ops
 
 SCHEMA_PATH = Path(__file__).resolve().parent.parent / "schemas" / "graph.schema.json"
@@ -76,6 +76,7 @@ def _config_schema() -> dict[str, Any]:
                 "additionalProperties": False,
                 "properties": {"strategy": {"enum": list(STRATEGIES)}},
             },
+            "log_format": {"enum": list(LOG_FORMATS)},
         },
     }
 

@@ -3,7 +3,7 @@ namespaces and TensorFlow's unique-name rule. Imports neither of them (no cycle)
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -34,25 +34,21 @@ UNCONSTRAINED = Device(DeviceSpec(), "")
 
 
 class Names:
-    """TensorFlow's `Graph.unique_name`: name, then name_1, name_2, ... skipping taken names.
-
-    The names written in the namespace's `items` are taken from the start, so generated names
-    skip them wherever they appear; they are collected on the first `unique` call, so a spec
-    whose ops are all named never pays for it.
+    """TensorFlow's `Graph.unique_name` (tensorflow/python/framework/ops.py), called once per
+    op in the order TensorFlow would build the graph, written names included: a name not used
+    yet is kept; else it becomes name_1, name_2, ..., skipping names taken, compared
+    case-insensitively. So an unnamed constant is `Const`, then `Const_1`; a written `Const_1`
+    after them is `Const_1_1`; a written `A` after a written `a` is `A_1`.
     """
 
-    def __init__(self, items: list[Any]) -> None:
+    def __init__(self) -> None:
         self.used: dict[str, int] = {}
-        self._pending: list[Any] | None = items
 
     def unique(self, name: str) -> str:
-        """`name` made unique; an op's TF type (`TfType`, as the loader's fast path passes it)
-        stands for that op's default name."""
+        """`name` made unique, and marked used; an op's TF type (`TfType`, as the loader's fast
+        path passes it) stands for that op's default name."""
         if type(name) is not str:
             name = getattr(name, "default_name", name)
-        if self._pending is not None:
-            self.used.update((written.lower(), 1) for written in _written(self._pending))
-            self._pending = None
         key = name.lower()
         i = self.used.get(key, 0)
         self.used[key] = i + 1
@@ -105,19 +101,6 @@ class Namespace:
 
     names: Names | None  # None: the top level, whose names are the global ones
     prefix: str
-
-
-def _written(items: list[Any]) -> Iterator[str]:
-    """Names written in one namespace: its ops and device blocks, not its tower bodies."""
-    for item in items:
-        if type(item) is not dict:
-            continue
-        name = item.get("name")
-        if "op" in item:
-            if type(name) is str:
-                yield name
-        elif "towers" not in item and "replicate" not in item and type(item.get("graph")) is list:
-            yield from _written(item["graph"])
 
 
 def check_keys(item: dict[str, Any], allowed: Sequence[str], what: str) -> None:

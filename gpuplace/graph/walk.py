@@ -7,11 +7,12 @@
   outside, a name defined in the body means the list of all its copies, in tower order.
 - Names follow TensorFlow: an op without `name` gets the name TF1's Python API gives it
   (`OpDef.default_name`: `Const`, `MatMul`, `add` for `x + y`, `zeros`, `Variable`), made
-  unique the way `Graph.unique_name` does (`Const`, `Const_1`, ... case-insensitively). Names
-  written in the spec are kept exactly outside towers (generated names skip them); inside a
-  copy they are made unique too (`c`, `c_1`). Each namespace (the top level, one copy of a
-  body) also has local names: inside a copy, the first unnamed constant is `Const` whatever its
-  global name.
+  unique the way `Graph.unique_name` does, in file order, written names too (`Const`,
+  `Const_1`, then a written `Const_1` is `Const_1_1`; `a` then `A` is `A_1`; in a tower copy
+  `c`, `c_1`). That is the op's name everywhere gpuplace shows it. The spec's own references
+  (inputs, colocate_with, fetch) mean by a written name the op written with it, else the op
+  TensorFlow names so. Each namespace (the top level, one copy of a body) also has local names:
+  inside a copy, the first unnamed constant is `Const` whatever its global name.
 - `colocate_with` is `with tf.colocate_with(op)`, which resets the device function stack
   (`Graph._colocate_with_for_gradient`: colocation is "stronger" than device functions): the
   op drops the device scopes around it; then (`Graph._create_op_helper`) the target's device,
@@ -62,15 +63,15 @@ class Walker:
     ) -> None:
         self.num_gpus = num_gpus  # the GPUs `replicate: {gpus: all}` means (None: unknown)
         self.entries: list[Entry] = []
-        self.names = Names([])
+        self.names = Names()
         self.base = base
         self.writes = writes  # where `save` ops may write (None: under `base`)
         self._parsed: dict[str, DeviceSpec] = {}
         self._merged: dict[tuple[str, DeviceSpec], Device] = {}
 
     def top(self, items: list[Any], scope: Scope) -> None:
-        """The top-level list: names written here are kept as they are."""
-        self.names = Names(items)
+        """The top-level list: every op's name made unique in file order (TF's rule)."""
+        self.names = Names()
         self._walk(items, scope, Namespace(None, ""), UNCONSTRAINED, None)
 
     def expand(self, body: list[Any], copies: Sequence[tuple[Device, str]], scope: Scope,
@@ -89,7 +90,7 @@ class Walker:
             for x, index, parts in by_copy.get(k, ()):
                 raw = slice_item(x, index, parts)
                 self.add_synthetic(raw, scope, local, x, UNCONSTRAINED, prefix + x)
-            self._walk(body, local, Namespace(Names(body), prefix), device, where)
+            self._walk(body, local, Namespace(Names(), prefix), device, where)
             for name, indices in local.names.items():
                 if name not in sliced:
                     exported.setdefault(name, []).extend(indices)
@@ -130,6 +131,10 @@ class Walker:
         """Walk ops into `scope` (replicate's shared variables)."""
         self._walk(items, scope, ns, device, where)
 
+    def name_scope(self, name: str) -> str:
+        """`tf.name_scope(name)`'s prefix: the name made unique like an op's, then `/`."""
+        return self.names.unique(name) + "/"
+
     def add_synthetic(self, raw: dict[str, Any], resolve_in: Scope, bind_in: Scope, local: str,
                       device: Device, name: str) -> None:  # fmt: skip
         """An op gpuplace writes itself (a replica's slice, a merge): its inputs resolve in
@@ -156,8 +161,10 @@ class Walker:
             local = (ns.names or self.names).unique(default)
             name = local if ns.names is None else self.names.unique(ns.prefix + default)
         elif type(given) is str and is_op_name(given):
-            local = given
-            name = given if ns.names is None else self.names.unique(ns.prefix + given)
+            local = given  # what the spec's inputs call it, whatever TensorFlow names it
+            if ns.names is not None:
+                ns.names.unique(given)  # taken in the copy's own names too
+            name = self.names.unique(ns.prefix + given)
         else:
             raise SpecError(
                 f"op name {show(given)} is not valid; use letters, digits and _ . - / "
@@ -211,12 +218,8 @@ class Walker:
         if spec is None:
             try:
                 spec = self._parsed[text] = parse_device(text)
-            except (DeviceNameError, ValueError) as err:  # ValueError: int('²')
-                raise SpecError(
-                    f"{label}: {err}; write devices like /cpu:0, /gpu:1, /device:GPU:1 or "
-                    "/job:localhost/replica:0/task:0/device:GPU:0",
-                    where,
-                ) from None
+            except DeviceNameError as err:  # TF's words, then gpuplace's hint
+                raise SpecError(f"{label}: {err}", where) from None
         merged = spec.merged_into(outer.spec)
         found = self._merged[key] = Device(merged, merged.to_string())
         return found

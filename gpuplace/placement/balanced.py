@@ -27,7 +27,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from operator import attrgetter
 
-from ..devices.names import parse_device
+from ..devices.names import placer_spec
 from ..echo import sample
 from ..gc_pause import gc_paused
 from ..graph.model import Graph, OpMeta
@@ -50,7 +50,7 @@ def _cpu_allowed(flat: Flat, op: int) -> bool:
     """Whether `op` may run on CPU:0: it has a CPU kernel and its request (`/gpu:*` may leave
     every GPU free to choose) matches the CPU."""
     device = flat.graph.ops[op].device
-    return "CPU" in flat.kernels[op] and (not device or parse_device(device).matches("CPU", 0))
+    return "CPU" in flat.kernels[op] and (not device or placer_spec(device).matches("CPU", 0))
 
 
 @dataclass(slots=True)

@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from ..devices.names import DeviceSpec, parse_device
+from ..devices.names import DeviceSpec, placer_spec
 from ..errors import BadInput
 from ..graph.model import Graph, OpMeta
 from ..units import allocation_size
@@ -96,6 +96,7 @@ def flatten(graph: Graph, op_meta: Callable[[str], OpMeta] | None = None) -> Fla
     metas = {t: meta_of(t) for t in {op.type for op in ops}}
     inputs = []
     flops, nbytes = [], []
+    kernels: list[frozenset[str]] = []
     first = [-1] * len(ops)
     for j, op in enumerate(ops):
         try:
@@ -109,6 +110,7 @@ def flatten(graph: Graph, op_meta: Callable[[str], OpMeta] | None = None) -> Fla
             if first[p] < 0:
                 first[p] = j
         inputs.append(reads)
+        kernels.append(kernels_of(metas[op.type], op, specs[0].dtype if specs else None))
         flops.append(op_flops(op, specs))
         nbytes.append(op_bytes(op, specs))
     resident = [metas[op.type].resident for op in ops]
@@ -127,7 +129,7 @@ def flatten(graph: Graph, op_meta: Callable[[str], OpMeta] | None = None) -> Fla
         first_reader=tuple(first),
         generator=tuple(generator_flags(ops, metas, residents=True)),
         resident=tuple(resident),
-        kernels=tuple(kernels_of(metas[op.type], op) for op in ops),
+        kernels=tuple(kernels),
         is_print=tuple(op.type == PRINT for op in ops),
         index=index,
     )
@@ -171,7 +173,7 @@ def free_groups(
     for i, op in enumerate(flat.graph.ops):
         found = matches.get(op.device)
         if found is None:
-            found = matches[op.device] = _matching_gpus(parse_device(op.device), every)
+            found = matches[op.device] = _matching_gpus(placer_spec(op.device), every)
         gpus = found if "GPU" in flat.kernels[i] else ()
         root = groups[i]
         before = allowed.get(root)
@@ -191,4 +193,4 @@ def _matching_gpus(spec: DeviceSpec, every: tuple[int, ...]) -> tuple[int, ...]:
     if spec.device_index is None:
         return every if every and spec.matches("GPU", 0) else ()
     k = spec.device_index
-    return (k,) if k < len(every) and spec.matches("GPU", k) else ()
+    return (k,) if 0 <= k < len(every) and spec.matches("GPU", k) else ()

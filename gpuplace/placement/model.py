@@ -18,6 +18,7 @@ KINDS = frozenset(
         "explicit",
         "default",
         "follows-consumer",
+        "follows-input",
         "colocated",
         "soft-fallback",
         "balanced",

@@ -11,8 +11,10 @@ from collections.abc import Callable, Mapping, Sequence
 
 from ..devices.names import DeviceSpec
 from ..graph.model import Op, OpMeta
+from ..graph.tf_registry import KernelMatch
 from .candidates import Candidates, Consumers, DeviceTable, LocalDevice
 from .colocation import ColocationGraph, has_details
+from .identity import Identities
 from .model import Decision
 
 
@@ -27,6 +29,10 @@ def article(word: str) -> str:
     return "an" if first in ("a", "e", "i", "o", "u") else "a"
 
 
+def _wants(device: str) -> str:
+    return f"requests {device}" if device else "requests no device"
+
+
 class Reasons:
     """Builds decisions from the placer's state (shared, read as the placer fills it)."""
 
@@ -39,12 +45,13 @@ class Reasons:
         table: DeviceTable,
         consumers: Consumers,
         tf_type: Callable[[int], str] | None = None,
-        narrowed: Mapping[int, str] | None = None,
+        narrowed: Mapping[int, KernelMatch] | None = None,
     ) -> None:
         self.ops, self.meta, self.own, self.groups = ops, meta, own, groups
         self.table, self.consumers = table, consumers
         self.tf_type = tf_type or (lambda i: meta[i].tf_type)
-        self.narrowed = narrowed or {}  # op -> the dtype that narrowed its kernels
+        # op -> its registry match where that decided more than "a kernel" (see tf.py)
+        self.narrowed = narrowed or {}
 
     def pinned(self, i: int, device: LocalDevice, by: str) -> Decision:
         """Op i's group was already placed by op `by` (TF pins groups in `AssignAndLog`)."""
@@ -88,7 +95,8 @@ class Reasons:
         else:
             base = (
                 f"no device requested: {device.short} is the highest-priority device with "
-                f"{self._kernel(i)}{self._not_followed(i) if lone else ''}"
+                f"{self._kernel(i)}{self._registry(i, device)}"
+                f"{self._not_followed(i) if lone else ''}"
             )
         if clauses:
             return Decision(
@@ -101,6 +109,50 @@ class Reasons:
         kind = "colocated" if has_details(group) else "default"
         return Decision(device.name, kind, base)
 
+    def follows_input(
+        self, i: int, device: LocalDevice, identities: Identities, cands: Candidates
+    ) -> Decision:
+        """Identity op i took its input's device (placer.cc's `MatchIdentityOperation`)."""
+        before, consumer = self.ops[identities.source[i]], identities.consumer[i]
+        wanted = f"request {before.device}" if before.device else "request no device"
+        if consumer >= 0:
+            why = f"its input and its one consumer {self.ops[consumer].name} both {wanted}"
+        else:
+            why = "it has no consumer and its input requests no device"
+        text = f"Identity follows its input {before.name} on {device.short}: {why}"
+        clauses = self._ignored(i)
+        if cands.soft is not None:
+            clauses.append(cands.soft)
+        if clauses:
+            return Decision(
+                device.name, "soft-fallback", f"soft placement: {'; '.join(clauses)}; {text}"
+            )
+        return Decision(device.name, "follows-input", text)
+
+    def identity_missed(
+        self, decision: Decision, i: int, got: LocalDevice | None, identities: Identities
+    ) -> Decision:
+        """`decision` for an Identity that did not take its input's device, and why TF's
+        Identity rule did not apply (`got`: its input's device so far, None for none)."""
+        before = self.ops[identities.source[i]]
+        edges, consumer = identities.edges[i], identities.consumer[i]
+        wants = _wants(before.device)
+        if i in identities.matched:
+            why = (
+                f"its input {before.name} is placed after it (a generator)"
+                if got is None
+                else f"its input's device {got.short} cannot take it"
+            )
+        elif edges > 1:
+            why = f"it is read {edges} times"
+        elif consumer < 0:
+            why = f"it has no consumer, and its input {before.name} {wants}"
+        else:
+            theirs = _wants(self.ops[consumer].device)
+            why = f"its input {before.name} {wants} but its consumer {self.ops[consumer].name} {theirs}"
+        reason = f"{decision.reason}; not its input's device: {why}"
+        return Decision(decision.device, decision.kind, reason)
+
     def _ignored(self, i: int) -> list[str]:
         note = self.groups.ignored.get(i)
         return [] if note is None else [note]
@@ -108,9 +160,29 @@ class Reasons:
     def _kernel(self, i: int) -> str:
         if self.groups.size[self.groups.root(i)] > 1:
             return "kernels for its whole colocation group"
-        dtype = self.narrowed.get(i)
-        kind = self.tf_type(i) if dtype is None else f"{dtype} {self.tf_type(i)}"
+        kind = self.tf_type(i)
         return f"{article(kind)} {kind} kernel"
+
+    def _registry(self, i: int, device: LocalDevice) -> str:
+        """Which registry entry decided, where it decided more than "a kernel": `: no GPU
+        kernel for Relu with T=DT_INT32 in TensorFlow 2.21's registry (CUDA build); CPU kernel
+        registered`, or the DEFAULT kernel serving the device."""
+        found = self.narrowed.get(i)
+        if found is None or self.groups.size[self.groups.root(i)] > 1:
+            return ""
+        kernel = found.kernel(device.type)
+        if kernel is None:
+            return ""
+        served = (
+            f"{device.type} served by {kernel.describe(found.attrs)}"
+            if found.notable(device.type) else f"{device.type} kernel registered"
+        )  # fmt: skip
+        missing = [
+            found.missing(t)
+            for t in ("GPU", "CPU")
+            if t in self.table.types and t not in found.devices
+        ]
+        return f": {'; '.join([*missing, served])}"
 
     def lacking(self, root: int, device_type: str) -> str:
         """`p (Print) has no GPU kernel`: the members of root's group that keep it off
@@ -127,18 +199,18 @@ class Reasons:
 
     def _held_back(self, i: int, root: int, group: DeviceSpec) -> str:
         """Why op i's group had no kernel for its requested type, for soft placement's reason:
-        the members without one (as TF's Colocation Debug Info lists them), or the dtype that
-        leaves op i alone without one."""
+        the members without one (as TF's Colocation Debug Info lists them), or the registry
+        entry that leaves op i alone without one."""
         wanted = group.device_type
         if wanted is None or wanted in self.groups.types[root]:
             return ""
         if self.groups.size[root] > 1:
-            found = self.lacking(root, wanted)
-            return f" in its colocation group: {found}" if found else ""
-        dtype = self.narrowed.get(i)
-        if dtype is None:
+            lacking = self.lacking(root, wanted)
+            return f" in its colocation group: {lacking}" if lacking else ""
+        found = self.narrowed.get(i)
+        if found is None or wanted in found.devices:
             return ""
-        return f" for {dtype} {self.tf_type(i)} (TensorFlow 1.x has none)"
+        return f": {found.missing(wanted)}"
 
     def _first_match(self, i: int, spec: DeviceSpec, device: LocalDevice) -> str:
         """For a partial spec (`/device:GPU:*`), why this device among those it matches."""

@@ -3,7 +3,10 @@
 1. `ColocationGraph::Initialize`: kernel types per op (an op with none fails), requested
    devices, colocation groups (see `colocation.py`).
 2. First pass, in graph order, over every op that is not a generator: the first candidate of
-   its group (`GetDevicesForNode`, see `candidates.py`); the group is then pinned there.
+   its group (`GetDevicesForNode`, see `candidates.py`); the group is then pinned there. An
+   Identity that requests no device, with one in-edge and one out-edge (to `_SINK` when it has
+   no consumer), whose input and consumer request the same device string, takes its input's
+   device if that is a candidate (`MatchIdentityOperation`, `match_identities`).
 3. Second pass over the generators (`IsGeneratorNode`: the op TF builds takes no inputs and
    has one output that is not a ref, e.g. Const, Placeholder and a small tf.zeros; not Fill or
    the random ops, which read a shape tensor, nor variables, whose TF 1 output is a ref): the
@@ -13,14 +16,18 @@ Errors come from the first op that fails in that order, with TensorFlow's messag
 about a colocation group of two or more ops carry TF's Colocation Debug Info.
 
 Per-op metadata: the registry's OpDef answers per op (`tf_type_for`, `generator_for`, and
-`kernels_for` for types with `dtype_kernels`, e.g. MatMul has no int32 GPU kernel); another
-`OpMeta` without these answers per type (`tf_type`, `generator` less `resident`, `kernels`).
+`kernel_match`: TensorFlow's kernel registry by the op's dtypes, e.g. no GPU kernel for int32
+MatMul); another `OpMeta` without these answers per type (`tf_type`, `generator` less
+`resident`, `kernels`).
 
 Per-op state is kept in flat lists, and ops alone in their group that request the same device
 and have the same type share one Decision, so placing n ops is O(n) and light on memory and
-the garbage collector. Not modelled: heuristic B (metadata ops such as
-Shape follow their input), resource/ref edges (the op registry exposes neither), and
-pre-assigned devices (graphs arrive unplaced).
+the garbage collector. Requested devices are read as the C++ placer reads them
+(`devices/names.py: placer_view`); one it cannot parse fails as TF's "Malformed device
+specification" does, in `InitializeMembers` order with the kernel errors. Not modelled, for
+want of such ops (docs/placement-rules.md): metadata ops (`IsMetadata`: Shape, Size, Rank)
+following their input, ref/resource edges (no op takes a ref input), and pre-assigned devices
+(graphs arrive unplaced).
 """
 
 from __future__ import annotations
@@ -28,12 +35,22 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import cast
 
-from ..devices.names import DeviceSpec, parse_device
+from ..devices.names import DeviceSpec, MalformedDevice, malformed_fix, placer_spec
 from ..echo import clip
 from ..gc_pause import gc_paused
 from ..graph.model import Graph, Op, OpMeta
+from ..graph.tf_registry import (
+    KernelMatch,
+    dt,
+    dtypes_with_kernels,
+    known,
+    listing,
+    node_attrs,
+    registry_name,
+)
 from .candidates import Candidates, Consumers, DeviceTable, LocalDevice
 from .colocation import ColocationGraph
+from .identity import match_identities
 from .model import Decision, Placement, PlacementError
 from .reasons import Reasons
 
@@ -52,21 +69,21 @@ def tf_type_of(meta: OpMeta, op: Op) -> str:
     return str(per_op(op.attrs)) if per_op is not None else meta.tf_type
 
 
-def dtype_of(meta: OpMeta, op: Op) -> str | None:
-    """The dtype that decides `op`'s kernels (its T, output 0's), or None when its type's
-    kernels do not depend on the dtype."""
-    if not getattr(meta, "dtype_kernels", None) or not op.outputs:
+def kernel_match(meta: OpMeta, op: Op, source: str | None = None) -> KernelMatch | None:
+    """TensorFlow's registered kernels for `op` by its dtypes (output 0's; `source`: input
+    0's, for Cast), or None where its type's kernels do not depend on them (no `kernel_match`,
+    an op that is not TensorFlow's, or one without outputs)."""
+    find = getattr(meta, "kernel_match", None)
+    if find is None or not op.outputs:
         return None
-    return op.outputs[0].dtype
+    found: KernelMatch | None = find(op.attrs, op.outputs[0].dtype, source)
+    return found
 
 
-def kernels_of(meta: OpMeta, op: Op) -> frozenset[str]:
-    """The device types with a kernel for `op`: its type's, narrowed by its dtype."""
-    dtype = dtype_of(meta, op)
-    if dtype is None:
-        return meta.kernels
-    narrow: Callable[[str], frozenset[str]] = getattr(meta, "kernels_for")  # noqa: B009
-    return narrow(dtype)
+def kernels_of(meta: OpMeta, op: Op, source: str | None = None) -> frozenset[str]:
+    """The device types with a kernel for `op`: its type's, narrowed by the registry."""
+    found = kernel_match(meta, op, source)
+    return meta.kernels if found is None else found.devices & meta.kernels
 
 
 def generator_flags(
@@ -95,51 +112,86 @@ def generator_flags(
     return flags
 
 
-# TF's DataType names (types.proto) for gpuplace's dtypes
-_DT = {"float16": "DT_HALF", "float32": "DT_FLOAT", "float64": "DT_DOUBLE", "int32": "DT_INT32",
-       "int64": "DT_INT64", "bool": "DT_BOOL"}  # fmt: skip
+def _attr_text(value: object) -> str:
+    """An attr's value as TensorFlow's `SummarizeAttrValue` prints it (`false`, not `False`)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return clip(str(value), 40)
 
 
-def _dt(dtype: str) -> str:
-    return _DT.get(dtype, f"DT_{dtype.upper()}")
-
-
-def _no_kernel_error(op: Op, meta: OpMeta, table: DeviceTable) -> PlacementError:
-    """`ColocationGraph::InitializeMember`'s error for an op with no kernel on this machine."""
-    tf_type, dtype = tf_type_of(meta, op), dtype_of(meta, op)
-    limits: Mapping[str, frozenset[str]] = getattr(meta, "dtype_kernels", None) or {}
-    shown = dict(op.attrs)
-    if dtype is not None:
-        shown["T"] = _dt(dtype)
-    attrs = ", ".join(f"{k}={clip(str(v), 40)}" for k, v in sorted(shown.items()))
-    registered = "\n".join(
-        f"  device='{t}'; T in [{_dt(d)}]" if t in limits else f"  device='{t}'"
-        for t in sorted(meta.kernels)
-        for d in sorted(limits.get(t, ("",)))
-    )
+def _no_kernel_error(
+    op: Op, meta: OpMeta, table: DeviceTable, found: KernelMatch | None
+) -> PlacementError:
+    """`ColocationGraph::InitializeMember`'s error for an op with no kernel on this machine:
+    the registered kernels are TensorFlow's list for the op (`KernelsRegisteredForOp`)."""
+    tf_type = tf_type_of(meta, op)
+    shown = {k: _attr_text(v) for k, v in op.attrs.items()}
+    if found is not None and known(tf_type):  # the TF node's attrs: its OpDef's, by default
+        defaults = node_attrs(tf_type)
+        shown = {k: shown.get(k, v) for k, v in defaults.items()}
+        shown.update((name, dt(value)) for name, value in found.attrs)
+    attrs = ", ".join(f"{k}={v}" for k, v in sorted(shown.items()))
+    if found is not None and known(tf_type):
+        registered = listing(tf_type)
+    else:
+        registered = "\n".join(f"  device='{t}'" for t in sorted(meta.kernels))
     message = (
         f"No OpKernel was registered to support Op '{tf_type}' used by "
         f"{{{{node {op.name}}}}} with these attrs: [{attrs}]\n"
         f"Registered devices: [{', '.join(sorted(table.types))}]\n"
         f"Registered kernels:\n{registered or '  <no registered kernels>'}"
     )
-    kernels = kernels_of(meta, op)
-    if dtype is not None and not kernels:
+    kernels = meta.kernels if found is None else found.devices & meta.kernels
+    if found is not None and not kernels:
+        attr, dtype = found.attrs[0]
+        usable = sorted(dtypes_with_kernels(tf_type, attr))
         hint = (
-            f"gpuplace: TensorFlow 1.x has no {tf_type} kernel for {dtype} on any device; "
-            f"cast the inputs (op: cast) to one of "
-            f"{', '.join(sorted(set().union(*limits.values())))} first."
+            f"gpuplace: {registry_name()} has no {tf_type} kernel for {attr}={dt(dtype)} "
+            f"on any device; cast the inputs (op: cast) to one of {', '.join(usable)} first."
         )
     else:
         listed = " and ".join(sorted(kernels)) or "no device type"
-        subject = f"{tf_type} for {dtype}" if dtype is not None else tf_type
+        subject = f"{tf_type} with {found.attrs_text()}" if found is not None else tf_type
         hint = (
             f"gpuplace: {subject} has kernels for {listed} only; "
             f"this machine has {table.gpus_phrase()}."
         )
     error = PlacementError(message, hint, op.name)
-    if dtype is not None and not kernels:
+    if found is not None and not kernels:
         error.exit_code = 2  # no machine has a kernel for it: the spec must change (bad input)
+    return error
+
+
+def _requested(device: str) -> DeviceSpec | None:
+    """An op's requested device as the C++ placer reads it; None where it is malformed."""
+    try:
+        return placer_spec(device)
+    except MalformedDevice:
+        return None
+
+
+def _first(items: Sequence[object], value: object) -> int:
+    return items.index(value) if value in items else len(items)
+
+
+def _malformed_error(op: Op, i: int, meta: OpMeta) -> PlacementError:
+    """`Member::SetRequestedDeviceName`'s error: the device and the node's `DebugString` (its id:
+    TF numbers ops from 2 in graph order, after _SOURCE and _SINK; its NodeDef's summary shows
+    the dtype attr (`T`, or a Const's `dtype`) and the device, not the op's other attrs)."""
+    device = clip(op.device)
+    dtype = op.outputs[0].dtype if op.outputs else None
+    attr = "" if dtype is None else f"{'T' if op.inputs else 'dtype'}={dt(dtype)}, "
+    inputs = ", ".join(
+        clip(ref.op if ref.index == 0 else f"{ref.op}:{ref.index}") for ref in op.inputs
+    )
+    name = clip(op.name)
+    message = (
+        f"Malformed device specification '{device}' in node: {{name:'{name}' id:{i + 2} op "
+        f"device:{{requested: '{device}', assigned: ''}} def:{{{{{{node {name}}}}} = "
+        f'{tf_type_of(meta, op)}[{attr}_device="{device}"]({inputs})}}}}'
+    )
+    error = PlacementError(message, f"gpuplace: {malformed_fix()}", op.name)
+    error.exit_code = 2  # the spec must change
     return error
 
 
@@ -151,29 +203,35 @@ class _Placer:
     ) -> None:
         self.ops, self.table = ops, table
         metas: dict[str, OpMeta] = {}
-        specs: dict[str, DeviceSpec] = {}
+        specs: dict[str, DeviceSpec | None] = {}
         for op in ops:
             if op.type not in metas:
                 metas[op.type] = op_meta(op.type)
             if op.device not in specs:
-                specs[op.device] = parse_device(op.device)
+                specs[op.device] = _requested(op.device)
         op_types = [op.type for op in ops]
         self.meta = list(map(metas.__getitem__, op_types))
-        self.own = [specs[op.device] for op in ops]
         supported = {name: meta.kernels & table.types for name, meta in metas.items()}
         types = list(map(supported.__getitem__, op_types))
         # kinds: what an op's device and reason depend on besides its request (the alone
-        # cache's key): its type, and its dtype where that narrows the kernels
+        # cache's key): its type, and its dtypes where the registry answers by dtype
         self.kinds: list[str] = op_types
-        self.narrowed: dict[int, str] = {}  # op -> the dtype that narrowed its kernels
-        narrow = {t for t, m in metas.items() if getattr(m, "dtype_kernels", None)}
-        if narrow:
-            self._narrow(types, supported, narrow)
-        if not all(types):
-            i = types.index(frozenset())
-            raise _no_kernel_error(ops[i], self.meta[i], table)
+        # op -> its registry match, where that says more than "a kernel": the machine has a
+        # device type without a kernel for its dtypes, or a DEFAULT kernel serves it
+        self.narrowed: dict[int, KernelMatch] = {}
+        self.matches: dict[int, KernelMatch] = {}  # op -> its registry match, where it has none
         self.names = [op.name for op in ops]
         self.index = dict(zip(self.names, range(len(ops)), strict=True))  # repeated: last op
+        narrow = {t: m for t, m in metas.items() if getattr(m, "kernel_match", None) is not None}
+        if narrow:
+            self._narrow(types, supported, narrow)
+        own = [specs[op.device] for op in ops]
+        if not all(types) or None in own:  # `InitializeMembers`: the first op that fails
+            i = min(_first(types, frozenset()), _first(own, None))
+            if not types[i]:
+                raise _no_kernel_error(ops[i], self.meta[i], table, self.matches.get(i))
+            raise _malformed_error(ops[i], i, self.meta[i])
+        self.own = cast("list[DeviceSpec]", own)
         distinct = len(self.index) == len(ops)
         self.groups = ColocationGraph(
             ops, self.own, types, table.soft, distinct, tf_type=self.tf_type
@@ -191,31 +249,66 @@ class _Placer:
         )  # fmt: skip
         # (requested device, kind) -> device and decision of an op alone in its group
         self.alone: dict[tuple[str, str], tuple[LocalDevice, Decision]] = {}
+        identity = {t for t, m in metas.items() if m.tf_type == "Identity"}
+        self.identities = match_identities(ops, self.index, identity)
 
     def tf_type(self, i: int) -> str:
         return tf_type_of(self.meta[i], self.ops[i])
 
     def _narrow(
-        self, types: list[frozenset[str]], supported: dict[str, frozenset[str]], narrow: set[str]
+        self,
+        types: list[frozenset[str]],
+        supported: dict[str, frozenset[str]],
+        narrow: dict[str, OpMeta],
     ) -> None:
-        """Per-op kernels for the ops of the `narrow` types, whose kernels depend on the dtype."""
-        kinds, table_types, ops, meta = list(self.kinds), self.table.types, self.ops, self.meta
-        found: dict[tuple[str, str], frozenset[str]] = {}
+        """Per-op kernels from TensorFlow's registry for the ops of the `narrow` types, by their
+        dtypes (output 0's; input 0's for Cast's SrcT; the TF type where the attrs choose it)."""
+        kinds, ops, meta = list(self.kinds), self.ops, self.meta
+        Entry = tuple[KernelMatch | None, str, frozenset[str], bool]
+        found: dict[tuple[str, str, str | None, str], Entry] = {}
+        needs_source = {t for t, m in narrow.items() if getattr(m, "reads_source", False)}
+        varies = {t for t, m in narrow.items() if getattr(m, "tf_type_of", None) is not None}
+        index, narrowed, matches = self.index, self.narrowed, self.matches
         for i, kind in enumerate(self.kinds):
             if kind not in narrow:
                 continue
             op = ops[i]
-            dtype = dtype_of(meta[i], op)
-            if dtype is None:
+            if not op.outputs:
                 continue
-            key = (op.type, dtype)
-            kernels = found.get(key)
-            if kernels is None:
-                kernels = found[key] = kernels_of(meta[i], op) & table_types
-            types[i], kinds[i] = kernels, f"{op.type}:{dtype}"
-            if kernels != supported[op.type]:
-                self.narrowed[i] = dtype
+            source = None
+            if kind in needs_source and op.inputs:
+                ref = op.inputs[0]
+                source = ops[index[ref.op]].outputs[ref.index].dtype
+            tf_type = self.tf_type(i) if kind in varies else ""
+            key = (kind, op.outputs[0].dtype, source, tf_type)
+            entry = found.get(key)
+            if entry is None:
+                entry = found[key] = self._entry(kernel_match(meta[i], op, source), key, supported)
+            match, kinds[i], kernels, notable = entry
+            if match is None:
+                continue
+            types[i] = kernels
+            if notable:
+                narrowed[i] = match
+            if not kernels:
+                matches[i] = match
         self.kinds = kinds
+
+    @staticmethod
+    def _entry(
+        match: KernelMatch | None,
+        key: tuple[str, str, str | None, str],
+        supported: dict[str, frozenset[str]],
+    ) -> tuple[KernelMatch | None, str, frozenset[str], bool]:
+        """For one (type, dtype, source dtype, TF type): the registry's match, the op's kind,
+        its kernels on this machine, and whether its reason names the registry entry (the
+        machine has a device type without a kernel for it, or a notable kernel serves it)."""
+        kind = ":".join(filter(None, map(str, key)))
+        if match is None:
+            return None, kind, supported[key[0]], False
+        kernels = match.devices & supported[key[0]]
+        notable = kernels != supported[key[0]] or any(map(match.notable, kernels))
+        return match, kind, kernels, notable
 
     def run(self) -> Placement:
         """`Placer::Run`: the two passes; decisions come back in graph order."""
@@ -257,10 +350,13 @@ class _Placer:
         """
         ops, assigned, alone, kinds = self.ops, self.assigned, self.alone, self.kinds
         parent, size, ignored = self.groups.parent, self.groups.size, self.groups.ignored
+        sources, matched = self.identities.source, self.identities.matched
         for i in first:
-            if parent[i] == i and size[i] == 1 and i not in ignored:
-                found = alone.get((ops[i].device, kinds[i])) or self._alone(i)
-                assigned[i], made[i] = found
+            if parent[i] == i and size[i] == 1 and i not in ignored and i not in matched:
+                device, decision = alone.get((ops[i].device, kinds[i])) or self._alone(i)
+                if i in sources:  # an Identity the rule passed over: say why, if it matters
+                    decision = self._unmatched(i, device, decision)
+                assigned[i], made[i] = device, decision
             else:
                 made[i] = self._place(i, follow=False)
 
@@ -275,20 +371,41 @@ class _Placer:
         else:
             cands = self._candidates(i, root)
             target = self.consumers.one_device(i) if follow else None
+            identities = self.identities
+            source = identities.source.get(i, -1)
+            got = self.assigned[source] if source >= 0 else None
+            matched = i in identities.matched
             if target is not None and target in cands.devices:  # heuristic A
                 device, followed = target, True
+            elif matched and got is not None and got in cands.devices:  # MatchIdentityOperation
+                device, followed = got, False
             else:
                 device, followed = cands.devices[0], False
-            decision = self.reasons.chosen(i, device, cands, followed, follow)
+            if source >= 0 and device is got and matched:
+                decision = self.reasons.follows_input(i, device, identities, cands)
+            else:
+                decision = self.reasons.chosen(i, device, cands, followed, follow)
+                if source >= 0:
+                    decision = self._unmatched(i, device, decision)
             self.pinned[root], self.pinned_by[root] = device, i
         self.assigned[i] = device
         return decision
 
+    def _unmatched(self, i: int, device: LocalDevice, decision: Decision) -> Decision:
+        """`decision` for an Identity the Identity rule passed over, with why the rule did not
+        apply, unless it sits with its input anyway or its input is a generator that requests
+        nothing (which usually follows it)."""
+        source = self.identities.source[i]
+        got = self.assigned[source]
+        if got is device or (got is None and not self.ops[source].device):
+            return decision
+        return self.reasons.identity_missed(decision, i, got, self.identities)
+
     def _alone(self, i: int) -> tuple[LocalDevice, Decision]:
         """Device and decision of an op that is its own group and follows no consumer.
 
-        They depend only on its requested device string and its kind (its type, and dtype
-        where that narrows its kernels: its group requests what it does and has its kernels;
+        They depend only on its requested device string and its kind (its type, and its
+        dtypes where the registry answers by dtype: its group requests what it does and has its kernels;
         its reason names neither the op nor a neighbour, and its TF type is its type's for
         every op of the first pass: a zeros op there is a Fill, a small one is a generator),
         so they are computed once per (device, kind) and ops alike share one frozen Decision.
@@ -324,10 +441,7 @@ class _Placer:
                 f"its colocation group has kernels for {listed} only: "
                 f"{self.reasons.lacking(root, wanted)}"
             )
-        dtype = self.narrowed.get(i)
-        if dtype is not None:
-            return (
-                f"it has kernels for {listed} only (TensorFlow 1.x has no {dtype} "
-                f"{self.tf_type(i)} kernel for {wanted or 'the requested'} devices)"
-            )
+        found = self.narrowed.get(i)
+        if found is not None and wanted is not None and wanted not in found.devices:
+            return f"it has kernels for {listed} only ({found.missing(wanted)})"
         return f"it has kernels for {listed} only"

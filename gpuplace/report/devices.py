@@ -8,6 +8,7 @@ from ..devices.model import View, VisibleGpu
 from ..devices.visible import visible
 from ..echo import TEXT_CHARS, show
 from ..units import human, mib
+from .schema import SCHEMA_VERSION
 from .text import NA, columns, na
 
 SIM = " [simulated]"
@@ -80,22 +81,37 @@ def device_records(view: View) -> list[dict[str, Any]]:
 
 def devices_json(view: View) -> dict[str, Any]:
     """The `gpuplace devices --json` document (schema: gpuplace/schemas/devices.schema.json)."""
-    m = view.machine
     return {
-        "machine": {
-            "source": m.source,
-            "description": m.description,
-            "simulated": m.simulated,
-            "driver_version": m.driver_version,
-            "cuda_version": m.cuda_version,
-            "gpu_count": len(m.gpus),
-            "visible_gpu_count": len(view.gpus),
-            "cuda_visible_devices": view.cuda_visible_devices,
-            "no_gpu_reason": notice(view),
-            "warnings": list(view.warnings),
-        },
+        "schema_version": SCHEMA_VERSION,
+        "machine": machine_json(view),
         "devices": device_records(view),
     }
+
+
+def machine_json(view: View) -> dict[str, Any]:
+    """The `machine` object of every JSON document: what it is, its driver, how many GPUs it has
+    and the process sees (as TensorFlow names them), in which order, and why any are hidden."""
+    m = view.machine
+    return {
+        "source": m.source,
+        "description": m.description,
+        "simulated": m.simulated,
+        "driver_version": m.driver_version,
+        "cuda_version": m.cuda_version,
+        "gpu_count": len(m.gpus),
+        "visible_gpu_count": len(view.gpus),
+        "visible_gpus": [g.name for g in view.gpus],
+        "cuda_visible_devices": view.cuda_visible_devices,
+        "no_gpu_reason": notice(view),
+        "order": _order(view),
+        "warnings": list(view.warnings),
+    }
+
+
+def _order(view: View) -> dict[str, str] | None:
+    """Which order CUDA numbers the GPUs in (CUDA_DEVICE_ORDER) and how gpuplace knows it."""
+    o = view.order
+    return None if o is None else {"kind": o.kind, "source": o.source, "detail": o.detail}
 
 
 def notice(view: View) -> str | None:

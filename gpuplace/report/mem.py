@@ -9,7 +9,7 @@ from typing import Any
 from ..devices.model import Gpu, GpuProcess, LogicalGpu, View
 from ..devices.names import full_name
 from ..memory.pools import DeviceMemory
-from ..results import PolicyRun
+from ..results import PolicyRun, Reservation
 from ..units import mib
 from .text import NA, columns
 
@@ -129,3 +129,49 @@ def memory_records(
          "peak": by_name[full_name("GPU", lg.index)].peak, "limit": lg.limit}
         for lg in logical
     ]  # fmt: skip
+
+
+RESERVE_HEADER = ("DEVICE", "CARD", "POLICY", "RESERVED AT START", "LIMIT", "LEFT ON CARD")
+
+
+def _left(logical: Sequence[LogicalGpu]) -> dict[int, int | None]:
+    """Per card (NVML index): its free memory less what the logical GPUs on it reserve."""
+    left: dict[int, int | None] = {}
+    for lg in logical:
+        card = lg.gpu.gpu.nvml_index
+        free = lg.gpu.memory_free if lg.gpu.memory_free is not None else lg.gpu.memory_total
+        before = left.get(card, free)
+        left[card] = None if before is None else before - lg.reserve
+    return left
+
+
+def reservation_plain(reservations: Sequence[Reservation]) -> str:
+    """`mem` without a graph: per policy and logical GPU, what TensorFlow sets aside at start,
+    the limit the device may grow to, and what the card keeps free for other processes."""
+    rows: list[tuple[str, ...]] = []
+    for r in reservations:
+        if r.repeat_of:
+            continue
+        left = _left(r.logical)
+        for lg in r.logical:
+            card = f"{lg.gpu.product} (CUDA {lg.gpu.cuda_index})"
+            rows.append((f"GPU:{lg.index}", card, r.name, _mem(lg.reserve), _mem(lg.limit),
+                         _mem(left[lg.gpu.gpu.nvml_index])))  # fmt: skip
+    return columns(RESERVE_HEADER, rows)
+
+
+def reservation_records(reservations: Sequence[Reservation]) -> list[dict[str, Any]]:
+    """`mem --json` without a graph: each policy's logical GPUs, sizes in bytes."""
+    out = []
+    for r in reservations:
+        if r.repeat_of:
+            continue
+        left = _left(r.logical)
+        devices = [
+            {"device": lg.name, "cuda_index": lg.gpu.cuda_index, "product": lg.gpu.product,
+             "reserved": lg.reserve, "limit": lg.limit,
+             "left_on_card": left[lg.gpu.gpu.nvml_index]}
+            for lg in r.logical
+        ]  # fmt: skip
+        out.append({"policy": r.name, "devices": devices})
+    return out

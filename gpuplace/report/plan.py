@@ -14,6 +14,7 @@ from .explain import EXPLAIN_HEADER, explain_rows, short_device
 from .lines import pruned_line
 from .lines import title as run_title
 from .records import copy_records, machine_record, placed_ops, placement_records, rate_records
+from .schema import SCHEMA_VERSION
 from .text import columns
 
 LOAD_HEADER = (
@@ -132,6 +133,7 @@ def plan_json(
     copies, loads = _loads(prepared)
     by_name = {m.device: m for m in memory}
     return {
+        "schema_version": SCHEMA_VERSION,
         "machine": machine_record(view),
         "strategy": prepared.strategy,
         "rates": rate_records(prepared),

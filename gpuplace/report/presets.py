@@ -6,11 +6,13 @@ from typing import Any
 
 from ..devices.presets import PRESETS
 from ..units import mib
+from .schema import SCHEMA_VERSION
 from .text import columns
 
 
-def presets_json() -> list[dict[str, Any]]:
-    return [
+def presets_json() -> dict[str, Any]:
+    """`devices --presets --json`: the presets, with the document's schema version."""
+    presets = [
         {
             "preset": p.key,
             "product": p.product,
@@ -20,6 +22,7 @@ def presets_json() -> list[dict[str, Any]]:
         }
         for p in PRESETS.values()
     ]
+    return {"schema_version": SCHEMA_VERSION, "presets": presets}
 
 
 def presets_plain() -> str:

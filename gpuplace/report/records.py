@@ -20,9 +20,10 @@ if TYPE_CHECKING:
 
 
 def machine_record(view: View) -> dict[str, Any]:
-    m = view.machine
-    return {"source": m.source, "description": m.description, "simulated": m.simulated,
-            "visible_gpus": [g.name for g in view.gpus]}  # fmt: skip
+    """The one `machine` object of every JSON document (`devices --json`'s)."""
+    from .devices import machine_json
+
+    return machine_json(view)
 
 
 def memory_records(memory: Sequence[Any]) -> list[dict[str, Any]]:

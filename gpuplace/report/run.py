@@ -22,6 +22,7 @@ from .records import (
     placement_records,
     rate_records,
 )
+from .schema import SCHEMA_VERSION
 
 if TYPE_CHECKING:
     from ..results import Outcome, Prepared
@@ -54,9 +55,27 @@ def device_mapping(logical: Sequence[LogicalGpu]) -> str:
     return "\n".join(lines)
 
 
-def placement_log(graph: Graph, placement: Placement) -> str:
-    """One `name: /job:localhost/replica:0/task:0/device:GPU:0` line per op, in graph order."""
-    return "\n".join(f"{op.name}: {placement.decisions[op.name].device}" for op in graph.ops)
+def placement_log(graph: Graph, placement: Placement, log_format: str = "guide") -> str:
+    """The placement log in `log_format` (`LOG_FORMATS`).
+
+    `guide`: one `name: /job:localhost/replica:0/task:0/device:GPU:0` line per op, in graph
+    order, as the "Using GPUs" guide shows it. `tensorflow`: the lines TensorFlow 2.x's placer
+    prints to stdout (`placer.cc` `LogDeviceAssignment`: `name: (MatMul): device`), in the
+    order it assigns the ops (non-generators first, then the generators it deferred; the
+    `balanced` and `round-robin` strategies, which TF does not have, keep graph order).
+    """
+    if log_format == "guide":
+        return "\n".join(f"{op.name}: {placement.decisions[op.name].device}" for op in graph.ops)
+    from ..graph.ops import get_op
+    from ..placement.tf import tf_type_of
+
+    by_name = graph.by_name()
+    lines = []
+    for name in placement.log_order():
+        op = by_name[name]
+        tf_type = tf_type_of(get_op(op.type), op)
+        lines.append(f"{name}: ({tf_type}): {placement.decisions[name].device}")
+    return "\n".join(lines)
 
 
 def results_text(values: Mapping[str, np.ndarray]) -> str:
@@ -70,6 +89,7 @@ def run_json(view: View, prepared: Prepared, outcome: Outcome) -> dict[str, Any]
     sources, and `pruned`: the ops the fetches do not need, which did not run."""
     result = outcome.result
     return {
+        "schema_version": SCHEMA_VERSION,
         "machine": machine_record(view),
         "strategy": prepared.strategy,
         "rates": rate_records(prepared),

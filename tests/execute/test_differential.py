@@ -120,20 +120,67 @@ def matches(request: Request, device: str) -> bool:
     return all(r is None or r == h for r, h in zip(request, have, strict=True))
 
 
-def kernels(kind: str, dtype: str) -> set[str]:
-    """Device types with a kernel (TF 1.x): I/O and print on the CPU only; MatMul has no int64
-    kernel and no int32 GPU kernel."""
-    if kind in ("load", "save", "print"):
-        return {"CPU"}
-    if kind == "matmul":
-        cpu = {"CPU"} if dtype in (*FLOATS, "int32") else set()
-        return cpu | ({"GPU"} if dtype in FLOATS else set())
-    return {"CPU", "GPU"}
+# TensorFlow's kernel registry as captured (gpuplace/graph/data/tf_kernels.json), read here
+# without gpuplace's code: the op type TF1's Python API builds for each kind, and the type attrs
+# its node has (output 0's dtype; Cast's SrcT is its input's; shape, axis and size tensors are
+# int32, as the Python API makes them from Python ints).
+REGISTRY = json.loads(
+    (Path(__file__).parents[2] / "gpuplace/graph/data/tf_kernels.json").read_text()
+)
+TF_TYPES = {
+    "constant": "Const", "fill": "Fill", "placeholder": "Placeholder", "variable": "VariableV2",
+    "random_uniform": "RandomUniform", "random_normal": "RandomStandardNormal",
+    "identity": "Identity", "add": "AddV2", "sub": "Sub", "mul": "Mul", "div": "RealDiv",
+    "neg": "Neg", "exp": "Exp", "log": "Log", "tanh": "Tanh", "relu": "Relu",
+    "sigmoid": "Sigmoid", "softmax": "Softmax", "matmul": "MatMul", "add_n": "AddN",
+    "batch_slice": "StridedSlice", "reduce_sum": "Sum", "reduce_mean": "Mean",
+    "reduce_max": "Max", "transpose": "Transpose", "reshape": "Reshape", "concat": "ConcatV2",
+    "cast": "Cast", "print": "Print",
+}  # fmt: skip
 
 
-def satisfiable(request: Request, kind: str, dtype: str, devices: list[str]) -> list[str]:
+def tf_node(
+    entry: dict[str, Any], out: str, source: str
+) -> tuple[str, tuple[tuple[str, str], ...]]:
+    """The TF type and type attrs of the node TF1's Python API builds for a spec entry."""
+    kind = entry["op"]
+    if kind in ("zeros", "ones"):
+        tf_type = "Const" if math.prod(entry["shape"]) < 1000 else "Fill"
+    elif kind == "split":
+        tf_type = "SplitV" if "sizes" in entry else "Split"
+    else:
+        tf_type = TF_TYPES.get(kind, "")
+    if not tf_type:
+        return "", ()
+    attrs = []
+    for attr in REGISTRY["type_attrs"][tf_type]:
+        if attr == "SrcT":
+            attrs.append((attr, source))
+        elif attr in ("dtype", "DstT") or (attr == "T" and not tf_type.startswith("Random")):
+            attrs.append((attr, out))
+        else:
+            attrs.append((attr, "int32"))
+    return tf_type, tuple(attrs)
+
+
+def kernels(info: Info) -> set[str]:
+    """Device types with a kernel: load and save (gpuplace's own) on the CPU only, average_n
+    everywhere; TF's ops by the registry: a device type's own kernel whose constraints all hold,
+    else a DEFAULT kernel whose constraints hold."""
+    if not info.tf_type:
+        return {"CPU"} if info.kind in ("load", "save") else {"CPU", "GPU"}
+    given = dict(info.attrs)
+    holds = [
+        device for device, constraints, _ in REGISTRY["kernels"][info.tf_type]
+        if all(given.get(name) in allowed for name, allowed in constraints.items())
+    ]  # fmt: skip
+    return {t for t in ("CPU", "GPU") if t in holds or "DEFAULT" in holds}
+
+
+def satisfiable(request: Request, info: Info, devices: list[str]) -> list[str]:
     """The devices of `devices` matching `request` with a kernel for the op."""
-    return [d for d in devices if matches(request, d) and d.split(":")[-2] in kernels(kind, dtype)]
+    found = kernels(info)
+    return [d for d in devices if matches(request, d) and d.split(":")[-2] in found]
 
 
 def devices_of(gpus: int) -> list[str]:
@@ -162,6 +209,8 @@ class Info:
     colocate_with: str | None = None
     grouped: bool = False  # in a colocation group (TF merges the group's requests)
     consumers: list[str] | None = field(default_factory=list)  # None: some have no known name
+    tf_type: str = ""  # the TF op type, "" for gpuplace's own ops (load, save, average_n)
+    attrs: tuple[tuple[str, str], ...] = ()  # its node's type attrs (T=..., Tidx=int32, ...)
 
 
 @dataclass
@@ -233,7 +282,10 @@ class Builder:
         if infos and draw(st.integers(0, 9)) == 0:
             target = entry["colocate_with"] = draw(st.sampled_from(sorted(infos)))
             infos[target].grouped = True
-        infos[entry["name"]] = Info(entry["op"], dtype, request, target, target is not None)
+        tf_type, attrs = tf_node(entry, outputs[0].dtype if outputs else dtype, dtype)
+        infos[entry["name"]] = Info(
+            entry["op"], dtype, request, target, target is not None, tf_type=tf_type, attrs=attrs
+        )
         consume(infos, entry.get("inputs", []), entry["name"])
         self.blocks[-1][0].append(entry)
         self.pool.extend(outputs)
@@ -317,7 +369,7 @@ class Builder:
         name = self.name()
         refs = [t.ref.removesuffix(":0") if self.draw(st.booleans()) else t.ref for t in inputs]
         entry = {"name": name, "op": kind, "inputs": refs, **attrs}
-        self.emit(entry, [replace(out, ref=name)], out.dtype if kind == "cast" else inputs[0].dtype)
+        self.emit(entry, [replace(out, ref=name)], inputs[0].dtype)
 
     def any_op(self) -> None:
         kind = self.draw(st.sampled_from(OPS))
@@ -759,7 +811,7 @@ def check_placement(ran: Ran, case: Case, soft: bool) -> None:
             assert record["device"] == placed[info.colocate_with], record
         if info.grouped or info.request == ANY:
             continue
-        if satisfiable(info.request, info.kind, info.dtype, devices):
+        if satisfiable(info.request, info, devices):
             assert matches(info.request, record["device"]), record
         else:
             assert soft or doc["strategy"] != "tensorflow", record
@@ -783,7 +835,7 @@ def check_tf_defaults(ran: Ran, case: Case) -> None:
     for name, info in case.infos.items():
         if info.grouped or info.request != ANY or info.kind == "identity" or name not in placed:
             continue
-        candidates = satisfiable(ANY, info.kind, info.dtype, devices)
+        candidates = satisfiable(ANY, info, devices)
         if not candidates:
             continue
         want = min(candidates, key=lambda d: ("CPU" in d, d))  # GPUs first, by name
@@ -801,7 +853,7 @@ def unsatisfiable(case: Case, gpus: int) -> bool:
     without soft placement)."""
     devices = devices_of(gpus)
     return any(
-        not i.grouped and i.request != ANY and not satisfiable(i.request, i.kind, i.dtype, devices)
+        not i.grouped and i.request != ANY and not satisfiable(i.request, i, devices)
         for i in case.infos.values()
     )
 

@@ -95,8 +95,9 @@ def released(nvml_index: int, used_before: int) -> int:
     return used
 
 
-def cupy_view(cvd: str | None) -> list[dict[str, Any]]:
-    """What cupy sees under CUDA_VISIBLE_DEVICES=cvd, from a fresh process (ground truth)."""
+def cupy_view(cvd: str | None, order: str | bool | None = False) -> list[dict[str, Any]]:
+    """What cupy sees under CUDA_VISIBLE_DEVICES=cvd, from a fresh process (ground truth), in
+    CUDA's order: CUDA_DEVICE_ORDER=`order` (None: unset; False: as this process has it)."""
     code = (
         "import json, cupy\n"
         "try:\n n = cupy.cuda.runtime.getDeviceCount()\n"
@@ -113,6 +114,10 @@ def cupy_view(cvd: str | None) -> list[dict[str, Any]]:
     env.pop("CUDA_VISIBLE_DEVICES", None)
     if cvd is not None:
         env["CUDA_VISIBLE_DEVICES"] = cvd
+    if order is not False:
+        env.pop("CUDA_DEVICE_ORDER", None)
+        if isinstance(order, str):
+            env["CUDA_DEVICE_ORDER"] = order
     done = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True,
         timeout=TIMEOUT,

@@ -37,7 +37,10 @@ def test_matches_nvidia_smi_and_cupy() -> None:
     truth = smi()
     assert doc["machine"]["source"] == "nvml" and not doc["machine"]["simulated"]
     assert len(gpus) == len(truth) > 0
-    for ours, theirs, cp in zip(gpus, truth, cupy_view(None), strict=True):
+    by_nvml = sorted(gpus, key=lambda d: d["nvml_index"])  # nvidia-smi's order; cupy's is CUDA's
+    cupy = {c["bus"].upper(): c for c in cupy_view(None)}
+    for ours, theirs in zip(by_nvml, truth, strict=True):
+        cp = cupy[ours["pci_bus_id"].upper()]
         assert ours["nvml_index"] == int(theirs["index"])
         assert ours["product"] == theirs["name"] == cp["name"]
         assert ours["uuid"] == theirs["uuid"]

@@ -90,7 +90,7 @@ def test_suggestions(text: str, expected: str) -> None:
         ("graph:\n  - {name: a, op: zeros, shape: [1], inputs: [a]}\n",
          "g.yaml:2: op 'a' (zeros) takes no inputs, got 1 (inputs: ['a']); remove 'inputs'"),
         ("graph:\n  - {name: a, op: constant, value: 1.0, device: /gpu:0/cpu:0}\n",
-         "g.yaml:2: op 'a': Cannot specify multiple device types: /gpu:0/cpu:0; write devices like /cpu:0, /gpu:1, /device:GPU:1 or /job:localhost/replica:0/task:0/device:GPU:0"),
+         "g.yaml:2: op 'a': Multiple device types are not allowed while parsing the device spec: /gpu:0/cpu:0. gpuplace: name one device type, e.g. /gpu:1 or /device:GPU:1."),
         ("graph:\n  - {name: a, op: constant, value: [1, 2, 3], shape: [2, 2]}\n",
          "g.yaml:2: op 'a' (constant): value has 3 elements but shape [2, 2] holds 4; give 4 values, or one value to fill the shape"),
         ("graph:\n  - {name: a, op: zeros, shape: [2], dtype: float}\n",

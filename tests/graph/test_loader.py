@@ -13,6 +13,8 @@ from textwrap import dedent
 import numpy as np
 import pytest
 import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from gpuplace.devices.names import DeviceSpec
 from gpuplace.graph import Graph, Op, TensorRef, TensorSpec, load, loads
@@ -114,8 +116,10 @@ def test_default_names_follow_tensorflow_unique_name() -> None:
           - {op: split, inputs: [matmul], num_split: 1}
         """)
     names = [op.name for op in graph.ops]
-    # written names are kept; generated ones skip them, case-insensitively as TF does
-    assert names == ["Const", "Const_2", "Const_1", "matmul", "MatMul_1", "split"]
+    # TF's Graph.unique_name in file order, written names too, case-insensitively: the
+    # written Const_1 comes after the generated one and is renamed (as TF 2.21 does)
+    assert names == ["Const", "Const_1", "Const_1_1", "matmul", "MatMul_1", "split"]
+    assert graph.ops[0].attrs["value"] == 1.0 and graph.ops[2].attrs["value"] == 3.0
 
 
 def test_nested_scopes_merge_field_by_field() -> None:
@@ -311,3 +315,30 @@ def test_one_pass_load_equals_the_general_path(monkeypatch: pytest.MonkeyPatch) 
     monkeypatch.setattr(loader, "direct", lambda *a: None)
     assert repr(fast) == repr(loads(text, "spec.yaml"))
     assert [str(r) for r in fast.fetch] == ["s", "s:1", "add"]
+
+
+CLASHING = st.sampled_from(
+    [None, None, "Const", "const", "Const_1", "CONST_1", "Const_1_1", "a", "A"]
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(CLASHING, min_size=1, max_size=12))
+def test_one_pass_names_equal_the_general_paths(names: list[str | None]) -> None:
+    """Flat specs whose names clash with generated ones or but for case: the one pass either
+    gives TF's names or leaves the spec to the general path, never other names."""
+    from unittest import mock
+
+    import gpuplace.graph.loader as loader
+
+    seen: set[str] = set()
+    items = []
+    for name in names:
+        if name is None or name not in seen:
+            seen.add(name or "")
+            items.append({"op": "constant", "value": 1.0, **({"name": name} if name else {})})
+    text = json.dumps({"graph": items})
+    fast = [op.name for op in loads(text).ops]
+    with mock.patch.object(loader, "direct", lambda *a: None):
+        assert fast == [op.name for op in loads(text).ops]
+    assert len({n.lower() for n in fast}) == len(fast)

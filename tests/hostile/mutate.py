@@ -1,4 +1,4 @@
-"""Mutants of real specs for the CLI fuzzer: the examples/ specs and the README's YAML blocks
+"""Mutants of real specs for the CLI fuzzer: the examples/ specs and the docs' YAML blocks
 (graph specs and the machine file), changed in their structure (keys deleted, duplicated,
 renamed, swapped; values of the wrong type, huge, negative, NaN, long, unicode, deeply nested;
 items repeated by reference, which YAML writes as aliases) and then in their text (characters
@@ -100,20 +100,22 @@ class Mutant:
 
 
 def seeds() -> list[Seed]:
-    """examples/**.yaml and every YAML block of the README (graph specs, the machine file)."""
+    """examples/**.yaml and every YAML block of the docs (graph specs, the machine file)."""
     found: list[Seed] = []
     for path in sorted((ROOT / "examples").rglob("*.yaml")):
         # big_model holds 10 GiB of weights: planned, never run
         commands = ("plan",) if path.name == "big_model.yaml" else ("run", "plan", "mem")
         found.append(Seed(str(path.relative_to(ROOT)), yaml.safe_load(path.read_text()), False,
                           commands))  # fmt: skip
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    for n, block in enumerate(re.findall(r"```yaml\n(.*?)```", readme, re.S)):
-        data = yaml.safe_load(block)
-        if isinstance(data, dict) and "gpus" in data:
-            found.append(Seed(f"README.md yaml block {n}", data, True, ("devices", "mem")))
-        elif isinstance(data, dict) and "graph" in data:
-            found.append(Seed(f"README.md yaml block {n}", data, False, ("run", "plan", "mem")))
+    for doc in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
+        text = doc.read_text(encoding="utf-8")
+        for n, block in enumerate(re.findall(r"```yaml[^\n]*\n(.*?)```", text, re.S)):
+            data = yaml.safe_load(block)
+            where = f"{doc.relative_to(ROOT)} yaml block {n}"
+            if isinstance(data, dict) and "gpus" in data:
+                found.append(Seed(where, data, True, ("devices", "mem")))
+            elif isinstance(data, dict) and "graph" in data:
+                found.append(Seed(where, data, False, ("run", "plan", "mem")))
     return found
 
 

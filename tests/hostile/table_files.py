@@ -119,3 +119,20 @@ CASES += [
     Case("rates-env-deep", "traceback", (*SIM, "plan", "g.yaml"), 0, "",
          {"g.yaml": MATMUL, "r.json": "[" * 100_000}, env={"GPUPLACE_RATES": "{world}/r.json"}),
 ]  # fmt: skip
+
+# `plan --format html -o FILE.html` (the user's flag): written atomically where it says, never
+# through a link, never over a device; a failed write leaves the old page.
+CHAIN = spec("{name: x, op: constant, value: 1.0, shape: [2, 2]}",
+             *(f"{{name: n{i}, op: neg, inputs: [{'x' if i == 0 else f'n{i - 1}'}]}}" for i in range(300)))  # fmt: skip
+HTML = (*SIM, "plan", "g.yaml", "--format", "html", "-o")
+CASES += [
+    Case("html-overwrite-disk-full", "files", (*HTML, "plan.html"), 1, r"plan\.html.*cannot write",
+         {"g.yaml": CHAIN, "plan.html": OLD}, limits=SMALL_FILES),
+    Case("html-symlink-file", "files", (*HTML, "plan.html"), 0, r"written to plan\.html",
+         {"g.yaml": MATMUL, "plan.html": Link("victim.txt"), "victim.txt": OLD},
+         outputs=("plan.html",)),
+    Case("html-dev-full", "held", (*HTML, "/dev/full"), 2, r"\.html", {"g.yaml": MATMUL}),
+    Case("html-spec-as-output", "files", (*SIM, "plan", "g.html", "--format", "html", "-o", "g.html"),
+         2, r"is the graph spec", {"g.html": MATMUL}),
+    Case("html-folder", "held", (*HTML, "d.html"), 2, "is a folder", {"g.yaml": MATMUL, "d.html": Folder()}),
+]  # fmt: skip

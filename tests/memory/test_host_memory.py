@@ -4,6 +4,7 @@ memory) would need more than the host has available is refused before it starts,
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -121,7 +122,13 @@ def test_a_run_larger_than_the_host_is_refused_before_it_starts(
 ) -> None:
     spec = write_spec(tmp_path, BIG)
     result = run("--machine", "1xK520", args[0], spec, *args[1:], host_memory=lambda: 10 * 2**20)
-    assert (result.code, result.out, result.err) == (1, "", REFUSED)
+    assert (result.code, result.err) == (1, REFUSED)
+    if "--json" in args:  # the same error as a document (tests/test_cli_json_errors.py)
+        error = json.loads(result.out)["error"]
+        assert (error["kind"], error["exit_code"]) == ("runtime_failure", 1)
+        assert f"error: {error['message']} Fix: {error['fix']}\n" == REFUSED
+    else:
+        assert result.out == ""
 
 
 def test_a_run_that_fits_the_host_runs(run: Run, tmp_path: Path) -> None:
