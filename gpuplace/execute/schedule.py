@@ -207,11 +207,16 @@ def bind(layout: Layout, backends: Mapping[str, Backend]) -> Schedule:
     bound = tuple(backends.values())
     printing = (PRINT, _text) if layout.effects else (KERNEL, _forward)
     tables = []
+    made: dict[tuple[bool, int], tuple[KernelEntry, ...]] = {}  # one per kind of backend
     for backend in bound:
-        table: list[KernelEntry] = [printing]
-        for kernel in layout.kernels:
-            table.extend(_entries(kernel, backend))
-        tables.append(tuple(table))
+        kind = (isinstance(backend, NumpyBackend), id(backend.xp))  # all _entries looks at
+        table = made.get(kind)
+        if table is None:
+            entries: list[KernelEntry] = [printing]
+            for kernel in layout.kernels:
+                entries.extend(_entries(kernel, backend))
+            table = made[kind] = tuple(entries)
+        tables.append(table)
     device_oom = {b.out_of_memory for b in bound if isinstance(b, CupyBackend)}
     return Schedule(layout, bound, tuple(tables), tuple(device_oom))
 
