@@ -61,12 +61,13 @@ def host_peak(schedule: Schedule) -> HostPeak:
     import numpy as np
 
     charges = schedule.layout.charges
-    host = [d for d, b in enumerate(schedule.backends) if isinstance(b, NumpyBackend)]
-    if not host or not charges.steps:
+    host = np.asarray([isinstance(b, NumpyBackend) for b in schedule.backends], dtype=bool)
+    if not host.any() or not charges.steps:
         return HostPeak(0, "")
-    times = np.concatenate([charges.times[d] for d in host])
+    on_host = host[charges.device]
+    times = charges.time[on_host]
     order = np.argsort(times, kind="stable")
-    held = np.cumsum(np.concatenate([charges.deltas[d] for d in host])[order])
+    held = np.cumsum(charges.delta[on_host][order])
     times = times[order]
     charged = times % 2 == 0
     after = held[charged]

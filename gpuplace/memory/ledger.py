@@ -12,8 +12,7 @@ the preallocated block, or with allow_growth the regions grown so far (`BFCAlloc
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from itertools import pairwise
-from typing import Any, Literal
+from typing import Any
 
 from ..errors import BadInput, Message, Part, RuntimeFailure, Term, Text
 from ..units import ALIGNMENT, allocation_size, human
@@ -165,12 +164,13 @@ class Charges:
     device is charged `step_bytes[s]` (its outputs and copies, rounded); after it, each tensor
     whose last reader it is goes back to its own device.
 
-    Kept per device as events in run order (time 2s: the charge of step s, 2s + 1: the frees
-    after it), so `Replay` can count a whole run with a few array passes instead of two calls
-    per step. Built from plain lists in one vectorised pass (numpy is imported here only).
+    Kept as events (`time` 2s: the charge of step s, 2s + 1: the frees after it; `device`;
+    `delta`: + bytes charged, - bytes freed), sorted by device then time, so `Replay` counts a
+    whole run, every device at once, with a few array passes instead of two calls per step.
+    Built from plain lists in one vectorised pass (numpy is imported here only).
     """
 
-    __slots__ = ("deltas", "step_bytes", "step_device", "times")
+    __slots__ = ("delta", "device", "devices", "exact", "step_bytes", "step_device", "time")
 
     def __init__(
         self,
@@ -184,24 +184,25 @@ class Charges:
         import numpy as np
 
         steps = len(step_device)
-        exact = sum(step_bytes) >= HUGE  # each tensor was charged once: the sum bounds them too
+        self.devices = devices
+        # each tensor was charged once: the sum bounds every running total
+        self.exact = sum(step_bytes) >= HUGE
         self.step_device = np.fromiter(step_device, np.int64, steps)
         self.step_bytes: Any = (
-            np.array(step_bytes, object) if exact else np.fromiter(step_bytes, np.int64, steps)
+            np.array(step_bytes, object) if self.exact else np.fromiter(step_bytes, np.int64, steps)
         )
         free_step = np.fromiter(frees[0], np.int64)
         rows = len(free_step)
         freed = free_step < steps
         free_device = np.fromiter(frees[1], np.int64, rows)[freed]
-        free_bytes = np.array(list(frees[2]), object) if exact else np.fromiter(frees[2], np.int64)
+        free_bytes = (
+            np.array(list(frees[2]), object) if self.exact else np.fromiter(frees[2], np.int64)
+        )
         time = np.concatenate([np.arange(steps, dtype=np.int64) * 2, free_step[freed] * 2 + 1])
         device = np.concatenate([self.step_device, free_device])
         delta = np.concatenate([self.step_bytes, -free_bytes[freed]])
         order = np.lexsort((time, device))  # by device, then in run order
-        time, device, delta = time[order], device[order], delta[order]
-        cuts = np.searchsorted(device, np.arange(devices + 1))
-        self.times = tuple(time[a:b] for a, b in pairwise(cuts))
-        self.deltas = tuple(delta[a:b] for a, b in pairwise(cuts))
+        self.time, self.device, self.delta = time[order], device[order], delta[order]
 
     @property
     def steps(self) -> int:
@@ -212,51 +213,53 @@ class Replay:
     """The ledgers' state at any step of a run of `charges`, worked out up front.
 
     The same arithmetic as `Ledger.allocate` and `Ledger.free` called step by step (and
-    `Ledger._extend` itself for allow_growth), done per ledger with cumulative sums: `stop` is
-    the step whose charge would pass a limit (None: none does), and `settle(step)` leaves each
-    ledger exactly as the step-by-step calls would have just before (or, `charged`, just after
-    the charge of) that step. The run executes its steps without touching a ledger. One ledger
-    may serve several devices (it then counts their charges together, in run order).
+    `Ledger._extend` itself for allow_growth), done for every ledger at once with cumulative
+    sums: `stop` is the step whose charge would pass a limit (None: none does), and
+    `settle(step)` leaves each ledger exactly as the step-by-step calls would have just before
+    (or, `charged`, just after the charge of) that step. The run executes its steps without
+    touching a ledger. One ledger may serve several devices (it then counts their charges
+    together, in run order).
     """
 
     def __init__(self, charges: Charges, ledgers: Sequence[Ledger]) -> None:
         import numpy as np
 
-        if len(ledgers) != len(charges.times):
-            raise ValueError(f"{len(ledgers)} ledgers for {len(charges.times)} devices")
+        if len(ledgers) != charges.devices:
+            raise ValueError(f"{len(ledgers)} ledgers for {charges.devices} devices")
         self.charges, self.ledgers = charges, ledgers
-        shared: dict[int, list[int]] = {}  # id(ledger) -> its devices
-        for d, lg in enumerate(ledgers):
-            shared.setdefault(id(lg), []).append(d)
-        self.books: list[Ledger] = []
-        self.times: list[Any] = []  # per book: its events' times, in run order
-        self.in_use: list[Any] = []  # per book: in use after each event
-        self.steps: list[Any] = []  # per book: the step of each charge
-        self.after: list[Any] = []  # per book: in use after each charge
-        self.charged: list[Any] = []  # per book: the bytes of each charge
-        self.start: list[tuple[int, int, int, int]] = []
+        index: dict[int, int] = {}  # id(ledger) -> its book
+        of = [index.setdefault(id(lg), len(index)) for lg in ledgers]
+        self.books = list({id(lg): lg for lg in ledgers}.values())
+        self.start = [(lg.in_use, lg.peak, lg.reserved, lg.next_region) for lg in self.books]
+        time, delta = charges.time, charges.delta
+        book = np.asarray(of, dtype=np.int64)[charges.device] if len(of) else charges.device
+        if len(self.books) < len(ledgers):  # shared ledgers: their devices' events merge
+            order = np.lexsort((time, book))
+            time, delta, book = time[order], delta[order], book[order]
+        n = len(self.books)
+        self.time, self.book = time, book
+        self.first = np.searchsorted(book, np.arange(n + 1))  # each book's events
+        dtype: Any = object if charges.exact else np.int64
+        held = np.asarray([lg.in_use for lg in self.books], dtype=dtype)
+        total = np.cumsum(delta)
+        before = np.concatenate([np.zeros(1, dtype=total.dtype), total])[self.first[:-1]]
+        self.in_use = total - before[book] + held[book]  # per event: its book's bytes in use
+        charge = np.flatnonzero(time % 2 == 0)
+        self.steps = time[charge] // 2  # per charge, by book then step
+        self.after = self.in_use[charge]
+        self.charged = delta[charge]
+        self.charge_book = book[charge]
+        self.charge_first = np.searchsorted(self.charge_book, np.arange(n + 1))
         stop = charges.steps
-        for devices in shared.values():
-            lg = ledgers[devices[0]]
-            times = np.concatenate([charges.times[d] for d in devices])
-            deltas = np.concatenate([charges.deltas[d] for d in devices])
-            if len(devices) > 1:
-                order = np.argsort(times, kind="stable")
-                times, deltas = times[order], deltas[order]
-            charge = np.flatnonzero(times % 2 == 0)
-            in_use = np.cumsum(deltas) + lg.in_use
-            after = in_use[charge]
-            self.books.append(lg)
-            self.start.append((lg.in_use, lg.peak, lg.reserved, lg.next_region))
-            self.times.append(times)
-            self.in_use.append(in_use)
-            self.steps.append(times[charge] // 2)
-            self.after.append(after)
-            self.charged.append(deltas[charge])
-            if lg.limit is not None:
-                over = np.flatnonzero(after > lg.limit)
-                if len(over):
-                    stop = min(stop, int(self.steps[-1][over[0]]))
+        limited = [b for b, lg in enumerate(self.books) if lg.limit is not None]
+        if limited:
+            top: Any = float("inf") if charges.exact else 2**63 - 1  # past every total
+            cap = [top] * n  # no limit
+            for b in limited:
+                cap[b] = min(self.books[b].limit or 0, top)
+            over = np.flatnonzero(self.after > np.asarray(cap, dtype=dtype)[self.charge_book])
+            if len(over):
+                stop = int(self.steps[over].min())
         self.stop: int | None = stop if stop < charges.steps else None
 
     def settle(self, step: int, charged: bool = False) -> None:
@@ -264,18 +267,21 @@ class Replay:
         charge of `step` itself when `charged`): in use, peak, and allow_growth's regions."""
         import numpy as np
 
-        side: Literal["left", "right"] = "right" if charged else "left"
+        end = 2 * step + int(charged)  # events before this time have happened
+        done = np.concatenate([[0], np.cumsum(self.time < end)])
+        events = done[self.first[1:]] - done[self.first[:-1]]
+        made_all = np.concatenate([[0], np.cumsum(self.steps < step + int(charged))])
+        made = made_all[self.charge_first[1:]] - made_all[self.charge_first[:-1]]
         for b, lg in enumerate(self.books):
             lg.in_use, lg.peak, lg.reserved, lg.next_region = self.start[b]
-            events = int(np.searchsorted(self.times[b], 2 * step, side))
-            if events:
-                lg.in_use = int(self.in_use[b][events - 1])
-            made = int(np.searchsorted(self.steps[b], step, side))
-            after = self.after[b][:made]
-            if made:
+            if events[b]:
+                lg.in_use = int(self.in_use[self.first[b] + events[b] - 1])
+            if made[b]:
+                at = int(self.charge_first[b])
+                after = self.after[at : at + made[b]]
                 lg.peak = max(lg.peak, int(after.max()))
-            if lg.growth:
-                _grow(lg, after, self.charged[b][:made])
+                if lg.growth:
+                    _grow(lg, after, self.charged[at : at + made[b]])
 
     def raise_stop(self, op: str) -> None:
         """Raise the OutOfMemory of step `stop` (the op named `op`), from its ledger, as
