@@ -45,7 +45,7 @@ from .results import Outcome, PlanEstimate, PolicyRun, Prepared, Reservation
 
 if TYPE_CHECKING:
     from .execute.backends import CupyLoader
-    from .execute.executor import RunResult
+    from .execute.executor import Layout, RunResult
     from .execute.verify import Verified
 
 CPU0 = full_name("CPU", 0)
@@ -175,12 +175,23 @@ def predict_memory(
 
     _expect_prepared(prepared, "predict_memory")
     _expect_view(view, "predict_memory")
-    prediction = predict(prepared.graph, prepared.placement, prepared.logical)
+    prediction = predict(prepared.graph, prepared.placement, prepared.logical, _layout(prepared))
     oom = prediction.oom
     if oom is not None:
         hint = oom_hint(oom, prepared.policy, prepared.logical, view)
         oom = oom.with_hint(hint, predicted=True, anyway=anyway)
     return prediction.memory, oom
+
+
+def _layout(prepared: Prepared) -> Layout:
+    """The run's layout (slots, copies, frees, charges), planned once per Prepared for its next
+    run: `run` predicts its memory and then runs it from the same one."""
+    from .execute.predict import placed_layout
+
+    if not prepared.planned:
+        laid = placed_layout(prepared.graph, prepared.placement, prepared.logical)
+        prepared.planned.append(laid)
+    return prepared.planned[0]
 
 
 def estimate_plan(prepared: Prepared, view: View) -> PlanEstimate:
@@ -213,16 +224,15 @@ def execute_prepared(
     the memory while it is still held (nvidia-smi's view of this process); `cupy_loader`
     imports cupy for real GPUs (tests pass a fake)."""
     from .execute.backends import device_backends
-    from .execute.executor import plan, run
+    from .execute.executor import bind, run
     from .execute.predict import host_peak
-    from .graph import get_op
 
     _expect_prepared(prepared, "execute_prepared")
     _expect_view(view, "execute_prepared")
     logical = prepared.logical
     backs = device_backends(view.machine, logical, cupy_loader)
-    devices = {name: d.device for name, d in prepared.placement.decisions.items()}
-    schedule = plan(prepared.graph, devices, backs, get_op)
+    schedule = bind(_layout(prepared), backs)
+    prepared.planned.clear()  # the run's own: freed with it (a second run plans again)
     peak = host_peak(schedule)
     check_host_memory(peak.nbytes, peak.op, view.host_available)
     check_reservations(logical)

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 from .devices.model import LogicalGpu
 from .devices.rates import Rates
-from .execute.executor import RunResult
+from .execute.executor import Layout, RunResult
 from .graph.model import Graph
 from .memory.policy import Policy
 from .memory.pools import DeviceMemory
@@ -35,6 +35,8 @@ class Prepared:
     allow_soft_placement: bool = False  # in effect: the flag, else the spec's config
     pruned: tuple[str, ...] = ()  # ops the fetches do not need, in graph order: not run
     whole: tuple[Graph, Placement] | None = None
+    # the next run's layout, planned by predict_memory for execute_prepared (pipeline.py)
+    planned: list[Layout] = field(default_factory=list, init=False, repr=False, compare=False)
 
     def placed(self) -> tuple[Graph, Placement]:
         """Every op as placed (the placement log's view), pruned or not."""

@@ -1,7 +1,7 @@
 """Array backends behind one small protocol; chosen explicitly per device, never by fallback.
 
 numpy runs the CPU and simulated GPUs (so a simulated run computes real values); cupy runs real
-GPUs, each under its `cupy.cuda.Device`; the null backend stores nothing (memory prediction).
+GPUs, each under its `cupy.cuda.Device`; the null backend stores nothing.
 Every backend says whether it is simulated.
 """
 
@@ -60,8 +60,8 @@ class NumpyBackend:
 
 
 class NullBackend(NumpyBackend):
-    """A simulated device that stores nothing (every array is None): `predict` walks the real
-    schedule over it, charging the ledgers as a run would without computing anything."""
+    """A simulated device that stores nothing (every array is None): a run over it charges the
+    ledgers without keeping any value (memory prediction itself needs no backend: `predict`)."""
 
     def __init__(self, label: str) -> None:
         super().__init__(label, simulated=True)

@@ -5,7 +5,9 @@ once and precomputes a Schedule; `run` executes it in a tight loop; `execute` is
 
 Run state (`_Run`, one per call):
     values:   list indexed by slot: the device array, or None before it exists and once freed.
-    ledgers:  one Ledger per device, in the schedule's device order: bytes in use and peak.
+    replay:   the ledgers (one per device, in the schedule's device order: bytes in use and peak),
+              counted for the whole run before it starts (`memory.ledger.Replay`) and settled at
+              the step where it ends, finished or failed, so the loop itself charges nothing.
     copies, printed: CopyRecords and print lines, in execution order.
 
 Float errors (log(0), overflow, 0/0) give inf and nan without numpy's RuntimeWarnings, as
@@ -27,24 +29,34 @@ import numpy as np
 from ..errors import GpuplaceError, RuntimeFailure
 from ..gc_pause import gc_paused
 from ..graph.model import Graph, Op
-from ..memory.ledger import Ledger, OutOfMemory, new_ledgers
+from ..memory.ledger import Ledger, OutOfMemory, Replay, new_ledgers
 from .backends import Backend
 from .cupy_backend import CupyBackend, cuda_failure
 from .schedule import (
+    BINARY,
     HOST,
     KERNEL,
+    UNARY,
     Compute,
     Copies,
     CopyRecord,
     Kernel,
+    Layout,
     Schedule,
     Segment,
     Step,
+    bind,
     is_variable,
+    layout,
     plan,
+    step_inputs,
+    transfer,
 )
 
-__all__ = ["CopyRecord", "Kernel", "RunResult", "Schedule", "execute", "plan", "run"]
+__all__ = [
+    "CopyRecord", "Kernel", "Layout", "RunResult", "Schedule", "bind", "execute", "layout", "plan",
+    "run",
+]  # fmt: skip
 
 
 @dataclass
@@ -58,66 +70,102 @@ class RunResult:
 class _Run:
     """The state of one run over a schedule (see the module docstring)."""
 
-    def __init__(self, schedule: Schedule, ledgers: Sequence[Ledger]) -> None:
+    def __init__(self, schedule: Schedule, replay: Replay) -> None:
         self.schedule = schedule
-        self.ledgers = ledgers
-        self.free = [ledger.free for ledger in ledgers]  # by device index, bound once
+        self.replay = replay
         self.values: list[Any] = [None] * schedule.slots
         self.copies: list[CopyRecord] = []
         self.printed: list[str] = []
+        self.transfers: dict[tuple[int, int], tuple[Callable[[Any], Any], Any, Any]] = {}
 
-    def segment(self, segment: Segment) -> None:
-        """Run consecutive steps on one device; any failure becomes a GpuplaceError for its op."""
-        backend = self.schedule.backends[segment.device]
-        values, xp, put = self.values, backend.xp, backend.put
-        allocate, free = self.ledgers[segment.device].allocate, self.free
+    def segment(self, segment: Segment, steps: Sequence[Step]) -> None:
+        """Run `steps` (of `segment`) on its device; a failure becomes a GpuplaceError for its op.
+
+        The loop body is the whole per-op cost of a run: one list unpack, one table lookup and,
+        for an elementwise op, the library call itself."""
+        device = segment.device
+        backend = self.schedule.backends[device]
+        table, values = self.schedule.tables[device], self.values
         step: Step | None = None
+        ran = False  # every step ran (a failure then comes from leaving the device)
         try:
             with backend.device():
-                for step, frees in zip(segment.steps, segment.frees, strict=True):
-                    op, (kind, compute), inputs, first, count, alloc, copies = step
-                    allocate(alloc, op.name)
+                for step in steps:
+                    kernel, x, y, first, _, frees, copies, _ = step
                     if copies:
                         self.copy_in(copies)
-                    args = [values[i] for i in inputs]
-                    if kind == KERNEL:
-                        results = compute(xp, args, op.attrs)
-                    elif kind == HOST:
-                        results = [put(value) for value in compute(np, args, op.attrs)]
+                    kind, compute = table[kernel]
+                    if kind == BINARY:
+                        values[first] = compute(values[x], values[y])
+                    elif kind == UNARY:
+                        values[first] = compute(values[x])
                     else:
-                        results = self.print(op, compute, args, backend)
-                    if len(results) != count:  # before the slice assignment, which would resize
-                        raise RuntimeFailure(
-                            f"the kernel of op '{op.name}' returned {len(results)} values "
-                            f"for {count} outputs"
-                        )
-                    values[first : first + count] = results
-                    for slot, device, nbytes in frees:
+                        self.call(kind, compute, step, backend)
+                    for slot in frees:
                         values[slot] = None
-                        free[device](nbytes)
-        except GpuplaceError:
-            raise
-        except self.schedule.device_oom as exc:
-            raise self.device_oom(step, segment.device, exc) from exc
-        except Exception as exc:
-            where = self.schedule.devices[segment.device]
-            what = f"op '{step[0].name}' failed on {where}" if step else f"cannot use {where}"
-            backend = self.schedule.backends[segment.device]
-            cupy = backend.xp if isinstance(backend, CupyBackend) else None
-            raise cuda_failure(exc, what, cupy) from exc
+                ran = True
+        except BaseException as exc:
+            at, inside = segment.start, False  # failed entering the device
+            if ran:
+                at += len(steps)  # or leaving it
+            elif step is not None:
+                at, inside = at + _position(steps, step), True  # in a step, once charged
+            self.replay.settle(at, charged=inside)
+            self.fail(exc, step, at, device)
+
+    def call(self, kind: int, compute: Compute, step: Step, backend: Backend) -> None:
+        """A step that is not one direct call: a kernel's list of outputs, a host value put on
+        its device, or a print."""
+        first, count, op = step[3], step[4], step[7]
+        values = self.values
+        args = [values[i] for i in step_inputs(step)]
+        if kind == KERNEL:
+            results = compute(backend.xp, args, op.attrs)
+        elif kind == HOST:
+            results = [backend.put(value) for value in compute(np, args, op.attrs)]
+        else:
+            results = self.print(op, compute, args, backend)
+        if len(results) != count:  # before the slice assignment, which would resize
+            raise RuntimeFailure(
+                f"the kernel of op '{op.name}' returned {len(results)} values for {count} outputs"
+            )
+        self.values[first : first + count] = results
+
+    def fail(self, exc: BaseException, step: Step | None, at: int, device: int) -> None:
+        """Raise what a failure in `step`, the run's step `at` (None: entering the device), means
+        to the caller; the ledgers are already settled at that step."""
+        if isinstance(exc, GpuplaceError) or not isinstance(exc, Exception):
+            raise exc  # already in gpuplace's words, or not a failure (Ctrl-C)
+        if isinstance(exc, self.schedule.device_oom):
+            raise self.device_oom(step, at, device, exc) from exc
+        where = self.schedule.devices[device]
+        what = f"op '{step[7].name}' failed on {where}" if step else f"cannot use {where}"
+        backend = self.schedule.backends[device]
+        cupy = backend.xp if isinstance(backend, CupyBackend) else None
+        raise cuda_failure(exc, what, cupy) from exc
 
     def copy_in(self, copies: Copies) -> None:
         """Bring a step's inputs from other devices, timing each transfer alone."""
         values = self.values
-        for src, dst, transfer, src_sync, dst_sync, record in copies:
+        for src, dst, src_device, dst_device, record in copies:
+            move, src_sync, dst_sync = self.transfer(src_device, dst_device)
             src_sync()  # pending work on the source is not part of the copy
             start = time.perf_counter()
-            values[dst] = transfer(values[src])
+            values[dst] = move(values[src])
             dst_sync()
             seconds = time.perf_counter() - start
             self.copies.append(
                 CopyRecord(record.op, record.tensor, record.src, record.dst, record.nbytes, seconds)
             )
+
+    def transfer(self, src: int, dst: int) -> tuple[Callable[[Any], Any], Any, Any]:
+        """How values move from device `src` to `dst`, and how to wait for each: made once."""
+        found = self.transfers.get((src, dst))
+        if found is None:
+            source, target = self.schedule.backends[src], self.schedule.backends[dst]
+            found = (transfer(source, target), source.synchronize, target.synchronize)
+            self.transfers[src, dst] = found
+        return found
 
     def print(self, op: Op, text: Compute, args: list[Any], backend: Backend) -> list[Any]:
         """A print op: per input, its `message` then numpy's text of the host value, as
@@ -128,19 +176,26 @@ class _Run:
         self.printed.extend(f"{lead}{line}" for line in text(np, hosts, op.attrs))
         return []
 
-    def device_oom(self, step: Step | None, device: int, exc: BaseException) -> OutOfMemory:
-        """cupy ran out of memory during `step`, which the ledger had already charged."""
-        ledger = self.ledgers[device]
+    def device_oom(
+        self, step: Step | None, at: int, device: int, exc: BaseException
+    ) -> OutOfMemory:
+        """cupy ran out of memory during `step` (the run's step `at`), which the ledger had
+        already charged."""
+        ledger = self.replay.ledgers[device]
         name, requested = "<device setup>", 0
         if step is not None:
-            op, _, _, _, _, requested, _ = step
-            name = op.name
+            name, requested = step[7].name, int(self.schedule.layout.charges.step_bytes[at])
         before = ledger.in_use - requested
         return OutOfMemory(name, ledger.device, requested, before, ledger.limit, f" (cupy: {exc})")
 
     def fetch(self) -> dict[str, np.ndarray]:
         backends, values = self.schedule.backends, self.values
         return {key: backends[d].get(values[slot]) for key, slot, d in self.schedule.fetch}
+
+
+def _position(steps: Sequence[Step], step: Step) -> int:
+    """Where `step` is in `steps` (by identity): only a failure asks."""
+    return next(i for i, s in enumerate(steps) if s is step)
 
 
 def _drop_frames(exc: BaseException | None) -> None:
@@ -157,15 +212,24 @@ def _drop_frames(exc: BaseException | None) -> None:
 def run(schedule: Schedule, ledgers: Sequence[Ledger]) -> RunResult:
     """Execute `schedule`, charging `ledgers` (one per schedule device, in the same order).
 
-    Every ledger is released at the end, failed or not; each keeps its peak.
+    The ledgers are counted for the whole run first (`memory.ledger.Replay`): a step that would
+    pass a limit raises OutOfMemory before it runs, after the steps before it ran, as charging
+    step by step would. Every ledger is released at the end, failed or not; each keeps its peak.
     """
-    state = _Run(schedule, ledgers)
+    replay = Replay(schedule.layout.charges, ledgers)
+    state = _Run(schedule, replay)
+    stop = replay.stop
     try:
         # values are freed by reference counting as their last reader runs; float errors give
         # inf and nan silently, as in TensorFlow (numpy would warn, naming our source lines)
         with gc_paused(), np.errstate(all="ignore"):
             for segment in schedule.segments:
-                state.segment(segment)
+                steps = segment.steps
+                if stop is not None and segment.start + len(steps) > stop:
+                    state.segment(segment, steps[: stop - segment.start])
+                    replay.raise_stop(steps[stop - segment.start][7].name)
+                state.segment(segment, steps)
+        replay.settle(schedule.layout.steps)
         values = state.fetch()
     except BaseException as exc:
         state.values.clear()

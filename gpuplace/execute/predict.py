@@ -1,43 +1,28 @@
 """Predict each device's memory for a run without computing anything.
 
-The real executor walks the real schedule (same copies, same frees after the last consumer,
-same resident variables, same 256-byte rounding) over null backends (`backends.NullBackend`)
-and kernels that produce nothing, charging the same ledgers a run would. So `plan` predicts what `run` will hold.
+The run's own layout (same copies, same frees after the last consumer, same resident variables,
+same 256-byte rounding) charges the same ledgers a run would, through the same replay of its
+charges (`memory.ledger.Replay`) that `run` counts with, without any backend or kernel. So
+`plan` predicts what `run` will hold, and `run` plans its layout once for both.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from types import ModuleType
-from typing import Any
 
 from ..devices.model import LogicalGpu
 from ..devices.names import full_name
 from ..graph import get_op
 from ..graph.model import Graph
-from ..memory.ledger import Ledger, OutOfMemory
+from ..memory.ledger import Ledger, OutOfMemory, Replay
 from ..memory.pools import DeviceMemory, ledgers, summary
 from ..placement.model import Placement
-from .backends import NullBackend, NumpyBackend
-from .executor import Schedule, plan, run
+from .backends import NumpyBackend
+from .executor import Schedule
+from .schedule import Layout, layout
 
 CPU0 = full_name("CPU", 0)
-
-
-@dataclass(frozen=True)
-class _NullKernel:
-    """An op that outputs the right number of Nones."""
-
-    op_type: str
-    host_value: bool
-
-    def compute(self, xp: ModuleType, inputs: list[Any], attrs: Mapping[str, Any]) -> list[Any]:
-        return [None] * get_op(self.op_type).num_outputs(attrs)
-
-
-def _kernel(op_type: str) -> _NullKernel:
-    return _NullKernel(op_type, get_op(op_type).host_value)
 
 
 @dataclass(frozen=True)
@@ -56,49 +41,78 @@ class HostPeak:
     op: str
 
 
+def device_names(logical: Sequence[LogicalGpu]) -> list[str]:
+    """A run's devices in order: CPU:0, then each logical GPU (the backends' order)."""
+    return [CPU0, *(full_name("GPU", g.index) for g in logical)]
+
+
+def placed_layout(graph: Graph, placement: Placement, logical: Sequence[LogicalGpu]) -> Layout:
+    """The layout of a prepared graph over its run's devices: what `predict` counts and what
+    the run executes (`pipeline` plans it once for both)."""
+    devices = {name: d.device for name, d in placement.decisions.items()}
+    return layout(graph, devices, device_names(logical), get_op)
+
+
 def host_peak(schedule: Schedule) -> HostPeak:
     """The most a run of `schedule` holds at once in host memory: the tensors (and copies) of
     its numpy devices, CPU:0 and simulated GPUs, counted as the ledgers count them (rounded to
-    256 B, charged before each step, freed after their last reader). One pass, no kernels."""
-    host = [isinstance(b, NumpyBackend) for b in schedule.backends]
-    held = peak = 0
-    at = ""
-    for segment in schedule.segments:
-        on_host = host[segment.device]
-        for step, frees in zip(segment.steps, segment.frees, strict=True):
-            if on_host:
-                held += step[5]  # the bytes of its outputs and copies (see `Step`)
-                if held > peak:
-                    peak, at = held, step[0].name
-            for _, device, size in frees:
-                if host[device]:
-                    held -= size
-    return HostPeak(peak, at)
+    256 B, charged before each step, freed after their last reader). No kernels run: the
+    charges of the host devices, merged in run order and summed."""
+    import numpy as np
+
+    charges = schedule.layout.charges
+    host = np.asarray([isinstance(b, NumpyBackend) for b in schedule.backends], dtype=bool)
+    if not host.any() or not charges.steps:
+        return HostPeak(0, "")
+    on_host = host[charges.device]
+    times = charges.time[on_host]
+    order = np.argsort(times, kind="stable")
+    held = np.cumsum(charges.delta[on_host][order])
+    times = times[order]
+    charged = times % 2 == 0
+    after = held[charged]
+    at = int(np.argmax(after)) if len(after) else 0
+    if not len(after) or after[at] <= 0:
+        return HostPeak(0, "")
+    return HostPeak(int(after[at]), schedule.layout.op(int(times[charged][at]) // 2).name)
 
 
-def _walk(graph: Graph, placement: Placement, books: Sequence[Ledger]) -> None:
-    devices = {name: d.device for name, d in placement.decisions.items()}
-    backends = {lg.device: NullBackend(lg.device) for lg in books}
-    schedule = plan(graph, devices, backends, _kernel)
-    by_name = {lg.device: lg for lg in books}
-    run(schedule, [by_name[d] for d in schedule.devices])
+def charge(laid: Layout, books: Sequence[Ledger]) -> OutOfMemory | None:
+    """Charge `books` (one per device of `laid`, in order) as a run would, running nothing:
+    the OutOfMemory the run would raise (None: it fits). The ledgers are released after,
+    keeping their peaks, as after a run."""
+    replay = Replay(laid.charges, books)
+    try:
+        if replay.stop is not None:
+            replay.raise_stop(laid.op(replay.stop).name)
+        replay.settle(laid.steps)
+    except OutOfMemory as exc:
+        return exc
+    finally:
+        for book in books:
+            book.release()
+    return None
 
 
-def predict(graph: Graph, placement: Placement, logical: Sequence[LogicalGpu]) -> Prediction:
-    """Peaks without limits (what each device would need), then the first OOM with them."""
-    names = [CPU0, *(full_name("GPU", g.index) for g in logical)]
+def predict(
+    graph: Graph,
+    placement: Placement,
+    logical: Sequence[LogicalGpu],
+    laid: Layout | None = None,
+) -> Prediction:
+    """Peaks without limits (what each device would need), then the first OOM with them.
+    `laid`: the layout of this graph and placement (`placed_layout`), when already planned."""
+    if laid is None:
+        laid = placed_layout(graph, placement, logical)
+    names = device_names(logical)
     unlimited = ledgers(names, logical)
     limits = {lg.device: lg.limit for lg in unlimited}
     for lg in unlimited:
         lg.limit = None
-    _walk(graph, placement, unlimited)
+    charge(laid, unlimited)
     for lg in unlimited:
         lg.limit = limits[lg.device]
     memory = summary(unlimited, {})
     if all(m.limit is None or m.peak <= m.limit for m in memory):
         return Prediction(memory, None)
-    try:
-        _walk(graph, placement, ledgers(names, logical))
-    except OutOfMemory as exc:
-        return Prediction(memory, exc)
-    return Prediction(memory, None)  # pragma: no cover - a limit overflowed only without limits
+    return Prediction(memory, charge(laid, ledgers(names, logical)))

@@ -1,25 +1,35 @@
-"""The executor's plan: one walk over a placed graph that precomputes the Schedule `run` executes.
+"""The executor's plan: one walk over a placed graph that precomputes everything `run` needs.
 
 As in dask's local scheduler (`dask/local.py`), planning is separate from running, so the run
-loop does no graph work. Schedule (static, built once; every value of the run has an int slot):
+loop does no graph work. The plan comes in two parts:
+
+Layout (`layout`: the graph and its placement alone; `predict` needs nothing more). Every value
+of the run has an int slot:
     slots:    each op output on its op's device, and each copy of a tensor to another device. A copy
               is made once per (tensor, destination device) and shared by every consumer there, as
               TF's Send/Recv pairs are. A `print` op forwards its input slots (TF's Print forwards
               the buffer), so it allocates nothing. An op's outputs take consecutive slots.
-    steps:    one plain tuple per op (see `Step`): kernel, input slots, first output slot and count,
-              the bytes its outputs and copies take (all on its device), and the copies to make first.
-    frees:    per step, (slot, device index, rounded bytes) of each slot whose last consumer it is.
+    steps:    one list per op (see `Step`): its kernel's index, how to read its inputs, its first
+              output slot and count, the slots it frees, the copies to make first.
     segments: runs of consecutive steps on one device; each runs under one `backend.device()`.
     keep:     slots never freed early: fetched tensors and outputs of resident ops (variables).
     fetch:    (fetch string, slot, device index) per fetched tensor.
+    charges:  what each step charges its device and frees (`memory.ledger.Charges`): the ledgers
+              are counted for the whole run up front (`memory.ledger.Replay`), not per step.
 
-Planning a small op costs about as much as running it, so the layout is flat: steps and frees are
-plain tuples (a NamedTuple's constructor is Python code), each op type's (kind, compute) is one
-shared tuple per device, and a step holds its Op rather than copies of its name and attrs.
+Schedule (`bind`: the layout on backends): per device, each kernel index's (kind, callable).
+An elementwise kernel (`xp_function`: add, exp, ...) on a device whose library has that
+function is called directly, with no list in or out: a small op then costs little more than
+the numpy call itself.
+
+Planning a small op costs about as much as running it, so the layout is flat: a step is a plain
+list (its frees are filled in once the last reads are known), the input slots of a direct call
+sit in it as ints, and a step holds its Op rather than copies of its name and attrs.
 """
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from types import ModuleType
@@ -28,12 +38,13 @@ from typing import Any, NamedTuple, Protocol
 from ..errors import BadInput
 from ..gc_pause import gc_paused
 from ..graph.model import Graph, Op, TensorRef, TensorSpec
-from ..memory.ledger import allocation_size
+from ..memory.ledger import Charges, allocation_size
 from .backends import Backend, NumpyBackend
 from .cupy_backend import CupyBackend
 
 Compute = Callable[[ModuleType, list[Any], Mapping[str, Any]], list[Any]]
-KERNEL, HOST, PRINT = 0, 1, 2  # a step's kind
+KERNEL, HOST, PRINT, UNARY, BINARY = 0, 1, 2, 3, 4  # a step's kind; the last two call
+# `xp.<function>(a)` or `xp.<function>(a, b)` directly, for one output
 PRINT_OP = "print"
 SAVE_OP = "save"  # writes a file: skipped by a run without side effects (`effects=False`)
 
@@ -55,6 +66,8 @@ class Kernel(Protocol):
 
     A `host_value` kernel (constant, random, variable init, load, placeholder) gets numpy as `xp`
     and returns host arrays; the executor creates them on the op's device, which is not a copy.
+    A kernel may also name an `xp_function` (`"add"`): its compute is exactly
+    `[getattr(xp, xp_function)(*inputs)]`, which the executor then calls directly.
     """
 
     @property
@@ -66,39 +79,90 @@ class Kernel(Protocol):
 class CopyStep(NamedTuple):
     src: int  # slot of the tensor on its own device
     dst: int  # slot of the copy on the consumer's device
-    transfer: Callable[[Any], Any]
-    src_sync: Callable[[], None]
-    dst_sync: Callable[[], None]
+    src_device: int
+    dst_device: int
     record: CopyRecord  # seconds filled in when it runs
 
 
 Copies = tuple[CopyStep, ...]
-KernelEntry = tuple[int, Compute]  # (kind, compute) of an op type on one device: shared
-Step = tuple[Op, KernelEntry, tuple[int, ...], int, int, int, Copies]
-"""(op, (kind, compute), inputs, first, count, alloc, copies): `run` unpacks it in one go.
+KernelEntry = tuple[int, Any]  # (kind, callable) of a kernel index on one device
+Step = list[Any]
+"""[kernel, x, y, first, count, frees, copies, op]: `run` unpacks it in one go.
 
-The outputs are the slots first .. first + count - 1; alloc is the rounded bytes of the outputs and
-the copies, all on the step's device.
+kernel indexes the device's KernelEntry table. The inputs: x and y, the slots of a direct call's
+one or two (y -1 for one), else x is the tuple of input slots (see `step_inputs`). The outputs
+are the slots first .. first + count - 1; frees lists the slots whose last reader it is.
 """
-Free = tuple[int, int, int]  # (slot, device index, rounded bytes)
 SlotInfo = tuple[int, int, int]  # (device index, nbytes, rounded bytes): shared by equal slots
+PRINT_KERNEL = 0  # the kernel index of `print` ops; see `Layout.kernels` for the others
+
+
+def step_inputs(step: Step) -> tuple[int, ...]:
+    """A step's input slots, however its list holds them."""
+    x, y = step[1], step[2]
+    if isinstance(x, tuple):
+        return x
+    return (x,) if y < 0 else (x, y)
 
 
 class Segment(NamedTuple):
     device: int
+    start: int  # index of its first step in the run
     steps: Sequence[Step]
-    frees: Sequence[tuple[Free, ...]]  # frees[i]: what steps[i] frees once it has run
 
 
 @dataclass(frozen=True)
-class Schedule:
+class Layout:
+    """A placed graph's schedule before it meets any backend (see the module docstring)."""
+
     devices: tuple[str, ...]
-    backends: tuple[Backend, ...]
     segments: tuple[Segment, ...]
     slots: int
     keep: frozenset[int]
     fetch: tuple[tuple[str, int, int], ...]
+    kernels: tuple[Kernel, ...]  # type i: kernel index 3i + 1 (one output, one input),
+    # 3i + 2 (one output, two inputs), 3i + 3 (any), on a device whose library has its function
+    effects: bool
+    charges: Charges
+
+    @property
+    def steps(self) -> int:
+        return self.charges.steps
+
+    def op(self, step: int) -> Op:
+        """The op of the run's step `step`."""
+        segment = self.segments[bisect_right([s.start for s in self.segments], step) - 1]
+        return segment.steps[step - segment.start][7]  # type: ignore[no-any-return]
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """A Layout bound to one backend per device: what `run` executes."""
+
+    layout: Layout
+    backends: tuple[Backend, ...]
+    tables: tuple[tuple[KernelEntry, ...], ...]  # per device, per kernel index
     device_oom: tuple[type[BaseException], ...]  # cupy's OutOfMemoryError, when a GPU is real
+
+    @property
+    def devices(self) -> tuple[str, ...]:
+        return self.layout.devices
+
+    @property
+    def segments(self) -> tuple[Segment, ...]:
+        return self.layout.segments
+
+    @property
+    def slots(self) -> int:
+        return self.layout.slots
+
+    @property
+    def keep(self) -> frozenset[int]:
+        return self.layout.keep
+
+    @property
+    def fetch(self) -> tuple[tuple[str, int, int], ...]:
+        return self.layout.fetch
 
 
 def _text(xp: ModuleType, inputs: list[Any], attrs: Mapping[str, Any]) -> list[Any]:
@@ -111,11 +175,7 @@ def _forward(xp: ModuleType, inputs: list[Any], attrs: Mapping[str, Any]) -> lis
     return []
 
 
-PRINT_ENTRY: KernelEntry = (PRINT, _text)
-SILENT_PRINT_ENTRY: KernelEntry = (KERNEL, _forward)
-
-
-def _transfer(src: Backend, dst: Backend) -> Callable[[Any], Any]:
+def transfer(src: Backend, dst: Backend) -> Callable[[Any], Any]:
     """How a value moves between devices: GPU to GPU directly, anything else through the host."""
     if isinstance(src, CupyBackend) and isinstance(dst, CupyBackend):
         return dst.copy_from
@@ -124,27 +184,64 @@ def _transfer(src: Backend, dst: Backend) -> Callable[[Any], Any]:
     return lambda value: dst.put(src.get(value))
 
 
-class _Planner:
-    """Builds a Schedule in one pass over the ops (state: see the module docstring).
+def _entries(kernel: Kernel, backend: Backend) -> tuple[KernelEntry, ...]:
+    """A kernel's (kind, callable) on one backend: for ops of one output and one input, of one
+    output and two inputs, then for any op.
 
-    Per op: one step tuple, an inputs tuple, a `home` entry, and per output slot two list entries
-    (its shared SlotInfo and its last use); `finish` groups the slots by last use into frees.
+    A host-value kernel on a host-memory (numpy) device is a plain kernel: its result is
+    already on the device, so creating it there costs nothing."""
+    if kernel.host_value and not isinstance(backend, NumpyBackend):
+        return ((HOST, kernel.compute),) * 3
+    plain = (KERNEL, kernel.compute)
+    name = getattr(kernel, "xp_function", None)
+    direct = getattr(backend.xp, name, None) if isinstance(name, str) else None
+    if not callable(direct):
+        return plain, plain, plain
+    return (UNARY, direct), (BINARY, direct), plain
+
+
+def bind(layout: Layout, backends: Mapping[str, Backend]) -> Schedule:
+    """The layout on `backends` (device name -> Backend, the layout's devices in its order)."""
+    if tuple(backends) != layout.devices:
+        raise ValueError(f"backends for {tuple(backends)}, layout for {layout.devices}")
+    bound = tuple(backends.values())
+    printing = (PRINT, _text) if layout.effects else (KERNEL, _forward)
+    tables = []
+    made: dict[tuple[bool, int], tuple[KernelEntry, ...]] = {}  # one per kind of backend
+    for backend in bound:
+        kind = (isinstance(backend, NumpyBackend), id(backend.xp))  # all _entries looks at
+        table = made.get(kind)
+        if table is None:
+            entries: list[KernelEntry] = [printing]
+            for kernel in layout.kernels:
+                entries.extend(_entries(kernel, backend))
+            table = made[kind] = tuple(entries)
+        tables.append(table)
+    device_oom = {b.out_of_memory for b in bound if isinstance(b, CupyBackend)}
+    return Schedule(layout, bound, tuple(tables), tuple(device_oom))
+
+
+class _Planner:
+    """Builds a Layout in one pass over the ops (state: see the module docstring).
+
+    Per op: one step list, a `home` entry, and per output slot two list entries
+    (its shared SlotInfo and its last use); `finish` turns the last uses into frees and charges.
     """
 
     def __init__(
         self,
         placement: Mapping[str, str],
-        backends: Mapping[str, Backend],
+        names: Sequence[str],
         kernels: Callable[[str], Kernel],
         resident: Callable[[str], bool],
         effects: bool = True,
     ) -> None:
         self.placement, self.kernels, self.resident = placement, kernels, resident
-        self.print_entry = PRINT_ENTRY if effects else SILENT_PRINT_ENTRY
-        self.names = tuple(backends)
-        self.backends = tuple(backends.values())
+        self.effects = effects
+        self.names = tuple(names)
         self.index = {name: i for i, name in enumerate(self.names)}
-        self.types: dict[str, tuple[tuple[KernelEntry, ...], bool]] = {}  # see _kernel
+        self.types: dict[str, tuple[int, bool, bool]] = {}  # see _kernel
+        self.kernel_list: list[Kernel] = []
         self.infos: list[dict[tuple[tuple[int, ...], str], SlotInfo]] = [{} for _ in self.names]
         self.home: dict[str, Sequence[int]] = {}  # op -> slots of its outputs, on its device
         self.copied: dict[tuple[str, int, int], int] = {}  # (op, output, device) -> copy slot
@@ -152,6 +249,7 @@ class _Planner:
         self.last_use: list[int] = []  # step that reads the slot last (or creates it)
         self.keep: set[int] = set()
         self.steps: list[Step] = []
+        self.allocs: list[int] = []  # per step: rounded bytes of its outputs and copies
         self.starts: list[tuple[int, int]] = []  # (first step, device) of each segment
 
     def add_all(self, ops: Sequence[Op]) -> None:
@@ -162,14 +260,13 @@ class _Planner:
         what it uses held in locals; copies, print ops and errors go to helpers.
         """
         home, types, infos, keep = self.home, self.types, self.infos, self.keep
-        slot_info, last_use, steps = self.slot_info, self.last_use, self.steps
-        print_entry = self.print_entry
+        slot_info, last_use, steps, allocs = self.slot_info, self.last_use, self.steps, self.allocs
         device = -1
         for step, (op, placed) in enumerate(zip(ops, self._devices(ops), strict=True)):
             if placed != device:
                 device = self._segment(op, placed, step)  # raises for None
             slots: list[int] = []  # a list, not a growing tuple: add_n may read 100,000
-            made: list[CopyStep] = []
+            made: list[CopyStep] | None = None  # most ops copy nothing
             for ref in op.inputs:
                 try:
                     slot = home[ref.op][ref.index]
@@ -179,18 +276,23 @@ class _Planner:
                     ) from None
                 if slot_info[slot][0] != device:
                     last_use[slot] = step
+                    if made is None:
+                        made = []
                     slot = self._copy_in(op.name, ref, slot, device, step, made)
                 last_use[slot] = step
                 slots.append(slot)
-            inputs = tuple(slots)
-            copies: Copies = tuple(made)
-            alloc = sum(slot_info[c.dst][2] for c in copies) if copies else 0
+            copies: Copies = ()
+            alloc = 0
+            if made:
+                copies = tuple(made)
+                alloc = sum(slot_info[c.dst][2] for c in copies)
             first = len(slot_info)
             if op.type == PRINT_OP:  # forwards its inputs' buffers, as TF's Print does
-                home[op.name] = inputs
-                steps.append((op, print_entry, inputs, first, 0, alloc, copies))
+                home[op.name] = inputs = tuple(slots)
+                steps.append([PRINT_KERNEL, inputs, -1, first, 0, (), copies, op])
+                allocs.append(alloc)
                 continue
-            kernels, resident = types.get(op.type) or self._kernel(op.type)
+            kernel, resident, direct = types.get(op.type) or self._kernel(op.type)
             sizes = infos[device]
             for spec in op.outputs:
                 info = sizes.get((spec.shape, spec.dtype)) or self._info(spec, device)
@@ -198,10 +300,21 @@ class _Planner:
                 last_use.append(step)
                 alloc += info[2]
             count = len(slot_info) - first  # most ops have one output: build its tuple inline
-            home[op.name] = outputs = (first,) if count == 1 else tuple(range(first, first + count))
+            outputs: tuple[int, ...]
+            if count == 1:
+                home[op.name] = outputs = (first,)
+            else:
+                home[op.name] = outputs = tuple(range(first, first + count))
             if resident:
                 keep.update(outputs)
-            steps.append((op, kernels[device], inputs, first, count, alloc, copies))
+            n = len(slots)
+            if direct and count == 1 and n == 2:
+                steps.append([kernel + 1, slots[0], slots[1], first, 1, (), copies, op])
+            elif direct and count == 1 and n == 1:
+                steps.append([kernel, slots[0], -1, first, 1, (), copies, op])
+            else:
+                steps.append([kernel + 2, tuple(slots), -1, first, count, (), copies, op])
+            allocs.append(alloc)
 
     def _devices(self, ops: Sequence[Op]) -> Iterable[int | None]:
         """Each op's device index (None: none, or one without a backend).
@@ -222,21 +335,14 @@ class _Planner:
         self.starts.append((step, device))
         return device
 
-    def _kernel(self, op_type: str) -> tuple[tuple[KernelEntry, ...], bool]:
-        """(kind, compute) per device and residency of an op type, asked of the registry once.
-
-        A host-value kernel on a host-memory (numpy) device is a plain kernel: its result is
-        already on the device, so creating it there costs nothing.
-        """
+    def _kernel(self, op_type: str) -> tuple[int, bool, bool]:
+        """An op type's first kernel index, residency, and whether it names an `xp_function`,
+        asked of the registry once."""
         kernel = self.kernels(op_type)
-        kinds = (
-            HOST if kernel.host_value and not isinstance(b, NumpyBackend) else KERNEL
-            for b in self.backends
-        )
-        entry = self.types[op_type] = (
-            tuple((kind, kernel.compute) for kind in kinds),
-            self.resident(op_type),
-        )
+        self.kernel_list.append(kernel)
+        direct = isinstance(getattr(kernel, "xp_function", None), str)
+        entry = (3 * len(self.kernel_list) - 2, self.resident(op_type), direct)
+        self.types[op_type] = entry
         return entry
 
     def _info(self, spec: TensorSpec, device: int) -> SlotInfo:
@@ -272,13 +378,11 @@ class _Planner:
         dst = self.copied[(ref.op, ref.index, device)] = len(self.slot_info)
         self.slot_info.append((device, nbytes, size))
         self.last_use.append(step)
-        source, target = self.backends[src_device], self.backends[device]
         names = self.names
         record = CopyRecord(consumer, str(ref), names[src_device], names[device], nbytes, 0.0)
-        transfer = _transfer(source, target)
-        return CopyStep(src, dst, transfer, source.synchronize, target.synchronize, record)
+        return CopyStep(src, dst, src_device, device, record)
 
-    def finish(self, fetch: Sequence[TensorRef]) -> Schedule:
+    def finish(self, fetch: Sequence[TensorRef]) -> Layout:
         fetched = []
         for ref in fetch:
             try:
@@ -287,41 +391,60 @@ class _Planner:
                 raise BadInput(f"fetch '{ref}' names no output of the graph's ops") from None
             self.keep.add(slot)
             fetched.append((str(ref), slot, self.slot_info[slot][0]))
-        device_oom = {b.out_of_memory for b in self.backends if isinstance(b, CupyBackend)}
-        return Schedule(
-            self.names,
-            self.backends,
-            self._segments(self._frees()),
-            len(self.last_use),
-            frozenset(self.keep),
-            tuple(fetched),
-            tuple(device_oom),
-        )
-
-    def _frees(self) -> list[tuple[Free, ...]]:
-        """Each step's frees: the slots it reads last (or makes and nobody reads), none kept."""
-        n, last_use = len(self.steps), self.last_use
+        steps, starts, last_use = self.steps, self.starts, self.last_use
+        n = len(steps)
         for slot in self.keep:
             last_use[slot] = n  # the step after the last: never freed
-        frees: list[list[Free]] = [[] for _ in range(n + 1)]  # lists: one step may free 100,000
-        slots = zip(last_use, self.slot_info, strict=True)
-        for slot, (step, (device, _, size)) in enumerate(slots):
-            frees[step].append((slot, device, size))
-        return [tuple(f) for f in frees]
-
-    def _segments(self, frees: list[tuple[Free, ...]]) -> tuple[Segment, ...]:
-        """Runs of consecutive steps on one device, each with its steps' frees."""
-        steps, starts = self.steps, self.starts
-        ends = [step for step, _ in starts[1:]] + [len(steps)]
-        return tuple(
-            Segment(device, steps[a:b], frees[a:b])
-            for (a, device), b in zip(starts, ends, strict=True)
+        for slot, step in enumerate(last_use):  # each step's frees: the slots it reads last
+            if step < n:
+                at = steps[step]
+                if at[5]:
+                    at[5].append(slot)
+                else:
+                    at[5] = [slot]
+        ends = [step for step, _ in starts[1:]] + [n]
+        step_device: list[int] = []
+        for (a, device), b in zip(starts, ends, strict=True):
+            step_device += [device] * (b - a)
+        info = self.slot_info
+        devices, sizes = (i[0] for i in info), (i[2] for i in info)
+        charges = Charges(len(self.names), step_device, self.allocs, (last_use, devices, sizes))
+        return Layout(
+            self.names,
+            tuple(Segment(d, a, steps[a:b]) for (a, d), b in zip(starts, ends, strict=True)),
+            len(last_use),
+            frozenset(self.keep),
+            tuple(fetched),
+            tuple(self.kernel_list),
+            self.effects,
+            charges,
         )
 
 
 def is_variable(op_type: str) -> bool:
     """The default `resident` test: variables stay on their device for the whole run."""
     return op_type == "variable"
+
+
+def layout(
+    graph: Graph,
+    devices: Mapping[str, str],
+    names: Sequence[str],
+    kernels: Callable[[str], Kernel],
+    resident: Callable[[str], bool] = is_variable,
+    *,
+    effects: bool = True,
+) -> Layout:
+    """Precompute the layout of a placed graph over the devices `names` (in that order): slots,
+    copies, when each tensor is freed and what each step charges its device.
+
+    `effects=False` plans a run without side effects (--verify's reference run): `save` ops are
+    left out and `print` ops forward their inputs without making text."""
+    planner = _Planner(devices, names, kernels, resident, effects)
+    ops = graph.ops if effects else [op for op in graph.ops if op.type != SAVE_OP]
+    with gc_paused():  # the layout is acyclic; pausing the GC halves planning time
+        planner.add_all(ops)
+        return planner.finish(graph.fetch)
 
 
 def plan(
@@ -333,12 +456,6 @@ def plan(
     *,
     effects: bool = True,
 ) -> Schedule:
-    """Precompute the schedule of a placed graph: slots, copies, and when each tensor is freed.
-
-    `effects=False` plans a run without side effects (--verify's reference run): `save` ops are
-    left out and `print` ops forward their inputs without making text."""
-    planner = _Planner(devices, backends, kernels, resident, effects)
-    ops = graph.ops if effects else [op for op in graph.ops if op.type != SAVE_OP]
-    with gc_paused():  # the schedule is acyclic; pausing the GC halves planning time
-        planner.add_all(ops)
-        return planner.finish(graph.fetch)
+    """The layout of a placed graph (see `layout`), bound to `backends` (device -> Backend)."""
+    laid = layout(graph, devices, tuple(backends), kernels, resident, effects=effects)
+    return bind(laid, backends)

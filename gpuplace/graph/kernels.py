@@ -130,14 +130,23 @@ def identity(xp: ModuleType, inputs: Sequence[Array], attrs: Mapping[str, Any]) 
     return [inputs[0].copy()]
 
 
+class Elementwise:
+    """A kernel calling `xp.<name>` on all inputs (add, subtract, exp, tanh, ...).
+
+    `xp_function` names the call: the executor calls it directly, with no lists in or out."""
+
+    def __init__(self, name: str) -> None:
+        self.xp_function = self.__name__ = name
+
+    def __call__(
+        self, xp: ModuleType, inputs: Sequence[Array], attrs: Mapping[str, Any]
+    ) -> list[Array]:
+        return [getattr(xp, self.xp_function)(*inputs)]
+
+
 def elementwise(name: str) -> ComputeFn:
-    """A kernel calling `xp.<name>` on all inputs (add, subtract, exp, tanh, ...)."""
-
-    def compute(xp: ModuleType, inputs: Sequence[Array], attrs: Mapping[str, Any]) -> list[Array]:
-        return [getattr(xp, name)(*inputs)]
-
-    compute.__name__ = name
-    return compute
+    """A kernel calling `xp.<name>` on all inputs (see `Elementwise`)."""
+    return Elementwise(name)
 
 
 def relu(xp: ModuleType, inputs: Sequence[Array], attrs: Mapping[str, Any]) -> list[Array]:

@@ -177,6 +177,13 @@ class OpDef:
     def compute(self, xp: ModuleType, inputs: Sequence[Any], attrs: Mapping[str, Any]) -> list[Any]:
         return self.compute_fn(xp, inputs, attrs)
 
+    @property
+    def xp_function(self) -> str | None:
+        """The array library's function an elementwise kernel calls (`add`), else None: the
+        executor then calls it directly (see `kernels.Elementwise`)."""
+        fn = self.compute_fn
+        return fn.xp_function if isinstance(fn, k.Elementwise) else None
+
     def normalize(
         self, op_name: str, given: Mapping[str, Any], base: str = "",
         writes: WriteRules | None = None,

@@ -11,12 +11,21 @@ the preallocated block, or with allow_growth the regions grown so far (`BFCAlloc
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 from ..errors import BadInput, Message, Part, RuntimeFailure, Term, Text
 from ..units import ALIGNMENT, allocation_size, human
 
-__all__ = ["ALIGNMENT", "Ledger", "OutOfMemory", "allocation_size", "new_ledgers"]
+__all__ = [
+    "ALIGNMENT",
+    "Charges",
+    "Ledger",
+    "OutOfMemory",
+    "Replay",
+    "allocation_size",
+    "new_ledgers",
+]
 
 
 def _bytes(n: int) -> str:
@@ -145,3 +154,162 @@ def new_ledgers(devices: Sequence[str], limits: Mapping[str, int | None]) -> lis
             f"(devices: {', '.join(devices) or 'none'})"
         )
     return [Ledger(device, limits.get(device)) for device in devices]
+
+
+HUGE = 2**62  # past this many bytes in all, charges are exact Python ints (numpy object arrays)
+
+
+class Charges:
+    """Every charge a run makes, fixed once its schedule is planned: before step s runs, its
+    device is charged `step_bytes[s]` (its outputs and copies, rounded); after it, each tensor
+    whose last reader it is goes back to its own device.
+
+    Kept as events (`time` 2s: the charge of step s, 2s + 1: the frees after it; `device`;
+    `delta`: + bytes charged, - bytes freed), sorted by device then time, so `Replay` counts a
+    whole run, every device at once, with a few array passes instead of two calls per step.
+    Built from plain lists in one vectorised pass (numpy is imported here only).
+    """
+
+    __slots__ = ("delta", "device", "devices", "exact", "step_bytes", "step_device", "time")
+
+    def __init__(
+        self,
+        devices: int,
+        step_device: Sequence[int],
+        step_bytes: Sequence[int],
+        frees: tuple[Iterable[int], Iterable[int], Iterable[int]],
+    ) -> None:
+        """`frees`: (step, device, bytes) columns, one row per tensor, freed after that step; a
+        step past the last (`len(step_device)`) means never (kept to the end of the run)."""
+        import numpy as np
+
+        steps = len(step_device)
+        self.devices = devices
+        # each tensor was charged once: the sum bounds every running total
+        self.exact = sum(step_bytes) >= HUGE
+        self.step_device = np.fromiter(step_device, np.int64, steps)
+        self.step_bytes: Any = (
+            np.array(step_bytes, object) if self.exact else np.fromiter(step_bytes, np.int64, steps)
+        )
+        free_step = np.fromiter(frees[0], np.int64)
+        rows = len(free_step)
+        freed = free_step < steps
+        free_device = np.fromiter(frees[1], np.int64, rows)[freed]
+        free_bytes = (
+            np.array(list(frees[2]), object) if self.exact else np.fromiter(frees[2], np.int64)
+        )
+        time = np.concatenate([np.arange(steps, dtype=np.int64) * 2, free_step[freed] * 2 + 1])
+        device = np.concatenate([self.step_device, free_device])
+        delta = np.concatenate([self.step_bytes, -free_bytes[freed]])
+        order = np.lexsort((time, device))  # by device, then in run order
+        self.time, self.device, self.delta = time[order], device[order], delta[order]
+
+    @property
+    def steps(self) -> int:
+        return len(self.step_device)
+
+
+class Replay:
+    """The ledgers' state at any step of a run of `charges`, worked out up front.
+
+    The same arithmetic as `Ledger.allocate` and `Ledger.free` called step by step (and
+    `Ledger._extend` itself for allow_growth), done for every ledger at once with cumulative
+    sums: `stop` is the step whose charge would pass a limit (None: none does), and
+    `settle(step)` leaves each ledger exactly as the step-by-step calls would have just before
+    (or, `charged`, just after the charge of) that step. The run executes its steps without
+    touching a ledger. One ledger may serve several devices (it then counts their charges
+    together, in run order).
+    """
+
+    def __init__(self, charges: Charges, ledgers: Sequence[Ledger]) -> None:
+        import numpy as np
+
+        if len(ledgers) != charges.devices:
+            raise ValueError(f"{len(ledgers)} ledgers for {charges.devices} devices")
+        self.charges, self.ledgers = charges, ledgers
+        index: dict[int, int] = {}  # id(ledger) -> its book
+        of = [index.setdefault(id(lg), len(index)) for lg in ledgers]
+        self.books = list({id(lg): lg for lg in ledgers}.values())
+        self.start = [(lg.in_use, lg.peak, lg.reserved, lg.next_region) for lg in self.books]
+        time, delta = charges.time, charges.delta
+        book = np.asarray(of, dtype=np.int64)[charges.device] if len(of) else charges.device
+        if len(self.books) < len(ledgers):  # shared ledgers: their devices' events merge
+            order = np.lexsort((time, book))
+            time, delta, book = time[order], delta[order], book[order]
+        n = len(self.books)
+        self.time, self.book = time, book
+        self.first = np.searchsorted(book, np.arange(n + 1))  # each book's events
+        dtype: Any = object if charges.exact else np.int64
+        held = np.asarray([lg.in_use for lg in self.books], dtype=dtype)
+        total = np.cumsum(delta)
+        before = np.concatenate([np.zeros(1, dtype=total.dtype), total])[self.first[:-1]]
+        self.in_use = total - before[book] + held[book]  # per event: its book's bytes in use
+        charge = np.flatnonzero(time % 2 == 0)
+        self.steps = time[charge] // 2  # per charge, by book then step
+        self.after = self.in_use[charge]
+        self.charged = delta[charge]
+        self.charge_book = book[charge]
+        self.charge_first = np.searchsorted(self.charge_book, np.arange(n + 1))
+        stop = charges.steps
+        limited = [b for b, lg in enumerate(self.books) if lg.limit is not None]
+        if limited:
+            top: Any = float("inf") if charges.exact else 2**63 - 1  # past every total
+            cap = [top] * n  # no limit
+            for b in limited:
+                cap[b] = min(self.books[b].limit or 0, top)
+            over = np.flatnonzero(self.after > np.asarray(cap, dtype=dtype)[self.charge_book])
+            if len(over):
+                stop = int(self.steps[over].min())
+        self.stop: int | None = stop if stop < charges.steps else None
+
+    def settle(self, step: int, charged: bool = False) -> None:
+        """Each ledger as after every charge and free of the steps before `step` (and the
+        charge of `step` itself when `charged`): in use, peak, and allow_growth's regions."""
+        import numpy as np
+
+        end = 2 * step + int(charged)  # events before this time have happened
+        done = np.concatenate([[0], np.cumsum(self.time < end)])
+        events = done[self.first[1:]] - done[self.first[:-1]]
+        made_all = np.concatenate([[0], np.cumsum(self.steps < step + int(charged))])
+        made = made_all[self.charge_first[1:]] - made_all[self.charge_first[:-1]]
+        for b, lg in enumerate(self.books):
+            lg.in_use, lg.peak, lg.reserved, lg.next_region = self.start[b]
+            if events[b]:
+                lg.in_use = int(self.in_use[self.first[b] + events[b] - 1])
+            if made[b]:
+                at = int(self.charge_first[b])
+                after = self.after[at : at + made[b]]
+                lg.peak = max(lg.peak, int(after.max()))
+                if lg.growth:
+                    _grow(lg, after, self.charged[at : at + made[b]])
+
+    def raise_stop(self, op: str) -> None:
+        """Raise the OutOfMemory of step `stop` (the op named `op`), from its ledger, as
+        `Ledger.allocate` raises it; every ledger is left as just before that step."""
+        assert self.stop is not None
+        self.settle(self.stop)
+        device = int(self.charges.step_device[self.stop])
+        self.ledgers[device].allocate(int(self.charges.step_bytes[self.stop]), op)
+        raise AssertionError(f"step {self.stop} fits {self.ledgers[device].device}")
+
+
+GROWTH_PASSES = 64  # array passes before `_grow` walks the rest of the charges one by one
+
+
+def _grow(ledger: Ledger, after: Any, charged: Any) -> None:
+    """allow_growth: `Ledger._extend` for each charge that leaves more in use than reserved,
+    in order: a few regions, each double the last, so a few array passes; once the limit caps
+    them (and charges keep landing between it and what is reserved), one plain pass."""
+    import numpy as np
+
+    at = 0
+    for _ in range(GROWTH_PASSES):
+        over = np.flatnonzero(after[at:] > ledger.reserved)
+        if not len(over):
+            return
+        at += int(over[0])
+        ledger._extend(int(charged[at]))
+        at += 1
+    for in_use, nbytes in zip(after[at:].tolist(), charged[at:].tolist(), strict=True):
+        if in_use > ledger.reserved:
+            ledger._extend(nbytes)

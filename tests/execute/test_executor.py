@@ -16,6 +16,7 @@ import pytest
 from gpuplace.errors import BadInput, RuntimeFailure
 from gpuplace.execute.backends import Backend, NumpyBackend
 from gpuplace.execute.executor import Schedule, execute, plan, run
+from gpuplace.execute.schedule import step_inputs
 from gpuplace.graph.model import Graph
 from gpuplace.memory.ledger import OutOfMemory, new_ledgers
 from tests.execute.helpers import CPU, Apply, gpu, graph, kernel_table, op
@@ -59,12 +60,15 @@ def test_values_are_numpy_results_on_the_host() -> None:
 def steps_of(schedule: Schedule) -> list[tuple[Any, ...]]:
     """Per step, in run order: (device, op, inputs, outputs, alloc, (src, dst) copies, frees)."""
     table = []
+    alloc = schedule.layout.charges.step_bytes
     for s in schedule.segments:
-        for step, frees in zip(s.steps, s.frees, strict=True):
-            o, _, inputs, first, count, alloc, copies = step
+        for i, step in enumerate(s.steps):
+            _, _, _, first, count, frees, copies, o = step
+            inputs = step_inputs(step)
             outputs = tuple(range(first, first + count))
             moved = [(c.src, c.dst) for c in copies]
-            table.append((s.device, o.name, inputs, outputs, alloc, moved, frees))
+            charged = int(alloc[s.start + i])
+            table.append((s.device, o.name, inputs, outputs, charged, moved, tuple(frees)))
     return table
 
 
@@ -82,7 +86,7 @@ def test_schedule_of_a_round_trip_through_a_gpu() -> None:
     g = round_trip()
     schedule = plan(g, placed(g, b=GPU0), BACKENDS, kernel_table().__getitem__)
     assert schedule.devices == (CPU, GPU0, GPU1)
-    assert [(s.device, [st[0].name for st in s.steps]) for s in schedule.segments] == [
+    assert [(s.device, [st[7].name for st in s.steps]) for s in schedule.segments] == [
         (0, ["a"]),
         (1, ["b"]),
         (0, ["c"]),
@@ -90,8 +94,8 @@ def test_schedule_of_a_round_trip_through_a_gpu() -> None:
     # slots: 0 a, 1 a copied to GPU:0, 2 b, 3 b copied to the CPU, 4 c
     assert steps_of(schedule) == [
         (0, "a", (), (0,), 256, [], ()),
-        (1, "b", (1,), (2,), 512, [(0, 1)], ((1, 1, 256),)),
-        (0, "c", (3, 0), (4,), 512, [(2, 3)], ((0, 0, 256), (2, 1, 256), (3, 0, 256))),
+        (1, "b", (1,), (2,), 512, [(0, 1)], (1,)),
+        (0, "c", (3, 0), (4,), 512, [(2, 3)], (0, 2, 3)),
     ]
     assert (schedule.slots, schedule.keep, schedule.fetch) == (5, {4}, (("c", 4, 0),))
 

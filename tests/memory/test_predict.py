@@ -132,6 +132,30 @@ def test_predicted_oom_is_the_oom_a_run_hits(
         assert all(m.limit is None or m.peak <= m.limit for m in predicted)
 
 
+def test_run_plans_its_layout_once_for_the_prediction_and_the_run(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """`run` predicts, then runs the layout it predicted from; a second run plans again."""
+    import gpuplace.execute.predict as predict
+
+    planned: list[int] = []
+    original = predict.placed_layout
+
+    def counted(*args: Any) -> Any:
+        planned.append(len(args[0].ops))
+        return original(*args)
+
+    monkeypatch.setattr(predict, "placed_layout", counted)
+    prepared, view = _prepared([{"name": "a", "op": "ones", "shape": [2, 2]},
+                                {"name": "b", "op": "add", "inputs": ["a", "a"]}], ["b"])  # fmt: skip
+    predict_memory(prepared, view)
+    first = execute_prepared(prepared, view)
+    assert planned == [2]
+    again = execute_prepared(prepared, view)
+    assert planned == [2, 2]
+    assert first.result.values["b"].tolist() == again.result.values["b"].tolist() == [[2.0] * 2] * 2
+
+
 def test_run_refuses_a_predicted_oom(run: Run, tmp_path: Path) -> None:
     graph = matmul_graph(tmp_path / "g.yaml")
     result = run("--machine", "1xK520", "run", graph, "--memory-limit", "10MiB")
