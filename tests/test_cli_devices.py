@@ -363,7 +363,8 @@ Simulated machine 1xK520 (every device below is simulated)
 DEVICE         CUDA  NVML  PRODUCT                             MEMORY    FREE
 /device:CPU:0  -     -     Simulated CPU, 8 cores [simulated]  64.0 GiB  -
 /device:GPU:0  0     0     GRID K520 [simulated]               4096MiB   4096MiB
-(POWER, TEMP, UTIL, UUID, USED, BUS-ID, CC left out to fit 80 columns; --wide shows all)
+(POWER, TEMP, UTIL, UUID, USED, BUS-ID, CC left out to fit 80 columns; --wide
+shows all)
 """
 
 

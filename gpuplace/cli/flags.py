@@ -113,6 +113,8 @@ SOFT = click.option(
     help="TensorFlow's allow_soft_placement: fall back to an existing device (overrides config).",
 )  # fmt: skip
 JSON = click.option("--json", "as_json", is_flag=True, help="One JSON document.")
+WIDE = click.option("--wide", is_flag=True,
+                    help="On a terminal, every column whole (as a pipe gets it), however wide.")  # fmt: skip
 
 
 def parse_feeds(values: Sequence[str]) -> dict[str, str]:

@@ -1,11 +1,12 @@
-"""How commands print: rich renderables fitted to the terminal (or their plain layout), and
-one-line warnings on stderr. With `context.py`, the only place that prints."""
+"""How commands print: tables fitted to the terminal's width (or the plain layout a pipe gets),
+watched views, progress bars and one-line warnings on stderr. With `context.py`, the only place
+that prints."""
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterator, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING
 
 import click
 
@@ -19,75 +20,15 @@ if TYPE_CHECKING:
 
 
 TABLE_ROWS = 1_000
-"""The longest table drawn with rich on a terminal. rich lays a table out whole before it prints
-its first row, and measures every cell to see whether it fits (46.6 s for `plan` of 100,000
-ops, against 2.5 s piped); a longer table prints in the plain layout a pipe gets: aligned
-columns, the same rows, at the pipe's cost."""
+"""The longest table fitted to a terminal's width (reasons wrapped, columns left out). Fitting
+wraps cells one by one, and a rich table laid 100,000 rows out whole before printing its first
+(46.6 s for `plan` of 100,000 ops, against 2.5 s piped); a longer table prints in the plain
+layout a pipe gets: aligned columns, the same rows, at the pipe's cost."""
 
 
 def draw_table(app: AppContext, rows: int) -> bool:
-    """Whether a table of `rows` rows is drawn with rich: on a terminal, up to TABLE_ROWS."""
+    """Whether a table of `rows` rows is fitted to the terminal: on one, up to TABLE_ROWS."""
     return rows <= TABLE_ROWS and app.terminal()
-
-
-def echo_renderable(app: AppContext, renderable: Any, fallback: str | None = None) -> bool:
-    """Print one rich renderable (see `echo_renderables`)."""
-    return echo_renderables(app, [renderable], fallback)
-
-
-def echo_renderables(
-    app: AppContext, renderables: Sequence[Any], fallback: str | None = None
-) -> bool:
-    """Print rich renderables: styled on a terminal, with no style at all under NO_COLOR, and
-    never cutting a value short. When a table among them is too wide for the terminal, print
-    `fallback` (the plain layout) instead and return False; without one, fold its cells. A
-    table longer than TABLE_ROWS, which rich would lay out whole, is never measured: `fallback`
-    when there is one."""
-    from rich.console import Console
-    from rich.table import Table
-
-    columns = app.env.get("COLUMNS", "")
-    console = Console(
-        force_terminal=app.terminal(),
-        color_system=None if app.env.get("NO_COLOR") else "auto",
-        width=int(columns) if columns.isdigit() and int(columns) > 0 else None,
-        soft_wrap=False,
-        highlight=False,
-        markup=False,
-        emoji=False,
-    )
-    tables = [r for r in renderables if isinstance(r, Table)]
-    if fallback is not None and any(t.row_count > TABLE_ROWS for t in tables):
-        click.echo(fallback)
-        return False
-    too_wide = [t for t in tables if not _fits(console, t)]
-    if too_wide and fallback is not None:
-        click.echo(fallback)
-        return False
-    for table in tables:  # a word wider than its column folds onto the next line, never "…"
-        for column in table.columns:
-            column.no_wrap = column.no_wrap and table not in too_wide
-            column.overflow = "ellipsis" if column.no_wrap else "fold"
-    for renderable in renderables:
-        console.print(renderable)
-    return True
-
-
-def _fits(console: Any, table: Any) -> bool:
-    """Whether `table` fits the console with every no-wrap cell whole and every other cell
-    wrapped at spaces only (rich squeezes wrapping columns first, then truncates)."""
-    from rich.measure import Measurement
-
-    _top, right, _bottom, left = table.padding
-    width = (2 if table.box and table.show_edge else 0) + (
-        len(table.columns) - 1 if table.box else 0
-    )
-    for column in table.columns:
-        sizes = [
-            Measurement.get(console, console.options, c) for c in [column.header, *column.cells]
-        ]
-        width += left + right + max(m.maximum if column.no_wrap else m.minimum for m in sizes)
-    return bool(width <= console.width)
 
 
 def terminal_width(app: AppContext) -> int:

@@ -9,9 +9,17 @@ import click
 
 from ..errors import BadInput
 from .context import AppContext
-from .flags import JSON, SOFT, global_options, memory_options, options_from_flags, pop_memory_flags
+from .flags import (
+    JSON,
+    SOFT,
+    WIDE,
+    global_options,
+    memory_options,
+    options_from_flags,
+    pop_memory_flags,
+)
 from .help import Command
-from .output import draw_table, echo_renderables, warn, warn_prepared
+from .output import draw_table, terminal_width, warn, warn_prepared
 
 
 @click.command(
@@ -26,11 +34,12 @@ from .output import draw_table, echo_renderables, warn, warn_prepared
               help="Output format; dot is a Graphviz graph (render: gpuplace plan G.yaml --format dot | dot -Tsvg > plan.svg); html writes a report to -o.")  # fmt: skip
 @click.option("-o", "--output", "output", metavar="FILE.html",
               help="Where --format html writes its report (one self-contained file).")  # fmt: skip
+@WIDE
 @memory_options
 @global_options
 @click.pass_obj
 def plan(app: AppContext, /, spec: str, soft: bool | None, as_json: bool, fmt: str | None,
-         output: str | None, **kw: Any) -> None:  # fmt: skip
+         output: str | None, wide: bool, **kw: Any) -> None:  # fmt: skip
     """Everything but execute: placement with reasons, shapes, bytes per device, copies."""
     from ..memory.pools import check_reservations
     from ..pipeline import estimate_plan, predict_memory, prepare
@@ -69,12 +78,8 @@ def plan(app: AppContext, /, spec: str, soft: bool | None, as_json: bool, fmt: s
         click.echo(to_dot(prepared.graph, prepared.placement, title), nl=False)
     elif as_json or fmt == "json":
         click.echo(json_text(report.plan_json(view, prepared, memory, est)))
-    elif draw_table(app, len(prepared.graph.ops)):  # a long table: the plain layout
-        echo_renderables(
-            app,
-            report.plan_renderables(view, prepared, memory, est),
-            fallback=report.plan_plain(view, prepared, memory, est),
-        )
+    elif not wide and draw_table(app, len(prepared.graph.ops)):  # a long table: plain
+        click.echo(report.plan_fitted(view, prepared, memory, est, terminal_width(app)))
     else:
         click.echo(report.plan_plain(view, prepared, memory, est))
     if oom is not None:

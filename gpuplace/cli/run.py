@@ -13,9 +13,17 @@ import click
 from ..echo import LINE_CHARS, sample
 from ..errors import BadInput, CheckFailed, RuntimeFailure
 from .context import AppContext
-from .flags import JSON, SOFT, global_options, memory_options, options_from_flags, pop_memory_flags
+from .flags import (
+    JSON,
+    SOFT,
+    WIDE,
+    global_options,
+    memory_options,
+    options_from_flags,
+    pop_memory_flags,
+)
 from .help import Command
-from .output import draw_table, echo_renderable, warn, warn_no_gpu, warn_prepared
+from .output import draw_table, terminal_width, warn, warn_no_gpu, warn_prepared
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -93,12 +101,13 @@ def check_save_path(path: str) -> None:
     help="Run even when the plan predicts running out of GPU memory "
     "(never past the host memory available: the kernel would kill the run).",
 )
+@WIDE
 @memory_options
 @global_options
 @click.pass_obj
 def run(app: AppContext, /, spec: str, log: bool | None, log_format: str | None,
         soft: bool | None, explain: bool, as_json: bool, save: str | None, verify: bool,
-        feed: tuple[str, ...], force: bool, **kw: Any) -> None:  # fmt: skip
+        feed: tuple[str, ...], force: bool, wide: bool, **kw: Any) -> None:  # fmt: skip
     """Place a graph the way TensorFlow does, run it, print the placement log and the results."""
     from ..pipeline import execute_prepared, predict_memory, prepare
     from ..report import run as report
@@ -132,7 +141,7 @@ def run(app: AppContext, /, spec: str, log: bool | None, log_format: str | None,
             doc["verify"] = [c.__dict__ for c in checked]
         click.echo(json_text(doc))
     else:
-        _print_run(app, view, prepared, result, explain, checked, log_format)
+        _print_run(app, view, prepared, result, (explain, wide), checked, log_format)
     bad = [c for c in checked if not c.ok]
     if bad:
         raise CheckFailed(sample([
@@ -174,8 +183,10 @@ def _save(path: str, values: dict[str, Any]) -> None:
         raise RuntimeFailure(f"--save {path}: cannot write: {exc.strerror or exc}") from exc
 
 
-def _print_run(app: AppContext, view: View, prepared: Prepared, result: RunResult, explain: bool,
-               checked: list[Verified], log_format: str | None = None) -> None:  # fmt: skip
+def _print_run(app: AppContext, view: View, prepared: Prepared, result: RunResult,
+               explain: tuple[bool, bool], checked: list[Verified],
+               log_format: str | None = None) -> None:  # fmt: skip
+    """The log, the `--explain` table (`explain`: asked, and --wide), results and checks."""
     from ..report import run as report
     from ..report.lines import pruned_line, title
 
@@ -192,8 +203,8 @@ def _print_run(app: AppContext, view: View, prepared: Prepared, result: RunResul
         click.echo(pruned)
     for line in result.printed:
         click.echo(line, err=True)
-    if explain:
-        _explain(app, prepared, result.copies)
+    if explain[0]:
+        _explain(app, prepared, result.copies, wide=explain[1])
     if result.values:
         click.echo(report.results_text(result.values))
     elif prepared.graph.targets:  # fetch: named only ops run for their effect (save)
@@ -204,12 +215,10 @@ def _print_run(app: AppContext, view: View, prepared: Prepared, result: RunResul
                    f"({c.dtype}, tolerance {c.tolerance:.0e}): {verdict}")  # fmt: skip
 
 
-def _explain(app: AppContext, prepared: Prepared, copies: Sequence[CopyRecord]) -> None:
-    from ..report.explain import explain_plain, explain_table
+def _explain(app: AppContext, prepared: Prepared, copies: Sequence[CopyRecord], wide: bool) -> None:
+    from ..report.explain import explain_fitted, explain_plain
 
-    plain = explain_plain(prepared.graph, prepared.placement, copies)
-    if draw_table(app, len(prepared.graph.ops)):  # a long table: the plain layout
-        table = explain_table(prepared.graph, prepared.placement, copies)
-        echo_renderable(app, table, fallback=plain)
+    if not wide and draw_table(app, len(prepared.graph.ops)):  # a long table: the plain layout
+        click.echo(explain_fitted(prepared.graph, prepared.placement, copies, terminal_width(app)))
     else:
-        click.echo(plain)
+        click.echo(explain_plain(prepared.graph, prepared.placement, copies))

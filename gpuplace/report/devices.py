@@ -9,7 +9,7 @@ from ..devices.visible import visible
 from ..echo import TEXT_CHARS, show
 from ..units import human, mib
 from .schema import SCHEMA_VERSION
-from .text import NA, columns, fit_columns, na
+from .text import NA, columns, fit_columns, left_out, na
 
 SIM = " [simulated]"
 HEADER = (
@@ -239,8 +239,4 @@ def devices_fitted(view: View, width: int, bold: bool = False) -> str:
     note = notice(view)
     if note:
         lines.append(note)
-    if dropped:
-        lines.append(
-            f"({', '.join(dropped)} left out to fit {max(width, 80)} columns; --wide shows all)"
-        )
-    return "\n".join(lines)
+    return "\n".join([*lines, *left_out(dropped, max(width, 80))])

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from ..graph.model import Graph
 from ..placement.model import Placement
 from ..units import human
-from .text import columns
+from .text import columns, fit_table, left_out
 
 if TYPE_CHECKING:
     from ..execute.executor import CopyRecord
@@ -59,12 +59,17 @@ def explain_plain(graph: Graph, placement: Placement, copies: Sequence[CopyRecor
     return columns(EXPLAIN_HEADER, explain_rows(graph, placement, copies))
 
 
-def explain_table(graph: Graph, placement: Placement, copies: Sequence[CopyRecord]) -> Any:
-    from rich.table import Table
+# what a narrow terminal loses first (`explain_fitted`); REASON and COPIES IN wrap instead
+EXPLAIN_DROP = ("DTYPE", "BYTES", "SHAPE", "TYPE")
+EXPLAIN_WRAP = ("REASON", "COPIES IN")
 
-    table = Table(title="Placement", title_justify="left")
-    for h in EXPLAIN_HEADER:
-        table.add_column(h, overflow="fold")
-    for row in explain_rows(graph, placement, copies):
-        table.add_row(*row)
-    return table
+
+def explain_fitted(
+    graph: Graph, placement: Placement, copies: Sequence[CopyRecord], width: int
+) -> str:
+    """`--explain` on a terminal: the table within `width` columns (at least 80), reasons and
+    copies wrapped, then DTYPE, BYTES, SHAPE and TYPE left out if it still does not fit."""
+    width = max(width, 80)
+    rows = explain_rows(graph, placement, copies)
+    text, dropped = fit_table(EXPLAIN_HEADER, rows, width, EXPLAIN_DROP, EXPLAIN_WRAP)
+    return "\n".join([text, *left_out(dropped, width)])

@@ -10,12 +10,12 @@ from ..memory.pools import DeviceMemory
 from ..placement.loads import DeviceLoad, device_loads, planned_copies
 from ..results import PlanEstimate, Prepared
 from ..units import human
-from .explain import EXPLAIN_HEADER, explain_rows, short_device
+from .explain import EXPLAIN_HEADER, explain_fitted, explain_rows, short_device
 from .lines import pruned_line
 from .lines import title as run_title
 from .records import copy_records, machine_record, placed_ops, placement_records, rate_records
 from .schema import SCHEMA_VERSION
-from .text import columns
+from .text import columns, fit_table, left_out
 
 LOAD_HEADER = (
     "DEVICE", "OPS", "OUTPUT BYTES", "COPIES IN", "COPY BYTES IN", "COPIES OUT", "BUSY (EST)",
@@ -103,28 +103,29 @@ def plan_plain(
     ])  # fmt: skip
 
 
-def plan_renderables(
-    view: View, prepared: Prepared, memory: Sequence[DeviceMemory], est: PlanEstimate
-) -> list[Any]:
-    from rich.table import Table
-    from rich.text import Text
+# what a narrow terminal loses first from the per-device table (`plan_fitted`)
+LOAD_DROP = ("COPY BYTES IN", "COPIES IN", "OUTPUT BYTES", "COPIES OUT", "OPS")
 
+
+def plan_fitted(
+    view: View, prepared: Prepared, memory: Sequence[DeviceMemory], est: PlanEstimate, width: int
+) -> str:
+    """`plan` on a terminal: `plan_plain`'s tables within `width` columns (at least 80):
+    reasons and copies wrapped, then the columns of EXPLAIN_DROP and LOAD_DROP left out."""
+    width = max(width, 80)
     copies, loads = _loads(prepared)
-    ops = Table(title=title(view, prepared.strategy), title_justify="left")
-    for h in EXPLAIN_HEADER:
-        ops.add_column(h, overflow="fold")
-    for row in explain_rows(prepared.graph, prepared.placement, copies):
-        ops.add_row(*row)
-    per_device = Table(title="Per device", title_justify="left")
-    for h in LOAD_HEADER:
-        per_device.add_column(h)
-    for row in _load_rows(loads, memory, est):
-        per_device.add_row(*row)
     pruned = pruned_line(prepared)
-    return [
-        *([Text(pruned)] if pruned else []),
-        ops, per_device, Text(rates_line(prepared)), makespan_line(est),
-    ]  # fmt: skip
+    loads_text, dropped = fit_table(LOAD_HEADER, _load_rows(loads, memory, est), width, LOAD_DROP)
+    return "\n".join([
+        title(view, prepared.strategy),
+        *([pruned] if pruned else []),
+        explain_fitted(prepared.graph, prepared.placement, copies, width),
+        "",
+        loads_text,
+        *left_out(dropped, width),
+        rates_line(prepared),
+        makespan_line(est),
+    ])  # fmt: skip
 
 
 def plan_json(
