@@ -81,6 +81,13 @@ def mib(n: int) -> str:
     return f"{n // MiB}MiB"
 
 
+def device_memory(n: int) -> str:
+    """A device's memory (total, free, reserved, peak, limit) as every table shows it, as
+    nvidia-smi does: whole MiB (`3596MiB`, `0MiB`), but what is under 1 MiB and not nothing in
+    bytes (`768B`), which nvidia-smi would round to 0MiB. Tensor and copy sizes use `human`."""
+    return mib(n) if n >= MiB or n == 0 else f"{n}B"
+
+
 def human(n: int) -> str:
     """Binary units with one decimal, for messages: `1.5 GiB`, `512.0 MiB`, `100 B`."""
     if n < 1024:

@@ -21,7 +21,7 @@ SCHEMA = json.loads(resources.files("gpuplace").joinpath("schemas/devices.schema
 GOLDEN_K20M = """\
 Simulated machine 4xK20m (every device below is simulated)
 DEVICE         CUDA  NVML  PRODUCT                             UUID                                      BUS-ID            MEMORY TOTAL  USED  FREE     CC   UTIL  TEMP  POWER
-/device:CPU:0  -     -     Simulated CPU, 8 cores [simulated]  -                                         -                 64.0 GiB      -     -        -    -     -     -
+/device:CPU:0  -     -     Simulated CPU, 8 cores [simulated]  -                                         -                 65536MiB      -     -        -    -     -     -
 /device:GPU:0  0     2     Tesla K20m [simulated]              GPU-1f49aa16-71c0-5d47-9b63-358c172fbaab  00000000:83:00.0  5120MiB       0MiB  5120MiB  3.5  0%    N/A   N/A / 225W
 /device:GPU:1  1     0     Tesla K20m [simulated]              GPU-90f1b18f-f9ff-5a2c-b7b9-979cfb693417  00000000:02:00.0  5120MiB       0MiB  5120MiB  3.5  0%    N/A   N/A / 225W
 CUDA_VISIBLE_DEVICES='2,0' shows 2 of the 4 GPUs of this machine (unset it to see all).
@@ -292,7 +292,7 @@ MIG_NOTE = (
 GOLDEN_MIG = f"""\
 Simulated machine lab-node (every device below is simulated)
 DEVICE         CUDA  NVML  PRODUCT                                        UUID                                      BUS-ID            MEMORY TOTAL  USED  FREE      CC   UTIL  TEMP  POWER
-/device:CPU:0  -     -     Xeon, 32 cores [simulated]                     -                                         -                 256.0 GiB     -     -         -    -     -     -
+/device:CPU:0  -     -     Xeon, 32 cores [simulated]                     -                                         -                 262144MiB     -     -         -    -     -     -
 /device:GPU:0  0     3     NVIDIA A100-SXM4-80GB MIG 3g.40gb [simulated]  MIG-f6d4b49b-32ec-558d-aced-6300ebd411ed  00000000:D1:00.0  40960MiB      0MiB  40960MiB  8.0  0%    N/A   N/A / 400W
 {MIG_NOTE}
 """
@@ -361,7 +361,7 @@ def tty(capsys: pytest.CaptureFixture[str], *args: str, env: dict[str, str]) -> 
 GOLDEN_80 = """\
 Simulated machine 1xK520 (every device below is simulated)
 DEVICE         CUDA  NVML  PRODUCT                             MEMORY    FREE
-/device:CPU:0  -     -     Simulated CPU, 8 cores [simulated]  64.0 GiB  -
+/device:CPU:0  -     -     Simulated CPU, 8 cores [simulated]  65536MiB  -
 /device:GPU:0  0     0     GRID K520 [simulated]               4096MiB   4096MiB
 (POWER, TEMP, UTIL, UUID, USED, BUS-ID, CC left out to fit 80 columns; --wide
 shows all)

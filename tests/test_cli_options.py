@@ -167,8 +167,8 @@ Simulated machine 2xK520 (every device below is simulated)
 DEVICE  CARD                POLICY        RESERVED AT START  LIMIT    LEFT ON CARD
 GPU:0   GRID K520 (CUDA 0)  default       3596MiB            3596MiB  500MiB
 GPU:1   GRID K520 (CUDA 1)  default       3596MiB            3596MiB  500MiB
-GPU:0   GRID K520 (CUDA 0)  allow_growth  0B                 3596MiB  4096MiB
-GPU:1   GRID K520 (CUDA 1)  allow_growth  0B                 3596MiB  4096MiB
+GPU:0   GRID K520 (CUDA 0)  allow_growth  0MiB               3596MiB  4096MiB
+GPU:1   GRID K520 (CUDA 1)  allow_growth  0MiB               3596MiB  4096MiB
 GPU:0   GRID K520 (CUDA 0)  fraction 0.4  1638MiB            1638MiB  2457MiB
 GPU:1   GRID K520 (CUDA 1)  fraction 0.4  1638MiB            1638MiB  2457MiB
 

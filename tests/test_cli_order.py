@@ -24,7 +24,7 @@ WARNING = (
 DEFAULT_UNSET = """\
 Simulated machine 1xT4,2xA100-80GB (every device below is simulated)
 DEVICE         CUDA  NVML  PRODUCT                             UUID                                      BUS-ID            MEMORY TOTAL  USED  FREE      CC   UTIL  TEMP  POWER
-/device:CPU:0  -     -     Simulated CPU, 8 cores [simulated]  -                                         -                 64.0 GiB      -     -         -    -     -     -
+/device:CPU:0  -     -     Simulated CPU, 8 cores [simulated]  -                                         -                 65536MiB      -     -         -    -     -     -
 /device:GPU:0  0     1     NVIDIA A100-SXM4-80GB [simulated]   GPU-4d305c44-8ec8-5ee0-9870-9d44f5a5be52  00000000:20:00.0  81920MiB      0MiB  81920MiB  8.0  0%    N/A   N/A / 400W
 /device:GPU:1  1     2     NVIDIA A100-SXM4-80GB [simulated]   GPU-9fab5696-89d7-5c20-a5e6-6193d1e0a498  00000000:30:00.0  81920MiB      0MiB  81920MiB  8.0  0%    N/A   N/A / 400W
 /device:GPU:2  2     0     Tesla T4 [simulated]                GPU-2d033ed6-9e5b-5ab1-8922-d1cced011509  00000000:10:00.0  15360MiB      0MiB  15360MiB  7.5  0%    N/A   N/A / 70W
@@ -32,14 +32,14 @@ DEVICE         CUDA  NVML  PRODUCT                             UUID             
 DEFAULT_0 = """\
 Simulated machine 1xT4,2xA100-80GB (every device below is simulated)
 DEVICE         CUDA  NVML  PRODUCT                             UUID                                      BUS-ID            MEMORY TOTAL  USED  FREE      CC   UTIL  TEMP  POWER
-/device:CPU:0  -     -     Simulated CPU, 8 cores [simulated]  -                                         -                 64.0 GiB      -     -         -    -     -     -
+/device:CPU:0  -     -     Simulated CPU, 8 cores [simulated]  -                                         -                 65536MiB      -     -         -    -     -     -
 /device:GPU:0  0     1     NVIDIA A100-SXM4-80GB [simulated]   GPU-4d305c44-8ec8-5ee0-9870-9d44f5a5be52  00000000:20:00.0  81920MiB      0MiB  81920MiB  8.0  0%    N/A   N/A / 400W
 CUDA_VISIBLE_DEVICES='0' shows 1 of the 3 GPUs of this machine (unset it to see all).
 """
 DEFAULT_1_0 = """\
 Simulated machine 1xT4,2xA100-80GB (every device below is simulated)
 DEVICE         CUDA  NVML  PRODUCT                             UUID                                      BUS-ID            MEMORY TOTAL  USED  FREE      CC   UTIL  TEMP  POWER
-/device:CPU:0  -     -     Simulated CPU, 8 cores [simulated]  -                                         -                 64.0 GiB      -     -         -    -     -     -
+/device:CPU:0  -     -     Simulated CPU, 8 cores [simulated]  -                                         -                 65536MiB      -     -         -    -     -     -
 /device:GPU:0  0     2     NVIDIA A100-SXM4-80GB [simulated]   GPU-9fab5696-89d7-5c20-a5e6-6193d1e0a498  00000000:30:00.0  81920MiB      0MiB  81920MiB  8.0  0%    N/A   N/A / 400W
 /device:GPU:1  1     1     NVIDIA A100-SXM4-80GB [simulated]   GPU-4d305c44-8ec8-5ee0-9870-9d44f5a5be52  00000000:20:00.0  81920MiB      0MiB  81920MiB  8.0  0%    N/A   N/A / 400W
 CUDA_VISIBLE_DEVICES='1,0' shows 2 of the 3 GPUs of this machine (unset it to see all).
@@ -47,14 +47,14 @@ CUDA_VISIBLE_DEVICES='1,0' shows 2 of the 3 GPUs of this machine (unset it to se
 DEFAULT_2 = """\
 Simulated machine 1xT4,2xA100-80GB (every device below is simulated)
 DEVICE         CUDA  NVML  PRODUCT                             UUID                                      BUS-ID            MEMORY TOTAL  USED  FREE      CC   UTIL  TEMP  POWER
-/device:CPU:0  -     -     Simulated CPU, 8 cores [simulated]  -                                         -                 64.0 GiB      -     -         -    -     -     -
+/device:CPU:0  -     -     Simulated CPU, 8 cores [simulated]  -                                         -                 65536MiB      -     -         -    -     -     -
 /device:GPU:0  0     0     Tesla T4 [simulated]                GPU-2d033ed6-9e5b-5ab1-8922-d1cced011509  00000000:10:00.0  15360MiB      0MiB  15360MiB  7.5  0%    N/A   N/A / 70W
 CUDA_VISIBLE_DEVICES='2' shows 1 of the 3 GPUs of this machine (unset it to see all).
 """
 PCI_UNSET = """\
 Simulated machine 1xT4,2xA100-80GB (every device below is simulated)
 DEVICE         CUDA  NVML  PRODUCT                             UUID                                      BUS-ID            MEMORY TOTAL  USED  FREE      CC   UTIL  TEMP  POWER
-/device:CPU:0  -     -     Simulated CPU, 8 cores [simulated]  -                                         -                 64.0 GiB      -     -         -    -     -     -
+/device:CPU:0  -     -     Simulated CPU, 8 cores [simulated]  -                                         -                 65536MiB      -     -         -    -     -     -
 /device:GPU:0  0     0     Tesla T4 [simulated]                GPU-2d033ed6-9e5b-5ab1-8922-d1cced011509  00000000:10:00.0  15360MiB      0MiB  15360MiB  7.5  0%    N/A   N/A / 70W
 /device:GPU:1  1     1     NVIDIA A100-SXM4-80GB [simulated]   GPU-4d305c44-8ec8-5ee0-9870-9d44f5a5be52  00000000:20:00.0  81920MiB      0MiB  81920MiB  8.0  0%    N/A   N/A / 400W
 /device:GPU:2  2     2     NVIDIA A100-SXM4-80GB [simulated]   GPU-9fab5696-89d7-5c20-a5e6-6193d1e0a498  00000000:30:00.0  81920MiB      0MiB  81920MiB  8.0  0%    N/A   N/A / 400W
@@ -62,14 +62,14 @@ DEVICE         CUDA  NVML  PRODUCT                             UUID             
 PCI_0 = """\
 Simulated machine 1xT4,2xA100-80GB (every device below is simulated)
 DEVICE         CUDA  NVML  PRODUCT                             UUID                                      BUS-ID            MEMORY TOTAL  USED  FREE      CC   UTIL  TEMP  POWER
-/device:CPU:0  -     -     Simulated CPU, 8 cores [simulated]  -                                         -                 64.0 GiB      -     -         -    -     -     -
+/device:CPU:0  -     -     Simulated CPU, 8 cores [simulated]  -                                         -                 65536MiB      -     -         -    -     -     -
 /device:GPU:0  0     0     Tesla T4 [simulated]                GPU-2d033ed6-9e5b-5ab1-8922-d1cced011509  00000000:10:00.0  15360MiB      0MiB  15360MiB  7.5  0%    N/A   N/A / 70W
 CUDA_VISIBLE_DEVICES='0' shows 1 of the 3 GPUs of this machine (unset it to see all).
 """
 PCI_1_0 = """\
 Simulated machine 1xT4,2xA100-80GB (every device below is simulated)
 DEVICE         CUDA  NVML  PRODUCT                             UUID                                      BUS-ID            MEMORY TOTAL  USED  FREE      CC   UTIL  TEMP  POWER
-/device:CPU:0  -     -     Simulated CPU, 8 cores [simulated]  -                                         -                 64.0 GiB      -     -         -    -     -     -
+/device:CPU:0  -     -     Simulated CPU, 8 cores [simulated]  -                                         -                 65536MiB      -     -         -    -     -     -
 /device:GPU:0  0     1     NVIDIA A100-SXM4-80GB [simulated]   GPU-4d305c44-8ec8-5ee0-9870-9d44f5a5be52  00000000:20:00.0  81920MiB      0MiB  81920MiB  8.0  0%    N/A   N/A / 400W
 /device:GPU:1  1     0     Tesla T4 [simulated]                GPU-2d033ed6-9e5b-5ab1-8922-d1cced011509  00000000:10:00.0  15360MiB      0MiB  15360MiB  7.5  0%    N/A   N/A / 70W
 CUDA_VISIBLE_DEVICES='1,0' shows 2 of the 3 GPUs of this machine (unset it to see all).
@@ -77,7 +77,7 @@ CUDA_VISIBLE_DEVICES='1,0' shows 2 of the 3 GPUs of this machine (unset it to se
 PCI_2 = """\
 Simulated machine 1xT4,2xA100-80GB (every device below is simulated)
 DEVICE         CUDA  NVML  PRODUCT                             UUID                                      BUS-ID            MEMORY TOTAL  USED  FREE      CC   UTIL  TEMP  POWER
-/device:CPU:0  -     -     Simulated CPU, 8 cores [simulated]  -                                         -                 64.0 GiB      -     -         -    -     -     -
+/device:CPU:0  -     -     Simulated CPU, 8 cores [simulated]  -                                         -                 65536MiB      -     -         -    -     -     -
 /device:GPU:0  0     2     NVIDIA A100-SXM4-80GB [simulated]   GPU-9fab5696-89d7-5c20-a5e6-6193d1e0a498  00000000:30:00.0  81920MiB      0MiB  81920MiB  8.0  0%    N/A   N/A / 400W
 CUDA_VISIBLE_DEVICES='2' shows 1 of the 3 GPUs of this machine (unset it to see all).
 """

@@ -7,7 +7,7 @@ from typing import Any
 from ..devices.model import View, VisibleGpu
 from ..devices.visible import visible
 from ..echo import TEXT_CHARS, show
-from ..units import human, mib
+from ..units import device_memory
 from .schema import SCHEMA_VERSION
 from .text import NA, columns, fit_columns, left_out, na
 
@@ -30,7 +30,7 @@ HEADER = (
 
 
 def _mem(n: int | None) -> str:
-    return NA if n is None else mib(n)
+    return NA if n is None else device_memory(n)
 
 
 def _power(gpu: VisibleGpu) -> str:
@@ -152,7 +152,7 @@ def device_rows(view: View) -> list[tuple[str, ...]]:
     for r, v in zip(device_records(view), [None, *view.gpus], strict=True):
         sim = SIM if r["simulated"] else ""
         if v is None:
-            memory = NA if r["memory_total"] is None else human(r["memory_total"])
+            memory = NA if r["memory_total"] is None else device_memory(r["memory_total"])
             rows.append(
                 (
                     r["name"],

@@ -10,7 +10,7 @@ from ..devices.model import Gpu, GpuProcess, LogicalGpu, View
 from ..devices.names import full_name
 from ..memory.pools import DeviceMemory
 from ..results import PolicyRun, Reservation
-from ..units import mib
+from ..units import device_memory
 from .text import NA, columns
 
 PROCESS_NAME = "gpuplace"
@@ -81,7 +81,7 @@ MEMORY_HEADER = ("DEVICE", "CARD", "POLICY", "RESERVED", "PEAK IN USE", "LIMIT")
 
 
 def _mem(n: int | None) -> str:
-    return NA if n is None else mib(n) if n >= 1024**2 else f"{n}B"
+    return NA if n is None else device_memory(n)
 
 
 def memory_rows(

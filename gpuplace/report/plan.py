@@ -9,7 +9,7 @@ from ..devices.model import View
 from ..memory.pools import DeviceMemory
 from ..placement.loads import DeviceLoad, device_loads, planned_copies
 from ..results import PlanEstimate, Prepared
-from ..units import human
+from ..units import device_memory, human
 from .explain import EXPLAIN_HEADER, explain_fitted, explain_rows, short_device
 from .lines import pruned_line
 from .lines import title as run_title
@@ -71,8 +71,8 @@ def _load_rows(
     rows: list[tuple[str, ...]] = []
     for d in loads:
         m = by_name.get(d.device)
-        peak = "-" if m is None else human(m.peak)
-        limit = "-" if m is None or m.limit is None else human(m.limit)
+        peak = "-" if m is None else device_memory(m.peak)
+        limit = "-" if m is None or m.limit is None else device_memory(m.limit)
         fit = fits(m)
         fits_cell = "-" if fit is None else ("yes" if fit else "NO")
         out = est.estimate.copies_out.get(d.device, (0, 0))

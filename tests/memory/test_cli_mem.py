@@ -90,7 +90,7 @@ def test_graph_under_default_policy_shows_this_process(run: Run, tmp_path: Path)
         "Simulated machine lab (every device below is simulated)",  # above everything it shows
         "DEVICE  CARD                           POLICY   RESERVED  PEAK IN USE  LIMIT",
         "GPU:0   Tesla V100-SXM2-32GB (CUDA 0)  default  30985MiB  12MiB        30985MiB",
-        "GPU:1   Tesla T4 (CUDA 1)              default  14310MiB  0B           14310MiB",
+        "GPU:1   Tesla T4 (CUDA 1)              default  14310MiB  0MiB         14310MiB",
     ]  # the default policy reserves every visible GPU, used or not (T4: 15360 - 1050 MiB)
     assert "|   31460MiB /  32510MiB |" in lines[14]
     assert (
@@ -171,12 +171,12 @@ def test_compare_runs_the_policies_side_by_side(run: Run, tmp_path: Path) -> Non
     assert table == [
         "DEVICE  CARD                           POLICY        RESERVED  PEAK IN USE  LIMIT",
         "GPU:0   Tesla V100-SXM2-32GB (CUDA 0)  default       30985MiB  12MiB        30985MiB",
-        "GPU:1   Tesla T4 (CUDA 1)              default       14310MiB  0B           14310MiB",
+        "GPU:1   Tesla T4 (CUDA 1)              default       14310MiB  0MiB         14310MiB",
         # 4 MiB tensors: regions of 4 MiB (the first request doubles 2 MiB), 4, then 8 MiB
         "GPU:0   Tesla V100-SXM2-32GB (CUDA 0)  allow_growth  16MiB     12MiB        30985MiB",
-        "GPU:1   Tesla T4 (CUDA 1)              allow_growth  0B        0B           14310MiB",
+        "GPU:1   Tesla T4 (CUDA 1)              allow_growth  0MiB      0MiB         14310MiB",
         "GPU:0   Tesla V100-SXM2-32GB (CUDA 0)  fraction 0.5  16255MiB  12MiB        16255MiB",
-        "GPU:1   Tesla T4 (CUDA 1)              fraction 0.5  7680MiB   0B           7680MiB",
+        "GPU:1   Tesla T4 (CUDA 1)              fraction 0.5  7680MiB   0MiB         7680MiB",
     ]
     doc = json.loads(
         run(
