@@ -131,3 +131,28 @@ def test_fit_table_fits_when_it_can_and_keeps_every_word(
     assert dropped == [h for h in ("B", "A") if h in dropped]  # in the order given
     cells = "".join(str(r[header.index(h)]) for r in [header, *rows] for h in kept)
     assert sorted("".join(text.split())) == sorted("".join(cells.split()))  # never cut or lost
+
+
+@pytest.mark.parametrize("command", [("plan",), ("run",)])
+def test_a_large_spec_shows_its_stages_on_a_terminal_stderr_only(
+    capsys: pytest.CaptureFixture[str], run: Run, tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch, command: tuple[str, ...],
+) -> None:  # fmt: skip
+    spec = chain(tmp_path, 12)
+    fake = FakeNvml(init_error=pynvml.NVMLError_LibraryNotFound)
+
+    def stderr_tty(*flags: str) -> Result:
+        app = AppContext(env={}, nvml_loader=lambda: fake, is_terminal=False,
+                         stderr_is_terminal=True)  # fmt: skip
+        code = main(["--machine", "2xK520", command[0], spec, *flags], app)
+        out, err = capsys.readouterr()
+        return Result(code, out, err)
+
+    quiet = stderr_tty()
+    assert (quiet.code, quiet.err) == (0, "")  # a small spec: no stages
+    monkeypatch.setattr(output, "STAGES_FROM", 10)
+    shown = stderr_tty()
+    assert shown.code == 0 and "loading and placing" in shown.err
+    assert shown.out == quiet.out  # stdout as before
+    assert stderr_tty("--json").err == ""  # never with JSON
+    assert run("--machine", "2xK520", command[0], spec).err == ""  # nor in a pipe

@@ -139,3 +139,37 @@ def progress(
 
     with bar:
         yield step
+
+
+STAGES_FROM = 1 << 20
+"""The spec size (bytes) from which `run` and `plan` show their stages on a terminal's stderr:
+about 10,000 ops, where a stage takes long enough to wonder about (and the import of rich's
+progress display is not a small command's start-up)."""
+
+
+@contextlib.contextmanager
+def stages(app: AppContext, spec: str, as_json: bool) -> Iterator[Callable[[str], None]]:
+    """Long work on a large spec: one line on stderr naming the stage (`stage(name)`) and the
+    time so far, only when stderr is a terminal and the output is not JSON; gone when done."""
+    import os
+
+    try:
+        big = os.stat(spec).st_size >= STAGES_FROM
+    except OSError:  # the loader says what is wrong with it
+        big = False
+    if as_json or not big or not app.stderr_terminal():
+        yield lambda name: None
+        return
+    from rich.console import Console
+    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    bar = Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
+                   console=Console(stderr=True, force_terminal=True), transient=True)  # fmt: skip
+    task = bar.add_task("loading", total=None)
+
+    def stage(name: str) -> None:
+        bar.update(task, description=name)
+        bar.refresh()  # each stage drawn at least once, however short
+
+    with bar:
+        yield stage

@@ -19,7 +19,7 @@ from .flags import (
     pop_memory_flags,
 )
 from .help import Command
-from .output import draw_table, terminal_width, warn, warn_prepared
+from .output import draw_table, stages, terminal_width, warn, warn_prepared
 
 
 @click.command(
@@ -60,10 +60,14 @@ def plan(app: AppContext, /, spec: str, soft: bool | None, as_json: bool, fmt: s
     for w in view.warnings:
         warn(w)
     options = options_from_flags(pop_memory_flags(kw), soft)
-    prepared = prepare(spec, view, options, app.env, feeds=False)
-    warn_prepared(prepared)
-    memory, oom = predict_memory(prepared, view, anyway=run_anyway(spec))
-    est = estimate_plan(prepared, view)
+    with stages(app, spec, as_json or fmt == "json") as stage:
+        stage("loading and placing")
+        prepared = prepare(spec, view, options, app.env, feeds=False)
+        warn_prepared(prepared)
+        stage("predicting memory")
+        memory, oom = predict_memory(prepared, view, anyway=run_anyway(spec))
+        stage("estimating the schedule")
+        est = estimate_plan(prepared, view)
     if fmt == "html" and output is not None:
         from .plan_html import write_report
 

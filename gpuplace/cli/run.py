@@ -23,7 +23,7 @@ from .flags import (
     pop_memory_flags,
 )
 from .help import Command
-from .output import draw_table, terminal_width, warn, warn_no_gpu, warn_prepared
+from .output import draw_table, stages, terminal_width, warn, warn_no_gpu, warn_prepared
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -121,18 +121,25 @@ def run(app: AppContext, /, spec: str, log: bool | None, log_format: str | None,
     view = app.view()
     for w in view.warnings:
         warn(w)
-    prepared = prepare(spec, view, options_from_flags(memory, soft, log, feed), app.env)
-    if save is not None:
-        check_members(save, prepared.graph.fetch)
-    warn_prepared(prepared)
-    warn_no_gpu(view, prepared)
-    if not force:
-        oom = predict_memory(prepared, view)[1]
-        if oom is not None:
-            raise oom
-    outcome = execute_prepared(prepared, view, app.cupy_loader)
-    result = outcome.result
-    checked = _verify(prepared, result, view) if verify else []
+    with stages(app, spec, as_json) as stage:
+        stage("loading and placing")
+        prepared = prepare(spec, view, options_from_flags(memory, soft, log, feed), app.env)
+        if save is not None:
+            check_members(save, prepared.graph.fetch)
+        warn_prepared(prepared)
+        warn_no_gpu(view, prepared)
+        if not force:
+            stage("predicting memory")
+            oom = predict_memory(prepared, view)[1]
+            if oom is not None:
+                raise oom
+        stage("running")
+        outcome = execute_prepared(prepared, view, app.cupy_loader)
+        result = outcome.result
+        checked: list[Verified] = []
+        if verify:
+            stage("verifying against a float64 CPU run")
+            checked = _verify(prepared, result, view)
     if save is not None:
         _save(save, result.values)
     if as_json:
