@@ -287,10 +287,17 @@ class _Balancer:
     def _finish(self, draft: Draft) -> float:
         """When a draft would finish with its copies planned on the links (none booked)."""
         ready, held = draft.ready, Link()  # copies planned into the device
-        inbound, outbound = self.timeline.inbound[draft.device], self.timeline.outbound
+        timeline, device = self.timeline, draft.device
+        inbound, outbound = timeline.inbound[device], timeline.outbound
+        solid: dict[int, tuple[Link, ...]] = {}  # per source: time known busy (links.transfer)
         for source, start, seconds in draft.copies:
-            end, pieces = transfer(outbound[source], inbound, start, seconds, held)
+            known = solid.get(source)
+            if known is None:
+                booked = timeline.solid.get((source, device))
+                known = solid[source] = (Link(),) if booked is None else (Link(), booked)
+            end, pieces = transfer(outbound[source], inbound, start, seconds, held, *known)
             held.book(pieces)
+            known[0].book(((start, end),))
             ready = max(ready, end)
         return max(draft.start, ready) + draft.seconds
 
