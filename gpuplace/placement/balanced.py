@@ -25,7 +25,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from operator import attrgetter
 
 from ..devices.names import parse_device
 from ..echo import sample
@@ -34,7 +33,7 @@ from ..graph.model import Graph, OpMeta
 from ..units import human
 from . import place
 from .cost import DeviceModel, LinkModel, copy_time, split_devices, work_times
-from .estimate import Estimate, simulate
+from .estimate import Estimate, Judged, simulate
 from .flat import Flat, default_meta, flatten, free_groups
 from .links import Link, transfer
 from .model import Decision, NoFit, Placement
@@ -70,9 +69,6 @@ class Draft:
     ready: float = 0.0  # when its inputs are there, its copies as if the links were idle
     seconds: float = 0.0  # its own time on the device
     copies: Sequence[PendingCopy] = ()  # the copies it needs, to plan on the links
-
-
-_BOUND = attrgetter("bound")
 
 
 class _Balancer:
@@ -177,11 +173,10 @@ class _Balancer:
         excluded: list[int] = []
         planned: list[Draft] = []
         reads = self._reads(op)
-        drafts = [self._draft(op, device, reads) for device in candidates]
-        drafts.sort(key=_BOUND)  # stable: ties stay in candidate order
-        for draft in drafts:
-            if best is not None and draft.bound >= best_finish:
+        for bound, _, device in sorted(self._bounds(op, candidates, reads)):
+            if best is not None and bound >= best_finish:
                 break
+            draft = self._draft(op, device, reads)
             finish = self._finish(draft)
             planned.append(draft)
             if not self._fits(op, draft):
@@ -247,6 +242,33 @@ class _Balancer:
                 reads.append((producer, output, home[producer][output]))
         return reads
 
+    def _bounds(self, op: int, candidates: Sequence[int],
+                reads: Sequence[Read]) -> list[tuple[float, int, int]]:  # fmt: skip
+        """(`Draft.bound`, position, device) of `op` on each candidate, worked out without
+        drafting each one: what does not depend on the device is looked up once."""
+        timeline, times, flat = self.timeline, self.times, self.flat
+        done, copied = timeline.done, timeline.copied
+        generators = [times[producer] for producer, _, slot in reads if slot is None]
+        tensors = [
+            (slot.device, max(done[producer], slot.ready), producer, output,
+             copy_time(flat.out_bytes[producer][output], self.link) * self.weight)
+            for producer, output, slot in reads if slot is not None
+        ]  # fmt: skip
+        seconds, free_at = times[op], timeline.free_at
+        out = []
+        for n, device in enumerate(candidates):
+            start, ready = free_at[device], 0.0
+            for generator in generators:  # they run on `device` first
+                start += generator[device]
+            for home, at, producer, output, length in tensors:
+                if home != device:
+                    copy = copied.get((producer, output, device))
+                    at = at + length if copy is None else max(done[producer], copy.ready)
+                if at > ready:
+                    ready = at
+            out.append((max(start, ready) + seconds[device], n, device))
+        return out
+
     def _draft(self, op: int, device: int, reads: Sequence[Read]) -> Draft:
         """`op` on `device`, planned cheaply (see Draft)."""
         flat, timeline, times = self.flat, self.timeline, self.times
@@ -297,7 +319,7 @@ class _Balancer:
                 known = solid[source] = (Link(),) if booked is None else (Link(), booked)
             end, pieces = transfer(outbound[source], inbound, start, seconds, held, *known)
             held.book(pieces)
-            known[0].book(((start, end),))
+            known[0].cover(start, end)
             ready = max(ready, end)
         return max(draft.start, ready) + draft.seconds
 
@@ -355,19 +377,25 @@ def place_balanced(
     gpus, cpu = split_devices(devices)
     models = [*gpus, cpu]
     tf = place(graph, len(gpus), allow_soft_placement=allow_soft_placement, op_meta=meta)
-    flat = flatten(graph, meta)
-    groups, free = free_groups(flat, tf, len(gpus))
-    with gc_paused():  # slots and drafts are acyclic, freed by reference counting
+    with gc_paused():  # flat, slots and drafts are acyclic, freed by reference counting
+        flat = flatten(graph, meta)
+        groups, free = free_groups(flat, tf, len(gpus))
         balancer, spread = _best_pass(flat, models, link, tf, groups, free)
         alone = simulate(flat, balancer.tf_device, models, link) if free else None
-    decisions = balancer.decided
-    if (
-        alone is not None
-        and alone.makespan < spread.makespan
-        and all(m.memory_limit is None or alone.peak[m.name] <= m.memory_limit for m in models)
-    ):  # TF's own placement is faster and fits
-        decisions = _kept(flat, tf, groups, free, alone.makespan, spread.makespan)
-    return Placement(dict(zip(flat.names, decisions, strict=True)), tf.devices)
+        decisions, chosen = balancer.decided, spread
+        if (
+            alone is not None
+            and alone.makespan < spread.makespan
+            and all(m.memory_limit is None or alone.peak[m.name] <= m.memory_limit for m in models)
+        ):  # TF's own placement is faster and fits
+            decisions = _kept(flat, tf, groups, free, alone.makespan, spread.makespan)
+            chosen = alone
+        by_name = dict(zip(flat.names, decisions, strict=True))
+    soft = allow_soft_placement  # judged only with the op registry, as `plan` estimates it
+    judged = (
+        Judged(flat, tf, soft, tuple(models), link, by_name, chosen) if op_meta is None else None
+    )
+    return Placement(by_name, tf.devices, judged=judged)
 
 
 def _kept(flat: Flat, tf: Placement, groups: list[int], free: dict[int, tuple[int, ...]],

@@ -25,6 +25,7 @@ from .timeline import Slot, Timeline
 
 __all__ = [
     "Estimate",
+    "Judged",
     "estimate",
     "estimate_with_bounds",
     "lower_bounds",
@@ -123,17 +124,46 @@ def estimate(
     return simulate(flat, device_index(placement, flat, models), models, link or LinkModel())
 
 
+@dataclass(frozen=True)
+class Judged:
+    """What a strategy worked out on its way to a placement, for `estimate_with_bounds` to
+    reuse (`Placement.judged`): the flattened graph, TensorFlow's placement of it (with the
+    soft-placement flag it used), and the estimate of the placement's `decisions` on `models`
+    over `link`. Valid only for that very graph and those very decisions (`reusable`)."""
+
+    flat: Flat
+    tf: Placement
+    soft: bool
+    models: tuple[DeviceModel, ...]
+    link: LinkModel
+    decisions: object  # the Placement.decisions it was estimated for (compared by identity)
+    estimate: Estimate
+
+    def reusable(self, graph: Graph, placement: Placement, models: Sequence[DeviceModel],
+                 link: LinkModel, soft: bool) -> bool:  # fmt: skip
+        """Whether this is the estimate of `placement` of `graph` on `models` over `link`."""
+        return (
+            self.flat.graph is graph and self.decisions is placement.decisions
+            and self.soft == soft and self.link == link and self.models == tuple(models)
+        )  # fmt: skip
+
+
 def estimate_with_bounds(
     graph: Graph, placement: Placement, devices: Sequence[DeviceModel], *,
     allow_soft_placement: bool, tf: Placement | None = None,
 ) -> tuple[Estimate, Bounds]:  # fmt: skip
     """What `gpuplace plan` judges a placement by: its estimate, and the lower bounds no
     placement of `graph` on `devices` can beat, from one flattening of the graph. `tf`:
-    TensorFlow's own placement of `graph`, when that is what `placement` is (not placed again)."""
-    flat = flatten(graph)
+    TensorFlow's own placement of `graph`, when that is what `placement` is (not placed again).
+    What the strategy already worked out (`placement.judged`) is reused, not done again."""
     gpus, cpu = split_devices(devices)
-    models, link = [*gpus, cpu], LinkModel()
-    est = simulate(flat, device_index(placement, flat, models), models, link)
-    soft = allow_soft_placement
-    bounds = lower_bounds(graph, devices, link, allow_soft_placement=soft, tf=tf, flat=flat)
+    models, link, soft = [*gpus, cpu], LinkModel(), allow_soft_placement
+    judged = placement.judged
+    with gc_paused():  # flat, slots and bounds are acyclic, freed by reference counting
+        if isinstance(judged, Judged) and judged.reusable(graph, placement, models, link, soft):
+            flat, est, tf = judged.flat, judged.estimate, tf or judged.tf
+        else:
+            flat = flatten(graph)
+            est = simulate(flat, device_index(placement, flat, models), models, link)
+        bounds = lower_bounds(graph, devices, link, allow_soft_placement=soft, tf=tf, flat=flat)
     return est, bounds

@@ -10,7 +10,7 @@ disjoint, merged blocks per link.
 
 from __future__ import annotations
 
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
 
 Piece = tuple[float, float]
@@ -41,6 +41,16 @@ class Link:
                 ends[i] = max(ends[i], ends[i + 1])
                 del starts[i + 1], ends[i + 1]
 
+    def cover(self, start: float, end: float) -> None:
+        """Mark start..end busy whatever it overlaps, merging every block it touches."""
+        if end <= start:
+            return
+        starts, ends = self.starts, self.ends
+        i, j = bisect_left(ends, start), bisect_right(starts, end)  # blocks i..j-1 touch it
+        if i < j:
+            start, end = min(start, starts[i]), max(end, ends[j - 1])
+        starts[i:j], ends[i:j] = (start,), (end,)
+
 
 def transfer(
     out: Link, into: Link, ready: float, length: float, held: Link | None = None,
@@ -50,30 +60,41 @@ def transfer(
     both links are idle and avoiding `held` (pieces planned into `into`, not yet booked: kept
     as a Link, so an op reading 20,000 copies does not sort them again for each one).
 
-    `known`: time already known busy on `out`, `into` or `held` (see `Solid`); it changes
+    `known`: time already known busy on `out`, `into` or `held` (`Link.cover`); it changes
     nothing but the work: the union of busy time is walked by jumping, in each list, from a
     time inside a block to that block's end, so a stretch where the lists' blocks alternate
     costs a jump per block, and a known-busy stretch one jump whatever lies under it."""
-    lists = (*known, out, into) if held is None or not held.starts else (*known, out, into, held)
-    count = len(lists)
     t, need = ready, length
     pieces: list[Piece] = []
-    while True:
-        clean = k = 0
+    lists, at = [], []  # the lists with a block ending after t, and the first such block of each
+    for link in (*known, out, into, held) if held is not None else (*known, out, into):
+        i = bisect_right(link.ends, t)
+        if i < len(link.ends):
+            lists.append(link)
+            at.append(i)
+    while lists:
+        count, clean, k = len(lists), 0, 0
         while clean < count:  # until t lies in no block of any list
-            link = lists[k]
-            i = bisect_right(link.ends, t)
-            if i < len(link.starts) and link.starts[i] <= t:
-                t = link.ends[i]
+            ends, i = lists[k].ends, at[k]
+            if ends[i] <= t:
+                i = at[k] = bisect_right(ends, t, i + 1)
+            if i < len(ends) and lists[k].starts[i] <= t:
+                t = ends[i]  # the next block starts after this one ends (blocks never touch)
+                at[k] = i = i + 1
                 clean = 1
             else:
                 clean += 1
-            k = k + 1 if k + 1 < count else 0
+            if i == len(ends):  # no block of this list ends after t: done with it
+                del lists[k], at[k]
+                count, clean = count - 1, clean - 1  # it needs no more checks
+                if k == count:
+                    k = 0
+            else:
+                k = k + 1 if k + 1 < count else 0
         idle = _INF  # t is idle everywhere: until the next block of any list starts
-        for link in lists:
-            i = bisect_right(link.ends, t)
-            if i < len(link.starts) and link.starts[i] < idle:
-                idle = link.starts[i]
+        for k in range(count):
+            if lists[k].starts[at[k]] < idle:  # at[k] ends after t, and t is idle: starts after
+                idle = lists[k].starts[at[k]]
         if idle - t >= need:
             break
         pieces.append((t, idle))

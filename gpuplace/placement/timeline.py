@@ -109,7 +109,7 @@ class Timeline:
         end, pieces = transfer(outbound, inbound, start, length, None, solid)
         outbound.book(pieces)
         inbound.book(pieces)
-        solid.book(((start, end),))  # both links are busy from `start` to `end` now
+        solid.cover(start, end)  # both links are busy from `start` to `end` now
         copy = self.copied[producer, output, device] = Slot(device, source.size, step, step, end)
         self.slots.append(copy)
         if self.occupancy is not None:
