@@ -10,12 +10,25 @@ balanced
 placement time for 10,000 ops on 8 GPUs, and its growth to 100,000 ops (linear is ~10x; the
 plain pass of bench_place.py, measured here too, shows what the machine's caches add).
 
-Run: .venv/bin/python bench/bench_strategy.py [--machine K520]
+Then the scaling run (issue 17): `plan --strategy balanced`'s placement of the four shapes of
+`graphs.sized` (chain, fan, random DAG, transformer) at 1,000, 10,000 and 100,000 ops (and
+1,000,000 with --million) on 8 simulated K520s, each size in a fresh process: seconds per op
+(CPU time of the process, which other work on a shared machine disturbs less than wall time),
+growth per 10x the ops, bytes per op (the process's peak RSS during placement over its RSS
+before, per op), and as the baseline measured in the same process TensorFlow's placement of
+the same graph (`place`): balanced/TF per op, and TF's own growth. Goals: growth <= 12x per 10x,
+100,000 ops <= 5 s, <= 1.5 KB per op.
+
+Run: .venv/bin/python bench/bench_strategy.py [--machine K520] [--scaling-only] [--million]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import resource
+import subprocess
+import sys
 import time
 from collections.abc import Callable
 from functools import partial
@@ -91,13 +104,77 @@ def speed(preset: str) -> None:
     )
 
 
+def _rss() -> int:
+    """The process's resident bytes now."""
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * resource.getpagesize()
+
+
+def one(shape: str, n: int, preset: str) -> dict[str, float]:
+    """Place `graphs.sized(shape, n)` with TF's rules, then balanced (in this process)."""
+    devices = machine(preset, 8)
+    g = graphs.sized(shape, n)
+    start = time.process_time()
+    place(g, 8)
+    tf = time.process_time() - start
+    before = _rss()
+    start = time.process_time()
+    place_balanced(g, devices)
+    balanced = time.process_time() - start
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # KiB on Linux
+    return {"ops": len(g.ops), "tf": tf, "balanced": balanced, "bytes": max(peak - before, 0)}
+
+
+def scaling(preset: str, sizes: list[int]) -> None:
+    print(f"\nbalanced placement on 8 simulated {preset}s vs TF's placement of the same graph "
+          "(CPU s; growth per 10x ops)")  # fmt: skip
+    head = ("shape", "ops", "balanced s", "us/op", "growth", "TF us/op", "TF growth", "bal/TF",
+            "bytes/op")  # fmt: skip
+    print("{:12} {:>9} {:>10} {:>7} {:>6} {:>8} {:>9} {:>6} {:>8}".format(*head))
+    worst, slowest, heaviest = 0.0, 0.0, 0.0
+    for shape in graphs.SHAPES:
+        before: dict[str, float] | None = None
+        for n in sizes:
+            command = [sys.executable, __file__, "--one", shape, str(n), "--machine", preset]
+            done = subprocess.run(command, check=True, capture_output=True, text=True)
+            r = json.loads(done.stdout)
+            ops, per = r["ops"], r["bytes"] / r["ops"]
+            grow = tf_grow = ""
+            if before is not None:
+                g = r["balanced"] / before["balanced"]
+                grow, tf_grow = f"{g:5.1f}x", f"{r['tf'] / before['tf']:5.1f}x"
+                worst = max(worst, g)
+            if ops >= 100_000:
+                slowest, heaviest = max(slowest, r["balanced"] * 100_000 / ops), max(heaviest, per)
+            print(f"{shape:12} {ops:9,} {r['balanced']:10.2f} {r['balanced'] / ops * 1e6:7.1f} "
+                  f"{grow:>6} {r['tf'] / ops * 1e6:8.2f} {tf_grow:>9} "
+                  f"{r['balanced'] / r['tf']:6.0f} {per:8.0f}", flush=True)  # fmt: skip
+            before = r
+    print(
+        f"worst growth per 10x: {worst:.1f}x (goal <= 12x: {'met' if worst <= 12 else 'NOT met'})"
+    )
+    if slowest:
+        print(f"slowest 100,000 ops: {slowest:.2f} s (goal <= 5 s: {'met' if slowest <= 5 else 'NOT met'}); "
+              f"most bytes per op: {heaviest:.0f} (goal <= 1,536: {'met' if heaviest <= 1536 else 'NOT met'})")  # fmt: skip
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--machine", default="K520", help="GPU preset of the simulated cards")
+    parser.add_argument("--scaling-only", action="store_true", help="only the scaling run")
+    parser.add_argument("--million", action="store_true", help="scale up to 1,000,000 ops")
+    parser.add_argument("--sizes", type=int, nargs="+", help="the scaling run's sizes")
+    parser.add_argument("--one", nargs=2, metavar=("SHAPE", "OPS"), help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.one:
+        print(json.dumps(one(args.one[0], int(args.one[1]), args.machine)))
+        return
     print(f"simulated {args.machine} GPUs, default memory policy, PCIe link 12 GB/s + 10 us")
-    quality(args.machine)
-    speed(args.machine)
+    if not args.scaling_only:
+        quality(args.machine)
+        speed(args.machine)
+    sizes = args.sizes or [1_000, 10_000, 100_000, *([1_000_000] if args.million else [])]
+    scaling(args.machine, sizes)
 
 
 if __name__ == "__main__":

@@ -33,7 +33,7 @@ from ..graph.model import Graph, OpMeta
 from ..units import human
 from . import place
 from .cost import DeviceModel, LinkModel, copy_time, split_devices, work_times
-from .estimate import Estimate, Judged, simulate
+from .estimate import Estimate, Judged, device_index, simulate
 from .flat import Flat, default_meta, flatten, free_groups
 from .links import Link, transfer
 from .model import Decision, NoFit, Placement
@@ -83,15 +83,13 @@ class _Balancer:
         self.weight = weight  # copies count this many times their length when choosing
         self.flat, self.models, self.link = flat, models, link
         self.cpu = len(models) - 1  # the models are GPU:0..n-1, then CPU:0
-        index = {d.name: i for i, d in enumerate(models)}
         self.tf = [tf.decisions[name] for name in flat.names]
-        self.tf_device = [index[d.device] for d in self.tf]
+        self.tf_device = device_index(tf, flat, models)
         self.groups, self.free = groups, free
         self.occupancy = Occupancy([d.memory_limit for d in models], ops)
         self.timeline = Timeline(flat, len(models), link, self.occupancy)
         self.placed = [-1] * ops  # each op's device, -1 until it is placed
         self.decisions: list[Decision | None] = [None] * ops
-        self.decided: list[Decision] = []
         self.reasons: dict[tuple[int, tuple[int, ...], str], Decision] = {}
         size = dict.fromkeys(groups, 0)
         for root in groups:
@@ -339,22 +337,25 @@ class _Balancer:
 
 
 def _best_pass(flat: Flat, models: Sequence[DeviceModel], link: LinkModel, tf: Placement,
-               groups: list[int], free: dict[int, tuple[int, ...]]) -> tuple[_Balancer, Estimate]:  # fmt: skip
-    """The pass, among `WEIGHTS`, whose plan is estimated fastest (the first on a tie). The
-    first pass's NoFit is raised; a later pass that finds no room is skipped."""
-    best: tuple[_Balancer, Estimate] | None = None
+               groups: list[int], free: dict[int, tuple[int, ...]]) -> tuple[list[Decision], Estimate]:  # fmt: skip
+    """The decisions of the pass, among `WEIGHTS`, whose plan is estimated fastest (the first
+    on a tie), and that estimate. The first pass's NoFit is raised; a later pass that finds no
+    room is skipped. A pass's timeline is dropped before its plan is estimated."""
+    best: tuple[list[Decision], Estimate] | None = None
     times = work_times(flat.flops, flat.nbytes, models)
     for weight in WEIGHTS:
         balancer = _Balancer(flat, models, link, tf, groups, free, times, weight)
         try:
-            balancer.decided = balancer.run()
+            decided = balancer.run()
         except NoFit:
             if best is None:
                 raise
             continue
-        est = simulate(flat, balancer.placed, models, link)
+        placed = balancer.placed
+        del balancer
+        est = simulate(flat, placed, models, link)
         if best is None or est.makespan < best[1].makespan:
-            best = balancer, est
+            best = decided, est
     assert best is not None
     return best
 
@@ -380,9 +381,9 @@ def place_balanced(
     with gc_paused():  # flat, slots and drafts are acyclic, freed by reference counting
         flat = flatten(graph, meta)
         groups, free = free_groups(flat, tf, len(gpus))
-        balancer, spread = _best_pass(flat, models, link, tf, groups, free)
-        alone = simulate(flat, balancer.tf_device, models, link) if free else None
-        decisions, chosen = balancer.decided, spread
+        decisions, spread = _best_pass(flat, models, link, tf, groups, free)
+        chosen = spread
+        alone = simulate(flat, device_index(tf, flat, models), models, link) if free else None
         if (
             alone is not None
             and alone.makespan < spread.makespan

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TypeVar, cast
 
 from ..devices.names import DeviceSpec, parse_device
 from ..errors import BadInput
@@ -27,6 +28,7 @@ from .model import Placement
 from .tf import generator_flags, kernels_of
 
 PRINT = "print"
+T = TypeVar("T")
 
 
 def default_meta(op_meta: Callable[[str], OpMeta] | None) -> Callable[[str], OpMeta]:
@@ -112,6 +114,11 @@ def flatten(graph: Graph, op_meta: Callable[[str], OpMeta] | None = None) -> Fla
         flops.append(op_flops(op, specs))
         nbytes.append(op_bytes(op, specs))
     resident = [metas[op.type].resident for op in ops]
+    shared: dict[object, object] = {}  # equal tuples and sets are kept once (most ops repeat them)
+
+    def once(value: T) -> T:
+        return cast(T, shared.setdefault(value, value))
+
     return Flat(
         graph=graph,
         names=tuple(op.name for op in ops),
@@ -119,15 +126,15 @@ def flatten(graph: Graph, op_meta: Callable[[str], OpMeta] | None = None) -> Fla
         flops=tuple(flops),
         nbytes=tuple(nbytes),
         sizes=tuple(
-            () if op.type == PRINT else tuple(allocation_size(s.nbytes) for s in op.outputs)
+            () if op.type == PRINT else once(tuple(allocation_size(s.nbytes) for s in op.outputs))
             for op in ops
         ),
-        out_bytes=tuple(tuple(s.nbytes for s in op.outputs) for op in ops),
+        out_bytes=tuple(once(tuple(s.nbytes for s in op.outputs)) for op in ops),
         ends=tuple(tuple(e) for e in _ends(graph, inputs, index, resident)),
         first_reader=tuple(first),
         generator=tuple(generator_flags(ops, metas, residents=True)),
         resident=tuple(resident),
-        kernels=tuple(kernels_of(metas[op.type], op) for op in ops),
+        kernels=tuple(once(kernels_of(metas[op.type], op)) for op in ops),
         is_print=tuple(op.type == PRINT for op in ops),
         index=index,
     )

@@ -15,6 +15,7 @@ GPUs keeps 20,000 sums and interval lists, not a 20,000 x steps matrix.
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Sequence
 
 import numpy as np
@@ -28,17 +29,20 @@ class Occupancy:
         self.tracked = [limit is not None for limit in limits]
         self.steps = max(steps, 1)
         self.rows: list[np.ndarray | None] = [None] * len(limits)
-        self.pending: list[list[tuple[int, int, int]]] = [[] for _ in limits]  # not in a row yet
+        # not in a row yet: (lo, hi, size) after (lo, hi, size), 24 bytes each, no objects
+        self.pending = [array("q") for _ in limits]
         self.high = [0] * len(limits)  # the sum of a device's sizes until it has a row
 
     def _row(self, d: int) -> np.ndarray:
         """Device d's bytes per step, made from the intervals added so far on first use."""
         row = self.rows[d]
         if row is None:
-            row = self.rows[d] = np.zeros(self.steps, dtype=np.int64)
-            for lo, hi, size in self.pending[d]:
-                row[lo : hi + 1] += size
-            self.pending[d] = []
+            spans = np.frombuffer(self.pending[d], dtype=np.int64).reshape(-1, 3)
+            change = np.zeros(self.steps + 1, dtype=np.int64)  # what starts or ends at a step
+            np.add.at(change, spans[:, 0], spans[:, 2])
+            np.add.at(change, spans[:, 1] + 1, -spans[:, 2])
+            row = self.rows[d] = np.cumsum(change[:-1])
+            self.pending[d] = array("q")
             self.high[d] = int(row.max())
         return row
 
@@ -69,7 +73,7 @@ class Occupancy:
             return
         row = self.rows[d]
         if row is None:
-            self.pending[d].append((lo, hi, size))
+            self.pending[d].extend((lo, hi, size))
             self.high[d] += size
             return
         part = row[lo : hi + 1]

@@ -1,0 +1,166 @@
+"""Balanced placement does work linear in the ops on every graph shape, and `plan` reuses what
+it worked out instead of flattening, placing and simulating the graph again (issue 17).
+
+Work is counted, never timed: steps through the links' busy blocks (`link_reads`), calls of
+`simulate` and `flatten`."""
+
+from __future__ import annotations
+
+import random
+from bisect import bisect_left, bisect_right
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from gpuplace.graph import Graph, Op, TensorRef, TensorSpec
+from gpuplace.placement import balanced, estimate, flat, links
+from gpuplace.placement.balanced import place_balanced
+from gpuplace.placement.estimate import Judged, estimate_with_bounds, lower_bounds
+from gpuplace.placement.model import Placement
+from tests.strategy.helpers import models
+from tests.strategy.test_links import Counted
+
+SPEC = (TensorSpec((256, 256)),)
+
+
+def fan(n: int, width: int = 200) -> Graph:
+    """x, then groups of `width` matmuls x @ x, each summed by an add_n; the sums summed."""
+    ops = [Op("x", "random_normal", (), outputs=SPEC)]
+    group: list[TensorRef] = []
+    sums: list[TensorRef] = []
+    while len(ops) < n - 1:
+        ops.append(Op(f"m{len(ops)}", "matmul", (TensorRef("x"), TensorRef("x")), outputs=SPEC))
+        group.append(TensorRef(ops[-1].name))
+        if len(group) == width or len(ops) == n - 2:
+            ops.append(Op(f"s{len(ops)}", "add_n", tuple(group), outputs=SPEC))
+            sums.append(TensorRef(ops[-1].name))
+            group = []
+    ops.append(Op("out", "add_n", tuple(sums), outputs=SPEC))
+    return Graph(ops=tuple(ops), fetch=(TensorRef("out"),))
+
+
+def random_dag(n: int, seed: int = 3) -> Graph:
+    """`n` ops, each reading one to three of the 32 before it, with variables to defer."""
+    rng = random.Random(seed)
+    ops = [Op(f"in{i}", rng.choice(("random_normal", "variable")), (), outputs=SPEC)
+           for i in range(8)]  # fmt: skip
+    while len(ops) < n:
+        picks = rng.sample(range(max(0, len(ops) - 32), len(ops)), rng.choice((1, 2, 2, 3)))
+        kind = {1: "tanh", 2: "matmul", 3: "add_n"}[len(picks)]
+        refs = tuple(TensorRef(ops[p].name) for p in picks)
+        ops.append(Op(f"op{len(ops)}", kind, refs, outputs=SPEC))
+    return Graph(ops=tuple(ops), fetch=(TensorRef(ops[-1].name),))
+
+
+def wide(n: int, width: int = 16) -> Graph:
+    """`width` stacks of tanh; every 4th layer each stack multiplies in its neighbour's."""
+    ops = [Op(f"x{i}", "random_normal", (), outputs=SPEC) for i in range(width)]
+    prev = [op.name for op in ops]
+    while len(ops) < n:
+        mix = len(ops) // width % 4 == 3
+        for i in range(width):
+            inputs = (prev[i], prev[(i + 1) % width]) if mix else (prev[i],)
+            refs = tuple(TensorRef(name) for name in inputs)
+            ops.append(Op(f"op{len(ops)}", "matmul" if mix else "tanh", refs, outputs=SPEC))
+        prev = [op.name for op in ops[-width:]]
+    return Graph(ops=tuple(ops), fetch=tuple(TensorRef(name) for name in prev))
+
+
+def link_reads(graph: Graph, monkeypatch: pytest.MonkeyPatch) -> int:
+    """Steps through every link's busy blocks while `graph` is placed on 8 GPUs: each block
+    read by index, and each bisection as one step (its log(blocks) probes are not counted)."""
+
+    def counting_init(self: links.Link) -> None:
+        self.starts, self.ends = Counted(), Counted()
+
+    def one_step(real: Callable[..., int]) -> Callable[..., int]:
+        def bisect(*args: Any) -> int:
+            reads = Counted.reads
+            found = real(*args)
+            Counted.reads = reads + 1
+            return found
+
+        return bisect
+
+    monkeypatch.setattr(links.Link, "__init__", counting_init)
+    monkeypatch.setattr(links, "bisect_right", one_step(bisect_right))
+    monkeypatch.setattr(links, "bisect_left", one_step(bisect_left))
+    before = Counted.reads
+    place_balanced(graph, models(8))
+    return Counted.reads - before
+
+
+SHAPES: dict[str, Callable[[int], Graph]] = {
+    "fan": lambda n: fan(n, width=n // 4),  # a wider fan at 4x the ops: 4 groups each time
+    "random_dag": random_dag,
+    "wide": wide,
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("shape", SHAPES)
+def test_link_work_per_op_stays_flat_as_the_graph_grows(
+    shape: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """4x the ops: at most 1.3x the steps through the links' blocks per op. Before the walk
+    jumped and skipped known-busy time (the sweep in test_links.py), the fan took 2.7x."""
+    small, large = SHAPES[shape](400), SHAPES[shape](1600)
+    per_small = link_reads(small, monkeypatch) / len(small.ops)
+    per_large = link_reads(large, monkeypatch) / len(large.ops)
+    assert per_small > 0
+    assert per_large <= 1.3 * per_small, (per_small, per_large)
+
+
+def counting(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
+    """Count calls of `simulate` (wherever it is called from) and `flatten`."""
+    calls = {"simulate": 0, "flatten": 0}
+    real_simulate, real_flatten = estimate.simulate, flat.flatten
+
+    def simulate(*args: object, **kwargs: object) -> object:
+        calls["simulate"] += 1
+        return real_simulate(*args, **kwargs)  # type: ignore[arg-type]
+
+    def flatten(*args: object, **kwargs: object) -> object:
+        calls["flatten"] += 1
+        return real_flatten(*args, **kwargs)  # type: ignore[arg-type]
+
+    for module in (estimate, balanced):
+        monkeypatch.setattr(module, "simulate", simulate)
+        monkeypatch.setattr(module, "flatten", flatten)
+    return calls
+
+
+@pytest.mark.parametrize("limit", [None, 40 * 2**20], ids=["roomy", "tight"])
+def test_plan_reuses_the_balanced_estimate_and_gets_what_a_fresh_one_gives(
+    limit: int | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    g, devices = random_dag(300), models(4, limit)
+    fresh_est = estimate.estimate(g, place_balanced(g, devices), devices)
+    fresh_bounds = lower_bounds(g, devices)
+    calls = counting(monkeypatch)
+    p = place_balanced(g, devices)
+    assert calls == {"simulate": 3, "flatten": 1}  # a pass each, TF's own; one flattening
+    est, bounds = estimate_with_bounds(g, p, devices, allow_soft_placement=False)
+    assert calls == {"simulate": 3, "flatten": 1}  # nothing again
+    assert (est, bounds) == (fresh_est, fresh_bounds)
+
+
+def test_a_judged_placement_of_another_graph_or_other_decisions_is_estimated_afresh(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    g, other, devices = random_dag(200), random_dag(200, seed=4), models(4)
+    p = place_balanced(g, devices)
+    assert isinstance(p.judged, Judged)
+    cases = [
+        (other, Placement(place_balanced(other, devices).decisions, p.devices, judged=p.judged)),
+        (g, Placement(dict(p.decisions), p.devices, judged=p.judged)),  # equal, not the same
+    ]
+    calls = counting(monkeypatch)
+    for graph, placement in cases:
+        est, _ = estimate_with_bounds(graph, placement, devices, allow_soft_placement=False)
+        assert calls == {"simulate": 1, "flatten": 1}
+        assert est == estimate.estimate(graph, placement, devices)
+        calls.update(simulate=0, flatten=0)
+    estimate_with_bounds(g, p, devices, allow_soft_placement=True)
+    assert calls["simulate"] == 1  # placed without soft placement: TF's placement may differ
