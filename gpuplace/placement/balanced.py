@@ -33,7 +33,7 @@ from ..graph.model import Graph, OpMeta
 from ..units import human
 from . import place
 from .cost import DeviceModel, LinkModel, copy_time, split_devices, work_times
-from .estimate import Estimate, Judged, device_index, simulate
+from .estimate import Estimate, Judged, device_index, judge, simulate
 from .flat import Flat, default_meta, flatten, free_groups
 from .links import Link, transfer
 from .model import Decision, NoFit, Placement
@@ -137,6 +137,18 @@ class _Balancer:
             self.decisions[op] = decision
             self._commit(op, device)
         return [d if d is not None else self.tf[op] for op, d in enumerate(self.decisions)]
+
+    def estimate(self) -> Estimate | None:
+        """The estimate of the plan, from the run it was planned on, when that run is the one
+        `simulate` makes: every op run in graph order (no generator waited for its consumer)
+        and every output's static life its real one (no `print` forwards a buffer); else None."""
+        flat = self.flat
+        if any(self.deferred) or any(flat.is_print):
+            return None
+        busy = [0.0] * len(self.models)
+        for op, device in enumerate(self.placed):
+            busy[device] += self.times[op][device]
+        return judge(self.timeline, self.placed, self.models, busy)
 
     def _chosen(self, op: int, device: int, excluded: tuple[int, ...]) -> Decision:
         """`balanced: earliest finish on GPU:2 (GPU:0 would exceed its 3.5 GiB limit)`."""
@@ -352,8 +364,10 @@ def _best_pass(flat: Flat, models: Sequence[DeviceModel], link: LinkModel, tf: P
                 raise
             continue
         placed = balancer.placed
+        est = balancer.estimate()
         del balancer
-        est = simulate(flat, placed, models, link)
+        if est is None:
+            est = simulate(flat, placed, models, link)
         if best is None or est.makespan < best[1].makespan:
             best = decided, est
     assert best is not None

@@ -93,6 +93,14 @@ def simulate(flat: Flat, dev: Sequence[int], models: Sequence[DeviceModel],
             seconds = work_time(flat.flops[op], flat.nbytes[op], models[device])
             busy[device] += seconds
             timeline.run(op, device, seconds)
+    return judge(timeline, dev, models, busy)
+
+
+def judge(timeline: Timeline, dev: Sequence[int], models: Sequence[DeviceModel],
+          busy: Sequence[float]) -> Estimate:  # fmt: skip
+    """The estimate of a timeline that ran every op of its graph in graph order, op i on
+    device `dev[i]` for a total of `busy[d]` seconds on device d."""
+    flat = timeline.flat
     kept = [slot for outputs, resident in zip(timeline.home, flat.resident, strict=True)
             if resident for slot in outputs]  # fmt: skip
     kept += (timeline.home[producer][output] for producer, output in flat.fetched())

@@ -132,18 +132,26 @@ def counting(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
 
 
 @pytest.mark.parametrize("limit", [None, 40 * 2**20], ids=["roomy", "tight"])
+@pytest.mark.parametrize(
+    ("graph", "simulations"),
+    [(random_dag(300), 3), (fan(300, width=60), 1), (wide(320), 1)],
+    ids=["variables", "fan", "wide"],
+)
 def test_plan_reuses_the_balanced_estimate_and_gets_what_a_fresh_one_gives(
-    limit: int | None, monkeypatch: pytest.MonkeyPatch
+    graph: Graph, simulations: int, limit: int | None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    g, devices = random_dag(300), models(4, limit)
-    fresh_est = estimate.estimate(g, place_balanced(g, devices), devices)
-    fresh_bounds = lower_bounds(g, devices)
+    """Each pass is estimated from the run it planned on, unless a generator waited for its
+    consumer (variables): then it is simulated. TF's own placement is simulated once."""
+    devices = models(4, limit)
+    fresh_est = estimate.estimate(graph, place_balanced(graph, devices), devices)
+    fresh_bounds = lower_bounds(graph, devices)
     calls = counting(monkeypatch)
-    p = place_balanced(g, devices)
-    assert calls == {"simulate": 3, "flatten": 1}  # a pass each, TF's own; one flattening
-    est, bounds = estimate_with_bounds(g, p, devices, allow_soft_placement=False)
-    assert calls == {"simulate": 3, "flatten": 1}  # nothing again
+    p = place_balanced(graph, devices)
+    assert calls == {"simulate": simulations, "flatten": 1}
+    est, bounds = estimate_with_bounds(graph, p, devices, allow_soft_placement=False)
+    assert calls == {"simulate": simulations, "flatten": 1}  # nothing again
     assert (est, bounds) == (fresh_est, fresh_bounds)
+    assert sum(count for count, _ in est.copies_in.values()) > 0  # spread, with copies
 
 
 def test_a_judged_placement_of_another_graph_or_other_decisions_is_estimated_afresh(
