@@ -99,6 +99,11 @@ def flatten(graph: Graph, op_meta: Callable[[str], OpMeta] | None = None) -> Fla
     inputs = []
     flops, nbytes = [], []
     first = [-1] * len(ops)
+    shared: dict[object, object] = {}  # equal tuples and sets are kept once (most ops repeat them)
+
+    def once(value: T) -> T:
+        return cast(T, shared.setdefault(value, value))
+
     for j, op in enumerate(ops):
         try:
             reads = tuple((index[r.op], r.index) for r in op.inputs)
@@ -110,15 +115,10 @@ def flatten(graph: Graph, op_meta: Callable[[str], OpMeta] | None = None) -> Fla
         for p, _ in reads:
             if first[p] < 0:
                 first[p] = j
-        inputs.append(reads)
+        inputs.append(once(reads))
         flops.append(op_flops(op, specs))
         nbytes.append(op_bytes(op, specs))
     resident = [metas[op.type].resident for op in ops]
-    shared: dict[object, object] = {}  # equal tuples and sets are kept once (most ops repeat them)
-
-    def once(value: T) -> T:
-        return cast(T, shared.setdefault(value, value))
-
     return Flat(
         graph=graph,
         names=tuple(op.name for op in ops),
@@ -130,7 +130,7 @@ def flatten(graph: Graph, op_meta: Callable[[str], OpMeta] | None = None) -> Fla
             for op in ops
         ),
         out_bytes=tuple(once(tuple(s.nbytes for s in op.outputs)) for op in ops),
-        ends=tuple(tuple(e) for e in _ends(graph, inputs, index, resident)),
+        ends=tuple(once(tuple(e)) for e in _ends(graph, inputs, index, resident)),
         first_reader=tuple(first),
         generator=tuple(generator_flags(ops, metas, residents=True)),
         resident=tuple(resident),
