@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TypeVar, cast
+from typing import Any
 
 from ..devices.names import DeviceSpec, parse_device
 from ..errors import BadInput
@@ -28,7 +28,6 @@ from .model import Placement
 from .tf import generator_flags, kernels_of
 
 PRINT = "print"
-T = TypeVar("T")
 
 
 def default_meta(op_meta: Callable[[str], OpMeta] | None) -> Callable[[str], OpMeta]:
@@ -99,11 +98,8 @@ def flatten(graph: Graph, op_meta: Callable[[str], OpMeta] | None = None) -> Fla
     inputs = []
     flops, nbytes = [], []
     first = [-1] * len(ops)
-    shared: dict[object, object] = {}  # equal tuples and sets are kept once (most ops repeat them)
-
-    def once(value: T) -> T:
-        return cast(T, shared.setdefault(value, value))
-
+    shared: dict[Any, Any] = {}  # equal tuples and sets are kept once (most ops repeat them)
+    keep = shared.setdefault
     for j, op in enumerate(ops):
         try:
             reads = tuple((index[r.op], r.index) for r in op.inputs)
@@ -115,26 +111,40 @@ def flatten(graph: Graph, op_meta: Callable[[str], OpMeta] | None = None) -> Fla
         for p, _ in reads:
             if first[p] < 0:
                 first[p] = j
-        inputs.append(once(reads))
+        inputs.append(keep(reads, reads))
         flops.append(op_flops(op, specs))
         nbytes.append(op_bytes(op, specs))
     resident = [metas[op.type].resident for op in ops]
+    sizes: list[tuple[int, ...]] = []
+    out_bytes: list[tuple[int, ...]] = []
+    kernels: list[frozenset[str]] = []
+    rounded: dict[tuple[int, ...], tuple[int, ...]] = {}  # allocation sizes per output sizes
+    for op in ops:
+        made = tuple(s.nbytes for s in op.outputs)
+        out_bytes.append(keep(made, made))
+        if op.type == PRINT:
+            sizes.append(())
+        else:
+            found = rounded.get(made)
+            if found is None:
+                found = rounded[made] = tuple(allocation_size(n) for n in made)
+            sizes.append(found)
+        kernel = kernels_of(metas[op.type], op)
+        kernels.append(keep(kernel, kernel))
+    ends = [tuple(e) for e in _ends(graph, inputs, index, resident)]
     return Flat(
         graph=graph,
         names=tuple(op.name for op in ops),
         inputs=tuple(inputs),
         flops=tuple(flops),
         nbytes=tuple(nbytes),
-        sizes=tuple(
-            () if op.type == PRINT else once(tuple(allocation_size(s.nbytes) for s in op.outputs))
-            for op in ops
-        ),
-        out_bytes=tuple(once(tuple(s.nbytes for s in op.outputs)) for op in ops),
-        ends=tuple(once(tuple(e)) for e in _ends(graph, inputs, index, resident)),
+        sizes=tuple(sizes),
+        out_bytes=tuple(out_bytes),
+        ends=tuple(keep(e, e) for e in ends),
         first_reader=tuple(first),
         generator=tuple(generator_flags(ops, metas, residents=True)),
         resident=tuple(resident),
-        kernels=tuple(once(kernels_of(metas[op.type], op)) for op in ops),
+        kernels=tuple(kernels),
         is_print=tuple(op.type == PRINT for op in ops),
         index=index,
     )
