@@ -6,9 +6,9 @@ Work is counted, never timed: steps through the links' busy blocks (`link_reads`
 
 from __future__ import annotations
 
-import random
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -20,6 +20,7 @@ from gpuplace.placement.estimate import Judged, estimate_with_bounds, lower_boun
 from gpuplace.placement.model import Placement
 from tests.strategy.helpers import models
 from tests.strategy.test_links import Counted
+from tests.strategy.test_passes import _random_dag
 
 SPEC = (TensorSpec((256, 256)),)
 
@@ -41,16 +42,11 @@ def fan(n: int, width: int = 200) -> Graph:
 
 
 def random_dag(n: int, seed: int = 3) -> Graph:
-    """`n` ops, each reading one to three of the 32 before it, with variables to defer."""
-    rng = random.Random(seed)
-    ops = [Op(f"in{i}", rng.choice(("random_normal", "variable")), (), outputs=SPEC)
-           for i in range(8)]  # fmt: skip
-    while len(ops) < n:
-        picks = rng.sample(range(max(0, len(ops) - 32), len(ops)), rng.choice((1, 2, 2, 3)))
-        kind = {1: "tanh", 2: "matmul", 3: "add_n"}[len(picks)]
-        refs = tuple(TensorRef(ops[p].name) for p in picks)
-        ops.append(Op(f"op{len(ops)}", kind, refs, outputs=SPEC))
-    return Graph(ops=tuple(ops), fetch=(TensorRef(ops[-1].name),))
+    """test_passes.py's random DAG with every other input a variable (deferred by balanced)."""
+    g = _random_dag(n, seed=seed)
+    sources = [replace(op, type="variable") if i % 2 and not op.inputs else op
+               for i, op in enumerate(g.ops)]  # fmt: skip
+    return replace(g, ops=tuple(sources))
 
 
 def wide(n: int, width: int = 16) -> Graph:
