@@ -352,7 +352,7 @@ def _best_pass(flat: Flat, models: Sequence[DeviceModel], link: LinkModel, tf: P
                groups: list[int], free: dict[int, tuple[int, ...]]) -> tuple[list[Decision], Estimate]:  # fmt: skip
     """The decisions of the pass, among `WEIGHTS`, whose plan is estimated fastest (the first
     on a tie), and that estimate. The first pass's NoFit is raised; a later pass that finds no
-    room is skipped. A pass's timeline is dropped before its plan is estimated."""
+    room is skipped. A pass's timeline is dropped once its plan is estimated."""
     best: tuple[list[Decision], Estimate] | None = None
     times = work_times(flat.flops, flat.nbytes, models)
     for weight in WEIGHTS:

@@ -57,7 +57,7 @@ class Flat:
     kernels: tuple[frozenset[str], ...]  # per op: its type's, narrowed by its dtype
     is_print: tuple[bool, ...]
 
-    index: dict[str, int]  # op name -> position
+    fetch: tuple[tuple[int, int], ...]  # (op, output) of every fetched tensor
 
     @property
     def last(self) -> int:
@@ -65,7 +65,7 @@ class Flat:
 
     def fetched(self) -> list[tuple[int, int]]:
         """(op, output) of every fetched tensor."""
-        return [(self.index[r.op], r.index) for r in self.graph.fetch]
+        return list(self.fetch)
 
 
 def _ends(graph: Graph, inputs: Sequence[tuple[tuple[int, int], ...]], index: dict[str, int],
@@ -146,7 +146,7 @@ def flatten(graph: Graph, op_meta: Callable[[str], OpMeta] | None = None) -> Fla
         resident=tuple(resident),
         kernels=tuple(kernels),
         is_print=tuple(op.type == PRINT for op in ops),
-        index=index,
+        fetch=tuple((index[r.op], r.index) for r in graph.fetch),  # _ends checked them
     )
 
 
