@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from operator import attrgetter
 
 from ..errors import BadInput
 from ..gc_pause import gc_paused
@@ -21,7 +22,9 @@ from .baselines import Bounds, lower_bounds, round_robin
 from .cost import DeviceModel, LinkModel, split_devices, work_time
 from .flat import Flat, flatten
 from .model import Placement
-from .timeline import Slot, Timeline
+from .timeline import Timeline
+
+_LAST = attrgetter("last")
 
 __all__ = [
     "Estimate",
@@ -47,18 +50,19 @@ class Estimate:
 
 def _peaks(timeline: Timeline, dev: Sequence[int], devices: int) -> list[int]:
     """The ledgers' peaks: each step allocates its slots on its device, then frees those it
-    read last."""
+    read last (taken in order of their last step: no list per step)."""
     allocated = [0] * len(dev)
-    freed: list[list[Slot]] = [[] for _ in dev]
     for slot in timeline.slots:
         allocated[slot.step] += slot.size
-        freed[slot.last].append(slot)
+    freed = sorted(timeline.slots, key=_LAST)
     in_use, peak = [0] * devices, [0] * devices
+    k, count = 0, len(freed)
     for step, device in enumerate(dev):
         in_use[device] += allocated[step]
         peak[device] = max(peak[device], in_use[device])
-        for slot in freed[step]:
-            in_use[slot.device] -= slot.size
+        while k < count and freed[k].last == step:
+            in_use[freed[k].device] -= freed[k].size
+            k += 1
     return peak
 
 
