@@ -1,12 +1,13 @@
 """Differential check for refactors of placement/: plans and estimates here vs a git revision.
 
-Every graph of `bench/graphs.py` (the sizes bench_strategy.py uses and the defaults), every
-spec of examples/ and a few small random DAGs, on simulated machines with roomy and tight
-memory limits, placed by TensorFlow's rules, round-robin and balanced (its kept pass and each
-pass of `WEIGHTS` alone). Each op's device, kind and reason, the estimate (makespan, busy,
-peak, copies) and the lower bounds must be equal, floats bit for bit; a NoFit must say the
-same. The revision's gpuplace/ is unpacked into a temporary folder and each tree runs in its
-own process, so nothing is shared but the JSON each prints.
+Every graph of `bench/graphs.py` (the sizes bench_strategy.py uses, the defaults, a fan and the
+scaling run's shapes at 2,000 ops), every spec of examples/ and a few small random DAGs, on
+simulated machines with roomy and tight memory limits, placed by TensorFlow's rules,
+round-robin and balanced (its kept pass and each pass of `WEIGHTS` alone). Each op's device,
+kind and reason, the estimate (makespan, busy, peak, copies), what `plan` judges each
+placement by (`estimate_with_bounds`) and the lower bounds must be equal, floats bit for bit;
+a NoFit must say the same. The revision's gpuplace/ is unpacked into a temporary folder and
+each tree runs in its own process, so nothing is shared but the JSON each prints.
 
 Run: .venv/bin/python bench/diff_placement.py [--against 942415d]
 """
@@ -49,6 +50,9 @@ def _graphs() -> Iterator[tuple[str, Any]]:
         yield f"{name} (bench_strategy)", build()
     for fn in (graphs.chain, graphs.wide, graphs.transformer, graphs.random_dag):
         yield f"{fn.__name__} (defaults)", fn()
+    yield "fan (3,000 ops, groups of 500)", graphs.fan(3000, width=500)
+    for shape in graphs.SHAPES:
+        yield f"{shape} (sized, 2,000 ops)", graphs.sized(shape, 2000)
     for path in sorted((ROOT / "examples").rglob("*.yaml")):
         yield str(path.relative_to(ROOT)), load(path)
     for seed in range(6):  # small random DAGs: many ops share steps, limits bite often
@@ -65,17 +69,19 @@ def _graphs() -> Iterator[tuple[str, Any]]:
 
 
 def _placed(place: Callable[[], Any], graph: Any, devices: Any) -> dict[str, Any]:
-    """A strategy's decisions and estimate, or its error's text."""
+    """A strategy's decisions and estimate, or its error's text; and what `plan` judges it by
+    (`estimate_with_bounds`, which may reuse what the strategy worked out)."""
     from gpuplace.errors import RuntimeFailure
-    from gpuplace.placement.estimate import estimate
+    from gpuplace.placement.estimate import estimate, estimate_with_bounds
 
     try:
         p = place()
     except RuntimeFailure as err:
         return {"error": f"{type(err).__name__}: {err}"}
     e = estimate(graph, p, devices)
+    planned, bounds = estimate_with_bounds(graph, p, devices, allow_soft_placement=False)
     return {"ops": {n: [d.device, d.kind, d.reason] for n, d in p.decisions.items()},
-            "estimate": dataclasses.asdict(e)}  # fmt: skip
+            "estimate": dataclasses.asdict(e), "plan": [dataclasses.asdict(planned), *bounds]}  # fmt: skip
 
 
 def _devices(preset: str, gpus: int, fraction: float | None, graph: Any) -> list[Any]:

@@ -5,7 +5,11 @@
 - `transformer`: a stack of blocks, each with parallel attention heads and a feed-forward part
   split in chunks (Megatron-style), weights as variables;
 - `random_dag`: `n` ops, each reading one to three of the `window` ops before it (matmul, add_n,
-  tanh), with a few random inputs at the start.
+  tanh), with a few random inputs at the start;
+- `fan`: one input read by groups of `width` matmuls, each group summed by an add_n (a wide
+  fan-out and fan-in: the shape whose copies once made the balanced placer quadratic);
+- `sized(shape, n)`: about `n` ops of any of these shapes, with tensors small enough that a
+  million ops fit 8 simulated K520s (bench_strategy.py's scaling run).
 
 All tensors are float32 matrices; outputs are computed here as the loader would infer them.
 """
@@ -128,3 +132,39 @@ def random_dag(n: int = 10_000, window: int = 64, size: int = 1024, seed: int = 
         else:
             names.append(b.same(f"op{i}", "tanh", ins[0]))
     return b.graph([names[-1]])
+
+
+def fan(n: int = 10_000, width: int = 1000, size: int = 256) -> Graph:
+    """x, then groups of `width` matmuls x @ x, each group summed by an add_n; the sums summed."""
+    b = Builder()
+    x = b.source("x", (size, size))
+    sums: list[str] = []
+    group: list[str] = []
+    while len(b.ops) < n - 1:
+        group.append(b.matmul(f"m{len(b.ops)}", x, x))
+        if len(group) == width or len(b.ops) == n - 2:
+            sums.append(b.same(f"s{len(b.ops)}", "add_n", *group))
+            group = []
+    return b.graph([b.same("out", "add_n", *sums)])
+
+
+def transformer_ops(heads: int = 16, chunks: int = 8) -> int:
+    """Ops in one `transformer` block: 9 per head, 5 per chunk, 6 more."""
+    return 9 * heads + 5 * chunks + 6
+
+
+SHAPES = ("chain", "fan", "random DAG", "transformer")
+
+
+def sized(shape: str, n: int) -> Graph:
+    """About `n` ops of `shape` (one of SHAPES), with small tensors."""
+    if shape == "chain":
+        return chain(layers=max(1, n // 3), batch=64, width=64)
+    if shape == "fan":
+        return fan(n, width=1000, size=256)
+    if shape == "random DAG":
+        return random_dag(n=n, size=256)
+    if shape == "transformer":
+        blocks = max(1, n // transformer_ops(8, 4))
+        return transformer(blocks=blocks, heads=8, tokens=64, dim=128, chunks=4)
+    raise ValueError(f"unknown shape {shape!r}: one of {', '.join(SHAPES)}")

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from operator import attrgetter
 
 from ..devices.names import placer_spec
 from ..echo import sample
@@ -34,7 +33,7 @@ from ..graph.model import Graph, OpMeta
 from ..units import human
 from . import place
 from .cost import DeviceModel, LinkModel, copy_time, split_devices, work_times
-from .estimate import Estimate, simulate
+from .estimate import Estimate, Judged, device_index, judge, simulate
 from .flat import Flat, default_meta, flatten, free_groups
 from .links import Link, transfer
 from .model import Decision, NoFit, Placement
@@ -72,9 +71,6 @@ class Draft:
     copies: Sequence[PendingCopy] = ()  # the copies it needs, to plan on the links
 
 
-_BOUND = attrgetter("bound")
-
-
 class _Balancer:
     """One pass over one graph: ops are run on the executor's model (`Timeline`) as they are
     placed, every byte-step charged to `occupancy`, which the memory check reads."""
@@ -87,15 +83,13 @@ class _Balancer:
         self.weight = weight  # copies count this many times their length when choosing
         self.flat, self.models, self.link = flat, models, link
         self.cpu = len(models) - 1  # the models are GPU:0..n-1, then CPU:0
-        index = {d.name: i for i, d in enumerate(models)}
         self.tf = [tf.decisions[name] for name in flat.names]
-        self.tf_device = [index[d.device] for d in self.tf]
+        self.tf_device = device_index(tf, flat, models)
         self.groups, self.free = groups, free
         self.occupancy = Occupancy([d.memory_limit for d in models], ops)
         self.timeline = Timeline(flat, len(models), link, self.occupancy)
         self.placed = [-1] * ops  # each op's device, -1 until it is placed
         self.decisions: list[Decision | None] = [None] * ops
-        self.decided: list[Decision] = []
         self.reasons: dict[tuple[int, tuple[int, ...], str], Decision] = {}
         size = dict.fromkeys(groups, 0)
         for root in groups:
@@ -144,6 +138,18 @@ class _Balancer:
             self._commit(op, device)
         return [d if d is not None else self.tf[op] for op, d in enumerate(self.decisions)]
 
+    def estimate(self) -> Estimate | None:
+        """The estimate of the plan, from the run it was planned on, when that run is the one
+        `simulate` makes: every op run in graph order (no generator waited for its consumer)
+        and every output's static life its real one (no `print` forwards a buffer); else None."""
+        flat = self.flat
+        if any(self.deferred) or any(flat.is_print):
+            return None
+        busy = [0.0] * len(self.models)
+        for op, device in enumerate(self.placed):
+            busy[device] += self.times[op][device]
+        return judge(self.timeline, self.placed, self.models, busy)
+
     def _chosen(self, op: int, device: int, excluded: tuple[int, ...]) -> Decision:
         """`balanced: earliest finish on GPU:2 (GPU:0 would exceed its 3.5 GiB limit)`."""
         request = self.flat.graph.ops[op].device
@@ -177,11 +183,10 @@ class _Balancer:
         excluded: list[int] = []
         planned: list[Draft] = []
         reads = self._reads(op)
-        drafts = [self._draft(op, device, reads) for device in candidates]
-        drafts.sort(key=_BOUND)  # stable: ties stay in candidate order
-        for draft in drafts:
-            if best is not None and draft.bound >= best_finish:
+        for bound, _, device in sorted(self._bounds(op, candidates, reads)):
+            if best is not None and bound >= best_finish:
                 break
+            draft = self._draft(op, device, reads)
             finish = self._finish(draft)
             planned.append(draft)
             if not self._fits(op, draft):
@@ -247,6 +252,33 @@ class _Balancer:
                 reads.append((producer, output, home[producer][output]))
         return reads
 
+    def _bounds(self, op: int, candidates: Sequence[int],
+                reads: Sequence[Read]) -> list[tuple[float, int, int]]:  # fmt: skip
+        """(`Draft.bound`, position, device) of `op` on each candidate, worked out without
+        drafting each one: what does not depend on the device is looked up once."""
+        timeline, times, flat = self.timeline, self.times, self.flat
+        done, copied = timeline.done, timeline.copied
+        generators = [times[producer] for producer, _, slot in reads if slot is None]
+        tensors = [
+            (slot.device, max(done[producer], slot.ready), producer, output,
+             copy_time(flat.out_bytes[producer][output], self.link) * self.weight)
+            for producer, output, slot in reads if slot is not None
+        ]  # fmt: skip
+        seconds, free_at = times[op], timeline.free_at
+        out = []
+        for n, device in enumerate(candidates):
+            start, ready = free_at[device], 0.0
+            for generator in generators:  # they run on `device` first
+                start += generator[device]
+            for home, at, producer, output, length in tensors:
+                if home != device:
+                    copy = copied.get((producer, output, device))
+                    at = at + length if copy is None else max(done[producer], copy.ready)
+                if at > ready:
+                    ready = at
+            out.append((max(start, ready) + seconds[device], n, device))
+        return out
+
     def _draft(self, op: int, device: int, reads: Sequence[Read]) -> Draft:
         """`op` on `device`, planned cheaply (see Draft)."""
         flat, timeline, times = self.flat, self.timeline, self.times
@@ -287,10 +319,17 @@ class _Balancer:
     def _finish(self, draft: Draft) -> float:
         """When a draft would finish with its copies planned on the links (none booked)."""
         ready, held = draft.ready, Link()  # copies planned into the device
-        inbound, outbound = self.timeline.inbound[draft.device], self.timeline.outbound
+        timeline, device = self.timeline, draft.device
+        inbound, outbound = timeline.inbound[device], timeline.outbound
+        solid: dict[int, tuple[Link, ...]] = {}  # per source: time known busy (links.transfer)
         for source, start, seconds in draft.copies:
-            end, pieces = transfer(outbound[source], inbound, start, seconds, held)
+            known = solid.get(source)
+            if known is None:
+                booked = timeline.solid.get((source, device))
+                known = solid[source] = (Link(),) if booked is None else (Link(), booked)
+            end, pieces = transfer(outbound[source], inbound, start, seconds, held, *known)
             held.book(pieces)
+            known[0].cover(start, end)
             ready = max(ready, end)
         return max(draft.start, ready) + draft.seconds
 
@@ -310,22 +349,27 @@ class _Balancer:
 
 
 def _best_pass(flat: Flat, models: Sequence[DeviceModel], link: LinkModel, tf: Placement,
-               groups: list[int], free: dict[int, tuple[int, ...]]) -> tuple[_Balancer, Estimate]:  # fmt: skip
-    """The pass, among `WEIGHTS`, whose plan is estimated fastest (the first on a tie). The
-    first pass's NoFit is raised; a later pass that finds no room is skipped."""
-    best: tuple[_Balancer, Estimate] | None = None
+               groups: list[int], free: dict[int, tuple[int, ...]]) -> tuple[list[Decision], Estimate]:  # fmt: skip
+    """The decisions of the pass, among `WEIGHTS`, whose plan is estimated fastest (the first
+    on a tie), and that estimate. The first pass's NoFit is raised; a later pass that finds no
+    room is skipped. A pass's timeline is dropped once its plan is estimated."""
+    best: tuple[list[Decision], Estimate] | None = None
     times = work_times(flat.flops, flat.nbytes, models)
     for weight in WEIGHTS:
         balancer = _Balancer(flat, models, link, tf, groups, free, times, weight)
         try:
-            balancer.decided = balancer.run()
+            decided = balancer.run()
         except NoFit:
             if best is None:
                 raise
             continue
-        est = simulate(flat, balancer.placed, models, link)
+        placed = balancer.placed
+        est = balancer.estimate()
+        del balancer
+        if est is None:
+            est = simulate(flat, placed, models, link)
         if best is None or est.makespan < best[1].makespan:
-            best = balancer, est
+            best = decided, est
     assert best is not None
     return best
 
@@ -348,19 +392,25 @@ def place_balanced(
     gpus, cpu = split_devices(devices)
     models = [*gpus, cpu]
     tf = place(graph, len(gpus), allow_soft_placement=allow_soft_placement, op_meta=meta)
-    flat = flatten(graph, meta)
-    groups, free = free_groups(flat, tf, len(gpus))
-    with gc_paused():  # slots and drafts are acyclic, freed by reference counting
-        balancer, spread = _best_pass(flat, models, link, tf, groups, free)
-        alone = simulate(flat, balancer.tf_device, models, link) if free else None
-    decisions = balancer.decided
-    if (
-        alone is not None
-        and alone.makespan < spread.makespan
-        and all(m.memory_limit is None or alone.peak[m.name] <= m.memory_limit for m in models)
-    ):  # TF's own placement is faster and fits
-        decisions = _kept(flat, tf, groups, free, alone.makespan, spread.makespan)
-    return Placement(dict(zip(flat.names, decisions, strict=True)), tf.devices)
+    with gc_paused():  # flat, slots and drafts are acyclic, freed by reference counting
+        flat = flatten(graph, meta)
+        groups, free = free_groups(flat, tf, len(gpus))
+        decisions, spread = _best_pass(flat, models, link, tf, groups, free)
+        chosen = spread
+        alone = simulate(flat, device_index(tf, flat, models), models, link) if free else None
+        if (
+            alone is not None
+            and alone.makespan < spread.makespan
+            and all(m.memory_limit is None or alone.peak[m.name] <= m.memory_limit for m in models)
+        ):  # TF's own placement is faster and fits
+            decisions = _kept(flat, tf, groups, free, alone.makespan, spread.makespan)
+            chosen = alone
+        by_name = dict(zip(flat.names, decisions, strict=True))
+    soft = allow_soft_placement  # judged only with the op registry, as `plan` estimates it
+    judged = (
+        Judged(flat, tf, soft, tuple(models), link, by_name, chosen) if op_meta is None else None
+    )
+    return Placement(by_name, tf.devices, judged=judged)
 
 
 def _kept(flat: Flat, tf: Placement, groups: list[int], free: dict[int, tuple[int, ...]],

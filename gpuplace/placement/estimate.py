@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from operator import attrgetter
 
 from ..errors import BadInput
 from ..gc_pause import gc_paused
@@ -21,10 +22,13 @@ from .baselines import Bounds, lower_bounds, round_robin
 from .cost import DeviceModel, LinkModel, split_devices, work_time
 from .flat import Flat, flatten
 from .model import Placement
-from .timeline import Slot, Timeline
+from .timeline import Timeline
+
+_LAST = attrgetter("last")
 
 __all__ = [
     "Estimate",
+    "Judged",
     "estimate",
     "estimate_with_bounds",
     "lower_bounds",
@@ -46,18 +50,19 @@ class Estimate:
 
 def _peaks(timeline: Timeline, dev: Sequence[int], devices: int) -> list[int]:
     """The ledgers' peaks: each step allocates its slots on its device, then frees those it
-    read last."""
+    read last (taken in order of their last step: no list per step)."""
     allocated = [0] * len(dev)
-    freed: list[list[Slot]] = [[] for _ in dev]
     for slot in timeline.slots:
         allocated[slot.step] += slot.size
-        freed[slot.last].append(slot)
+    freed = sorted(timeline.slots, key=_LAST)
     in_use, peak = [0] * devices, [0] * devices
+    k, count = 0, len(freed)
     for step, device in enumerate(dev):
         in_use[device] += allocated[step]
         peak[device] = max(peak[device], in_use[device])
-        for slot in freed[step]:
-            in_use[slot.device] -= slot.size
+        while k < count and freed[k].last == step:
+            in_use[freed[k].device] -= freed[k].size
+            k += 1
     return peak
 
 
@@ -92,6 +97,14 @@ def simulate(flat: Flat, dev: Sequence[int], models: Sequence[DeviceModel],
             seconds = work_time(flat.flops[op], flat.nbytes[op], models[device])
             busy[device] += seconds
             timeline.run(op, device, seconds)
+    return judge(timeline, dev, models, busy)
+
+
+def judge(timeline: Timeline, dev: Sequence[int], models: Sequence[DeviceModel],
+          busy: Sequence[float]) -> Estimate:  # fmt: skip
+    """The estimate of a timeline that ran every op of its graph in graph order, op i on
+    device `dev[i]` for a total of `busy[d]` seconds on device d."""
+    flat = timeline.flat
     kept = [slot for outputs, resident in zip(timeline.home, flat.resident, strict=True)
             if resident for slot in outputs]  # fmt: skip
     kept += (timeline.home[producer][output] for producer, output in flat.fetched())
@@ -123,17 +136,46 @@ def estimate(
     return simulate(flat, device_index(placement, flat, models), models, link or LinkModel())
 
 
+@dataclass(frozen=True)
+class Judged:
+    """What a strategy worked out on its way to a placement, for `estimate_with_bounds` to
+    reuse (`Placement.judged`): the flattened graph, TensorFlow's placement of it (with the
+    soft-placement flag it used), and the estimate of the placement's `decisions` on `models`
+    over `link`. Valid only for that very graph and those very decisions (`reusable`)."""
+
+    flat: Flat
+    tf: Placement
+    soft: bool
+    models: tuple[DeviceModel, ...]
+    link: LinkModel
+    decisions: object  # the Placement.decisions it was estimated for (compared by identity)
+    estimate: Estimate
+
+    def reusable(self, graph: Graph, placement: Placement, models: Sequence[DeviceModel],
+                 link: LinkModel, soft: bool) -> bool:  # fmt: skip
+        """Whether this is the estimate of `placement` of `graph` on `models` over `link`."""
+        return (
+            self.flat.graph is graph and self.decisions is placement.decisions
+            and self.soft == soft and self.link == link and self.models == tuple(models)
+        )  # fmt: skip
+
+
 def estimate_with_bounds(
     graph: Graph, placement: Placement, devices: Sequence[DeviceModel], *,
     allow_soft_placement: bool, tf: Placement | None = None,
 ) -> tuple[Estimate, Bounds]:  # fmt: skip
     """What `gpuplace plan` judges a placement by: its estimate, and the lower bounds no
     placement of `graph` on `devices` can beat, from one flattening of the graph. `tf`:
-    TensorFlow's own placement of `graph`, when that is what `placement` is (not placed again)."""
-    flat = flatten(graph)
+    TensorFlow's own placement of `graph`, when that is what `placement` is (not placed again).
+    What the strategy already worked out (`placement.judged`) is reused, not done again."""
     gpus, cpu = split_devices(devices)
-    models, link = [*gpus, cpu], LinkModel()
-    est = simulate(flat, device_index(placement, flat, models), models, link)
-    soft = allow_soft_placement
-    bounds = lower_bounds(graph, devices, link, allow_soft_placement=soft, tf=tf, flat=flat)
+    models, link, soft = [*gpus, cpu], LinkModel(), allow_soft_placement
+    judged = placement.judged
+    with gc_paused():  # flat, slots and bounds are acyclic, freed by reference counting
+        if isinstance(judged, Judged) and judged.reusable(graph, placement, models, link, soft):
+            flat, est, tf = judged.flat, judged.estimate, tf or judged.tf
+        else:
+            flat = flatten(graph)
+            est = simulate(flat, device_index(placement, flat, models), models, link)
+        bounds = lower_bounds(graph, devices, link, allow_soft_placement=soft, tf=tf, flat=flat)
     return est, bounds

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from ..devices.names import DeviceSpec, placer_spec
 from ..errors import BadInput
@@ -56,7 +57,7 @@ class Flat:
     kernels: tuple[frozenset[str], ...]  # per op: its type's, narrowed by its dtype
     is_print: tuple[bool, ...]
 
-    index: dict[str, int]  # op name -> position
+    fetch: tuple[tuple[int, int], ...]  # (op, output) of every fetched tensor
 
     @property
     def last(self) -> int:
@@ -64,7 +65,7 @@ class Flat:
 
     def fetched(self) -> list[tuple[int, int]]:
         """(op, output) of every fetched tensor."""
-        return [(self.index[r.op], r.index) for r in self.graph.fetch]
+        return list(self.fetch)
 
 
 def _ends(graph: Graph, inputs: Sequence[tuple[tuple[int, int], ...]], index: dict[str, int],
@@ -98,6 +99,8 @@ def flatten(graph: Graph, op_meta: Callable[[str], OpMeta] | None = None) -> Fla
     flops, nbytes = [], []
     kernels: list[frozenset[str]] = []
     first = [-1] * len(ops)
+    shared: dict[Any, Any] = {}  # equal tuples and sets are kept once (most ops repeat them)
+    keep = shared.setdefault
     for j, op in enumerate(ops):
         try:
             reads = tuple((index[r.op], r.index) for r in op.inputs)
@@ -109,29 +112,41 @@ def flatten(graph: Graph, op_meta: Callable[[str], OpMeta] | None = None) -> Fla
         for p, _ in reads:
             if first[p] < 0:
                 first[p] = j
-        inputs.append(reads)
-        kernels.append(kernels_of(metas[op.type], op, specs[0].dtype if specs else None))
+        inputs.append(keep(reads, reads))
+        kernel = kernels_of(metas[op.type], op, specs[0].dtype if specs else None)
+        kernels.append(keep(kernel, kernel))
         flops.append(op_flops(op, specs))
         nbytes.append(op_bytes(op, specs))
     resident = [metas[op.type].resident for op in ops]
+    sizes: list[tuple[int, ...]] = []
+    out_bytes: list[tuple[int, ...]] = []
+    rounded: dict[tuple[int, ...], tuple[int, ...]] = {}  # allocation sizes per output sizes
+    for op in ops:
+        made = tuple(s.nbytes for s in op.outputs)
+        out_bytes.append(keep(made, made))
+        if op.type == PRINT:
+            sizes.append(())
+        else:
+            found = rounded.get(made)
+            if found is None:
+                found = rounded[made] = tuple(allocation_size(n) for n in made)
+            sizes.append(found)
+    ends = [tuple(e) for e in _ends(graph, inputs, index, resident)]
     return Flat(
         graph=graph,
         names=tuple(op.name for op in ops),
         inputs=tuple(inputs),
         flops=tuple(flops),
         nbytes=tuple(nbytes),
-        sizes=tuple(
-            () if op.type == PRINT else tuple(allocation_size(s.nbytes) for s in op.outputs)
-            for op in ops
-        ),
-        out_bytes=tuple(tuple(s.nbytes for s in op.outputs) for op in ops),
-        ends=tuple(tuple(e) for e in _ends(graph, inputs, index, resident)),
+        sizes=tuple(sizes),
+        out_bytes=tuple(out_bytes),
+        ends=tuple(keep(e, e) for e in ends),
         first_reader=tuple(first),
         generator=tuple(generator_flags(ops, metas, residents=True)),
         resident=tuple(resident),
         kernels=tuple(kernels),
         is_print=tuple(op.type == PRINT for op in ops),
-        index=index,
+        fetch=tuple((index[r.op], r.index) for r in graph.fetch),  # _ends checked them
     )
 
 

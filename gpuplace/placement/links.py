@@ -10,7 +10,7 @@ disjoint, merged blocks per link.
 
 from __future__ import annotations
 
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
 
 Piece = tuple[float, float]
@@ -41,35 +41,64 @@ class Link:
                 ends[i] = max(ends[i], ends[i + 1])
                 del starts[i + 1], ends[i + 1]
 
+    def cover(self, start: float, end: float) -> None:
+        """Mark start..end busy whatever it overlaps, merging every block it touches."""
+        if end <= start:
+            return
+        starts, ends = self.starts, self.ends
+        i, j = bisect_left(ends, start), bisect_right(starts, end)  # blocks i..j-1 touch it
+        if i < j:
+            start, end = min(start, starts[i]), max(end, ends[j - 1])
+        starts[i:j], ends[i:j] = (start,), (end,)
+
 
 def transfer(
-    out: Link, into: Link, ready: float, length: float, held: Link | None = None
-) -> tuple[float, list[Piece]]:
+    out: Link, into: Link, ready: float, length: float, held: Link | None = None,
+    *known: Link,
+) -> tuple[float, list[Piece]]:  # fmt: skip
     """(end, pieces) of a copy of `length` seconds that may start at `ready`, using the time
     both links are idle and avoiding `held` (pieces planned into `into`, not yet booked: kept
-    as a Link, so an op reading 20,000 copies does not sort them again for each one)."""
+    as a Link, so an op reading 20,000 copies does not sort them again for each one).
+
+    `known`: time already known busy on `out`, `into` or `held` (`Link.cover`); it changes
+    nothing but the work: the union of busy time is walked by jumping, in each list, from a
+    time inside a block to that block's end, so a stretch where the lists' blocks alternate
+    costs a jump per block, and a known-busy stretch one jump whatever lies under it."""
     t, need = ready, length
     pieces: list[Piece] = []
-    lists = [(out.starts, out.ends), (into.starts, into.ends)]
-    if held is not None and held.starts:
-        lists.append((held.starts, held.ends))
-    at = [bisect_right(ends, ready) for _, ends in lists]
-    while True:  # sweep the busy blocks of all lists in order of start
-        start, which = _INF, -1
-        for n, (starts, _) in enumerate(lists):
-            if at[n] < len(starts) and starts[at[n]] < start:
-                start, which = starts[at[n]], n
-        if which < 0:
+    lists, at = [], []  # the lists with a block ending after t, and the first such block of each
+    for link in (*known, out, into, held) if held is not None else (*known, out, into):
+        i = bisect_right(link.ends, t)
+        if i < len(link.ends):
+            lists.append(link)
+            at.append(i)
+    while lists:
+        count, clean, k = len(lists), 0, 0
+        while clean < count:  # until t lies in no block of any list
+            ends, i = lists[k].ends, at[k]
+            if ends[i] <= t:
+                i = at[k] = bisect_right(ends, t, i + 1)
+            if i < len(ends) and lists[k].starts[i] <= t:
+                t = ends[i]  # the next block starts after this one ends (blocks never touch)
+                at[k] = i = i + 1
+                clean = 1
+            else:
+                clean += 1
+            if i == len(ends):  # no block of this list ends after t: done with it
+                del lists[k], at[k]
+                count, clean = count - 1, clean - 1  # it needs no more checks
+                if k == count:
+                    k = 0
+            else:
+                k = k + 1 if k + 1 < count else 0
+        idle = _INF  # t is idle everywhere: until the next block of any list starts
+        for k in range(count):
+            if lists[k].starts[at[k]] < idle:  # at[k] ends after t, and t is idle: starts after
+                idle = lists[k].starts[at[k]]
+        if idle - t >= need:
             break
-        end = lists[which][1][at[which]]
-        at[which] += 1
-        if end <= t:
-            continue
-        if start > t:
-            if start - t >= need:
-                break
-            pieces.append((t, start))
-            need -= start - t
-        t = end
+        pieces.append((t, idle))
+        need -= idle - t
+        t = idle
     pieces.append((t, t + need))
     return t + need, pieces

@@ -8,7 +8,7 @@ generators it deferred to its second pass (`placer.cc`, `Placer::Run`).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ..errors import Message, RuntimeFailure, Setting, Term, Text
 from ..units import human
@@ -43,6 +43,9 @@ class Placement:
     decisions: Mapping[str, Decision]  # op name -> decision, in graph order
     devices: tuple[str, ...]  # full names, in TF priority order (GPUs by name, then CPU:0)
     order: tuple[str, ...] = ()  # op names in TF's assignment order; () means graph order
+    # what the strategy already worked out to judge it (`estimate.Judged`), so that `plan`
+    # does not flatten, place and simulate the graph again; never compared or printed
+    judged: object = field(default=None, compare=False, repr=False)
 
     def log_order(self) -> tuple[str, ...]:
         """Op names in the order TF's placer logs them (`placer.cc` `LogDeviceAssignment`)."""

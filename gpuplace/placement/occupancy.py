@@ -15,9 +15,58 @@ GPUs keeps 20,000 sums and interval lists, not a 20,000 x steps matrix.
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Sequence
 
 import numpy as np
+
+BLOCK = 512  # steps per block of a device's row (`Steps`)
+
+
+class Steps:
+    """One device's bytes per step, in blocks of BLOCK steps, each with an add pending over the
+    whole block and its maximum: adding over (or asking the peak of) a range touches the steps
+    of the two blocks at its ends and one number per block between, not every step, so a tensor
+    that lives to the end (a variable) costs steps / BLOCK, not steps."""
+
+    __slots__ = ("base", "lazy", "top")
+
+    def __init__(self, row: np.ndarray) -> None:
+        self.base = row  # bytes per step, less its block's pending add
+        blocks = -(-len(row) // BLOCK)
+        self.lazy = np.zeros(blocks, dtype=np.int64)  # added over each whole block
+        self.top = np.maximum.reduceat(row, np.arange(0, len(row), BLOCK))  # each block's max
+
+    def _part(self, b: int, lo: int, hi: int, size: int) -> None:
+        """Add `size` over steps lo..hi, all in block b."""
+        self.base[lo : hi + 1] += size
+        start = b * BLOCK
+        self.top[b] = int(self.base[start : start + BLOCK].max()) + int(self.lazy[b])
+
+    def add(self, lo: int, hi: int, size: int) -> int:
+        """Add `size` over steps lo..hi; the most bytes now in use in the blocks it touches."""
+        b0, b1 = lo // BLOCK, hi // BLOCK
+        if b0 == b1:
+            self._part(b0, lo, hi, size)
+        else:
+            self._part(b0, lo, (b0 + 1) * BLOCK - 1, size)
+            self._part(b1, b1 * BLOCK, hi, size)
+            self.lazy[b0 + 1 : b1] += size
+            self.top[b0 + 1 : b1] += size
+        return int(self.top[b0 : b1 + 1].max())
+
+    def peak(self, lo: int, hi: int) -> int:
+        """The most bytes in use at any step of lo..hi."""
+        b0, b1 = lo // BLOCK, hi // BLOCK
+        if b0 == b1:
+            return int(self.base[lo : hi + 1].max()) + int(self.lazy[b0])
+        most = max(
+            int(self.base[lo : (b0 + 1) * BLOCK].max()) + int(self.lazy[b0]),
+            int(self.base[b1 * BLOCK : hi + 1].max()) + int(self.lazy[b1]),
+        )
+        if b1 > b0 + 1:
+            most = max(most, int(self.top[b0 + 1 : b1].max()))
+        return most
 
 
 class Occupancy:
@@ -27,26 +76,29 @@ class Occupancy:
         self.limits = list(limits)
         self.tracked = [limit is not None for limit in limits]
         self.steps = max(steps, 1)
-        self.rows: list[np.ndarray | None] = [None] * len(limits)
-        self.pending: list[list[tuple[int, int, int]]] = [[] for _ in limits]  # not in a row yet
+        self.rows: list[Steps | None] = [None] * len(limits)
+        # not in a row yet: (lo, hi, size) after (lo, hi, size), 24 bytes each, no objects
+        self.pending = [array("q") for _ in limits]
         self.high = [0] * len(limits)  # the sum of a device's sizes until it has a row
 
-    def _row(self, d: int) -> np.ndarray:
+    def _row(self, d: int) -> Steps:
         """Device d's bytes per step, made from the intervals added so far on first use."""
         row = self.rows[d]
         if row is None:
-            row = self.rows[d] = np.zeros(self.steps, dtype=np.int64)
-            for lo, hi, size in self.pending[d]:
-                row[lo : hi + 1] += size
-            self.pending[d] = []
-            self.high[d] = int(row.max())
+            spans = np.frombuffer(self.pending[d], dtype=np.int64).reshape(-1, 3)
+            change = np.zeros(self.steps + 1, dtype=np.int64)  # what starts or ends at a step
+            np.add.at(change, spans[:, 0], spans[:, 2])
+            np.add.at(change, spans[:, 1] + 1, -spans[:, 2])
+            row = self.rows[d] = Steps(np.cumsum(change[:-1]))
+            self.pending[d] = array("q")
+            self.high[d] = int(row.top.max())
         return row
 
     def peak(self, d: int, lo: int, hi: int) -> int:
         """The most bytes in use on device d at any step of lo..hi."""
         if lo > hi:
             return 0
-        return int(self._row(d)[lo : hi + 1].max())
+        return self._row(d).peak(lo, hi)
 
     def fits(self, d: int, lo: int, j: int, hi: int, before: int, total: int) -> bool:
         """Whether device d can take `before` more bytes over steps lo..j-1 and `total` more
@@ -69,11 +121,9 @@ class Occupancy:
             return
         row = self.rows[d]
         if row is None:
-            self.pending[d].append((lo, hi, size))
+            self.pending[d].extend((lo, hi, size))
             self.high[d] += size
             return
-        part = row[lo : hi + 1]
-        part += size
-        top = int(part.max())
+        top = row.add(lo, hi, size)
         if top > self.high[d]:
             self.high[d] = top

@@ -54,6 +54,7 @@ class Timeline:
         self.free_at = [0.0] * devices  # when each device has run its ops so far
         self.outbound = [Link() for _ in range(devices)]
         self.inbound = [Link() for _ in range(devices)]
+        self.solid: dict[tuple[int, int], Link] = {}  # (source, device): see `links.transfer`
 
     def run(self, op: int, device: int, seconds: float, charge: bool = True) -> float:
         """Run `op` on `device` for `seconds` once the device is free and its inputs are there
@@ -102,9 +103,13 @@ class Timeline:
         length = copy_time(self.flat.out_bytes[producer][output], self.link)
         start = max(self.done[producer], source.ready)
         outbound, inbound = self.outbound[source.device], self.inbound[device]
-        end, pieces = transfer(outbound, inbound, start, length)
+        solid = self.solid.get((source.device, device))
+        if solid is None:
+            solid = self.solid[source.device, device] = Link()
+        end, pieces = transfer(outbound, inbound, start, length, None, solid)
         outbound.book(pieces)
         inbound.book(pieces)
+        solid.cover(start, end)  # both links are busy from `start` to `end` now
         copy = self.copied[producer, output, device] = Slot(device, source.size, step, step, end)
         self.slots.append(copy)
         if self.occupancy is not None:

@@ -1,0 +1,153 @@
+"""Link timelines (`placement/links.py`): `transfer` walks the busy blocks by jumping and skips
+time known busy, and gives exactly what the sweep it replaced gave (kept below as the oracle:
+it visited every busy block of every list in order of start, once per copy)."""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+from collections.abc import Callable, Sequence
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from gpuplace.placement.links import Link, Piece, transfer
+
+
+def sweep(
+    out: Link, into: Link, ready: float, length: float, held: Link | None = None
+) -> tuple[float, list[Piece]]:
+    """The transfer of gpuplace before the jumping walk, verbatim (the oracle)."""
+    t, need = ready, length
+    pieces: list[Piece] = []
+    lists = [(out.starts, out.ends), (into.starts, into.ends)]
+    if held is not None and held.starts:
+        lists.append((held.starts, held.ends))
+    at = [bisect_right(ends, ready) for _, ends in lists]
+    while True:
+        start, which = float("inf"), -1
+        for n, (starts, _) in enumerate(lists):
+            if at[n] < len(starts) and starts[at[n]] < start:
+                start, which = starts[at[n]], n
+        if which < 0:
+            break
+        end = lists[which][1][at[which]]
+        at[which] += 1
+        if end <= t:
+            continue
+        if start > t:
+            if start - t >= need:
+                break
+            pieces.append((t, start))
+            need -= start - t
+        t = end
+    pieces.append((t, t + need))
+    return t + need, pieces
+
+
+def link(points: Sequence[float]) -> Link:
+    """A link busy over (p0, p1), (p2, p3), ... of the distinct sorted `points`."""
+    marks = sorted(set(points))
+    made = Link()
+    made.book(list(zip(marks[0::2], marks[1::2], strict=False)))
+    return made
+
+
+def busy(made: Link, t: float) -> bool:
+    return any(s <= t < e for s, e in zip(made.starts, made.ends, strict=True))
+
+
+def well_formed(made: Link) -> bool:
+    """Sorted, disjoint blocks that never touch (what `transfer`'s cursors rely on)."""
+    s, e = made.starts, made.ends
+    return all(a < b for a, b in zip(s, e, strict=True)) and all(
+        e[i] < s[i + 1] for i in range(len(s) - 1)
+    )
+
+
+times = st.lists(st.integers(0, 60).map(lambda x: x / 4), max_size=24)
+durations = st.integers(1, 40).map(lambda x: x / 8)
+
+
+@settings(max_examples=300, deadline=None)
+@given(times, times, times, st.integers(0, 60).map(lambda x: x / 4), durations)
+def test_transfer_gives_what_the_sweep_gave(
+    out: list[float], into: list[float], held: list[float], ready: float, length: float
+) -> None:
+    a, b, h = link(out), link(into), link(held)
+    assert transfer(a, b, ready, length, h) == sweep(a, b, ready, length, h)
+    assert transfer(a, b, ready, length) == sweep(a, b, ready, length)
+
+
+@settings(max_examples=200, deadline=None)
+@given(times, times, st.lists(st.tuples(times, durations), min_size=1, max_size=12))
+def test_a_run_of_copies_with_known_busy_time_books_what_the_sweep_booked(
+    out: list[float], into: list[float], copies: list[tuple[list[float], float]]
+) -> None:
+    """Copies booked one after another, as `Timeline` books them, each marking the time it
+    leaves busy on both links as known (`cover`): every copy lands where the sweep put it."""
+    mine = (link(out), link(into), Link())
+    theirs = (link(out), link(into))
+    for readies, length in copies:
+        ready = readies[0] if readies else 0.0
+        end, pieces = transfer(mine[0], mine[1], ready, length, None, mine[2])
+        assert (end, pieces) == sweep(*theirs, ready, length)
+        for made in (*mine[:2], *theirs):
+            made.book(pieces)
+        mine[2].cover(ready, end)
+        assert well_formed(mine[2])
+        checks = [x / 8 for x in range(0, 8 * 20)]
+        known_but_idle = [
+            t for t in checks if busy(mine[2], t) and not busy(mine[0], t) | busy(mine[1], t)
+        ]
+        assert not known_but_idle  # known busy time is busy on one link or the other
+
+
+@settings(max_examples=200, deadline=None)
+@given(times, st.lists(st.tuples(st.integers(0, 60), st.integers(0, 20)), max_size=12))
+def test_cover_keeps_blocks_sorted_and_apart_and_marks_exactly_the_union(
+    points: list[float], spans: list[tuple[int, int]]
+) -> None:
+    made = link(points)
+    marked = list(zip(made.starts, made.ends, strict=True))
+    for lo, width in spans:
+        made.cover(lo / 4, (lo + width) / 4)
+        marked.append((lo / 4, (lo + width) / 4))
+        assert well_formed(made)
+    for t in (x / 8 for x in range(0, 8 * 25)):
+        assert busy(made, t) == any(s <= t < e for s, e in marked)
+
+
+class Counted(list[float]):
+    """A list that counts how often an element is read (by `bisect` or by index)."""
+
+    reads = 0
+
+    def __getitem__(self, i):  # type: ignore[no-untyped-def]
+        Counted.reads += 1
+        return super().__getitem__(i)
+
+
+def counted(made: Link) -> Link:
+    made.starts, made.ends = Counted(made.starts), Counted(made.ends)
+    return made
+
+
+def reads_of(call: Callable[[], object]) -> int:
+    before = Counted.reads
+    call()
+    return Counted.reads - before
+
+
+def test_a_known_busy_stretch_is_crossed_in_one_jump() -> None:
+    """Two links whose blocks alternate (the fan-in that made placement quadratic): with the
+    stretch known busy, the walk reads a handful of blocks; without, one per block."""
+    out = counted(link([x for k in range(0, 2000, 2) for x in (k, k + 1.5)]))
+    into = counted(link([x for k in range(1, 2000, 2) for x in (k, k + 1.5)]))
+    known = counted(Link())
+    known.cover(0.0, 2000.5)
+    expected = sweep(out, into, 0.0, 1.0)
+    assert expected == (2001.5, [(2000.5, 2001.5)])
+    assert transfer(out, into, 0.0, 1.0, None, known) == expected
+    with_known = reads_of(lambda: transfer(out, into, 0.0, 1.0, None, known))
+    without = reads_of(lambda: transfer(out, into, 0.0, 1.0))
+    assert with_known <= 100 and without >= 2000  # a few bisections vs a read per block

@@ -1,0 +1,170 @@
+"""Balanced placement does work linear in the ops on every graph shape, and `plan` reuses what
+it worked out instead of flattening, placing and simulating the graph again (issue 17).
+
+Work is counted, never timed: steps through the links' busy blocks (`link_reads`), calls of
+`simulate` and `flatten`."""
+
+from __future__ import annotations
+
+from bisect import bisect_left, bisect_right
+from collections.abc import Callable
+from dataclasses import replace
+from typing import Any
+
+import pytest
+
+from gpuplace.graph import Graph, Op, TensorRef, TensorSpec
+from gpuplace.placement import balanced, estimate, flat, links
+from gpuplace.placement.balanced import place_balanced
+from gpuplace.placement.estimate import Judged, estimate_with_bounds, lower_bounds
+from gpuplace.placement.model import Placement
+from tests.strategy.helpers import models
+from tests.strategy.test_links import Counted
+from tests.strategy.test_passes import _random_dag
+
+SPEC = (TensorSpec((256, 256)),)
+
+
+def fan(n: int, width: int = 200) -> Graph:
+    """x, then groups of `width` matmuls x @ x, each summed by an add_n; the sums summed."""
+    ops = [Op("x", "random_normal", (), outputs=SPEC)]
+    group: list[TensorRef] = []
+    sums: list[TensorRef] = []
+    while len(ops) < n - 1:
+        ops.append(Op(f"m{len(ops)}", "matmul", (TensorRef("x"), TensorRef("x")), outputs=SPEC))
+        group.append(TensorRef(ops[-1].name))
+        if len(group) == width or len(ops) == n - 2:
+            ops.append(Op(f"s{len(ops)}", "add_n", tuple(group), outputs=SPEC))
+            sums.append(TensorRef(ops[-1].name))
+            group = []
+    ops.append(Op("out", "add_n", tuple(sums), outputs=SPEC))
+    return Graph(ops=tuple(ops), fetch=(TensorRef("out"),))
+
+
+def random_dag(n: int, seed: int = 3) -> Graph:
+    """test_passes.py's random DAG with every other input a variable (deferred by balanced)."""
+    g = _random_dag(n, seed=seed)
+    sources = [replace(op, type="variable") if i % 2 and not op.inputs else op
+               for i, op in enumerate(g.ops)]  # fmt: skip
+    return replace(g, ops=tuple(sources))
+
+
+def wide(n: int, width: int = 16) -> Graph:
+    """`width` stacks of tanh; every 4th layer each stack multiplies in its neighbour's."""
+    ops = [Op(f"x{i}", "random_normal", (), outputs=SPEC) for i in range(width)]
+    prev = [op.name for op in ops]
+    while len(ops) < n:
+        mix = len(ops) // width % 4 == 3
+        for i in range(width):
+            inputs = (prev[i], prev[(i + 1) % width]) if mix else (prev[i],)
+            refs = tuple(TensorRef(name) for name in inputs)
+            ops.append(Op(f"op{len(ops)}", "matmul" if mix else "tanh", refs, outputs=SPEC))
+        prev = [op.name for op in ops[-width:]]
+    return Graph(ops=tuple(ops), fetch=tuple(TensorRef(name) for name in prev))
+
+
+def link_reads(graph: Graph, monkeypatch: pytest.MonkeyPatch) -> int:
+    """Steps through every link's busy blocks while `graph` is placed on 8 GPUs: each block
+    read by index, and each bisection as one step (its log(blocks) probes are not counted)."""
+
+    def counting_init(self: links.Link) -> None:
+        self.starts, self.ends = Counted(), Counted()
+
+    def one_step(real: Callable[..., int]) -> Callable[..., int]:
+        def bisect(*args: Any) -> int:
+            reads = Counted.reads
+            found = real(*args)
+            Counted.reads = reads + 1
+            return found
+
+        return bisect
+
+    monkeypatch.setattr(links.Link, "__init__", counting_init)
+    monkeypatch.setattr(links, "bisect_right", one_step(bisect_right))
+    monkeypatch.setattr(links, "bisect_left", one_step(bisect_left))
+    before = Counted.reads
+    place_balanced(graph, models(8))
+    return Counted.reads - before
+
+
+SHAPES: dict[str, Callable[[int], Graph]] = {
+    "fan": lambda n: fan(n, width=n // 4),  # a wider fan at 4x the ops: 4 groups each time
+    "random_dag": random_dag,
+    "wide": wide,
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("shape", SHAPES)
+def test_link_work_per_op_stays_flat_as_the_graph_grows(
+    shape: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """4x the ops: at most 1.3x the steps through the links' blocks per op. Before the walk
+    jumped and skipped known-busy time (the sweep in test_links.py), the fan took 2.7x."""
+    small, large = SHAPES[shape](400), SHAPES[shape](1600)
+    per_small = link_reads(small, monkeypatch) / len(small.ops)
+    per_large = link_reads(large, monkeypatch) / len(large.ops)
+    assert per_small > 0
+    assert per_large <= 1.3 * per_small, (per_small, per_large)
+
+
+def counting(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
+    """Count calls of `simulate` (wherever it is called from) and `flatten`."""
+    calls = {"simulate": 0, "flatten": 0}
+    real_simulate, real_flatten = estimate.simulate, flat.flatten
+
+    def simulate(*args: object, **kwargs: object) -> object:
+        calls["simulate"] += 1
+        return real_simulate(*args, **kwargs)  # type: ignore[arg-type]
+
+    def flatten(*args: object, **kwargs: object) -> object:
+        calls["flatten"] += 1
+        return real_flatten(*args, **kwargs)  # type: ignore[arg-type]
+
+    for module in (estimate, balanced):
+        monkeypatch.setattr(module, "simulate", simulate)
+        monkeypatch.setattr(module, "flatten", flatten)
+    return calls
+
+
+@pytest.mark.parametrize("limit", [None, 40 * 2**20], ids=["roomy", "tight"])
+@pytest.mark.parametrize(
+    ("graph", "simulations"),
+    [(random_dag(300), 3), (fan(300, width=60), 1), (wide(320), 1)],
+    ids=["variables", "fan", "wide"],
+)
+def test_plan_reuses_the_balanced_estimate_and_gets_what_a_fresh_one_gives(
+    graph: Graph, simulations: int, limit: int | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each pass is estimated from the run it planned on, unless a generator waited for its
+    consumer (variables): then it is simulated. TF's own placement is simulated once."""
+    devices = models(4, limit)
+    fresh_est = estimate.estimate(graph, place_balanced(graph, devices), devices)
+    fresh_bounds = lower_bounds(graph, devices)
+    calls = counting(monkeypatch)
+    p = place_balanced(graph, devices)
+    assert calls == {"simulate": simulations, "flatten": 1}
+    est, bounds = estimate_with_bounds(graph, p, devices, allow_soft_placement=False)
+    assert calls == {"simulate": simulations, "flatten": 1}  # nothing again
+    assert (est, bounds) == (fresh_est, fresh_bounds)
+    assert sum(count for count, _ in est.copies_in.values()) > 0  # spread, with copies
+
+
+def test_a_judged_placement_of_another_graph_or_other_decisions_is_estimated_afresh(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    g, other, devices = random_dag(200), random_dag(200, seed=4), models(4)
+    p = place_balanced(g, devices)
+    assert isinstance(p.judged, Judged)
+    cases = [
+        (other, Placement(place_balanced(other, devices).decisions, p.devices, judged=p.judged)),
+        (g, Placement(dict(p.decisions), p.devices, judged=p.judged)),  # equal, not the same
+    ]
+    calls = counting(monkeypatch)
+    for graph, placement in cases:
+        est, _ = estimate_with_bounds(graph, placement, devices, allow_soft_placement=False)
+        assert calls == {"simulate": 1, "flatten": 1}
+        assert est == estimate.estimate(graph, placement, devices)
+        calls.update(simulate=0, flatten=0)
+    estimate_with_bounds(g, p, devices, allow_soft_placement=True)
+    assert calls["simulate"] == 1  # placed without soft placement: TF's placement may differ
