@@ -188,7 +188,11 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--matmul", type=int, default=2048, help="matmul side")
     parser.add_argument("--no-tf", action="store_true", help="skip TensorFlow")
+    parser.add_argument("--smoke", action="store_true",
+                        help="CI size: 1,000-op chain, 256 matmul, 2 repeats, no TensorFlow")  # fmt: skip
     args = parser.parse_args(argv)
+    if args.smoke:
+        args.sizes, args.matmul, args.repeats, args.no_tf = "1000", 256, 2, True
     tf, why = (None, "--no-tf") if args.no_tf else tf_python()
     for n in (int(s) for s in args.sizes.split(",")):
         bench_chain(n, args.repeats, tf, why)

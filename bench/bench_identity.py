@@ -12,6 +12,7 @@ Run: .venv/bin/python bench/bench_identity.py
 
 from __future__ import annotations
 
+import sys
 import time
 
 from gpuplace.graph.model import Graph, Op, TensorRef, TensorSpec
@@ -42,8 +43,9 @@ def best(graph: Graph, runs: int) -> float:
 
 
 def main() -> None:
-    for n in (10_000, 100_000):
-        runs = 5 if n <= 10_000 else 3
+    smoke = "--smoke" in sys.argv  # CI size (bench/README.md)
+    for n in (1_000,) if smoke else (10_000, 100_000):
+        runs = 1 if smoke else 5 if n <= 10_000 else 3
         rule = best(build(n, "identity"), runs)
         plain = best(build(n, "neg"), runs)
         print(

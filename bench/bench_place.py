@@ -11,6 +11,7 @@ Run: .venv/bin/python bench/bench_place.py
 
 from __future__ import annotations
 
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -71,23 +72,28 @@ def best(fn: Callable[[], object], runs: int) -> float:
     return min(times)
 
 
+SMOKE = "--smoke" in sys.argv  # CI size (bench/README.md)
+SIZES = (1_000, 10_000) if SMOKE else (10_000, 100_000)
+
+
 def main() -> None:
     place_s: dict[int, float] = {}
     base_s: dict[int, float] = {}
-    for n in (10_000, 100_000):
+    for n in SIZES:
         graph = build(n)
-        runs = 5 if n <= 10_000 else 3
+        runs = 1 if SMOKE else 5 if n <= 10_000 else 3
         place_s[n] = best(partial(place, graph, 4, op_meta=METAS.__getitem__), runs)
         base_s[n] = best(partial(baseline, graph), runs)
         print(
             f"{n:>7} ops: place {place_s[n]:.3f} s = {place_s[n] / n * 1e6:.2f} us/op; "
             f"baseline pass {base_s[n] / n * 1e6:.3f} us/op"
         )
-    growth = place_s[100_000] / place_s[10_000]
-    base_growth = base_s[100_000] / base_s[10_000]
+    small, large = SIZES
+    growth = place_s[large] / place_s[small]
+    base_growth = base_s[large] / base_s[small]
     print(
-        f"growth 10,000 -> 100,000 ops: place {growth:.1f}x, baseline pass {base_growth:.1f}x "
-        "(linear = 10x)"
+        f"growth {small:,} -> {large:,} ops: place {growth:.1f}x, baseline pass "
+        f"{base_growth:.1f}x (linear = 10x)"
     )
 
 

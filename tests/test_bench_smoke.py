@@ -12,7 +12,7 @@ import pytest
 
 BENCH = Path(__file__).parent.parent / "bench"
 BENCHES = sorted(p.name for p in BENCH.glob("bench_*.py"))
-RATIO = re.compile(r"\b(ratio|growth):? [0-9]")
+RATIO = re.compile(r"\b(ratio|growth):?\s+[0-9]")
 
 
 def test_the_benchmarks_are_found() -> None:
