@@ -455,7 +455,7 @@ def test_mem_watch_as_json_is_one_line_per_refresh(run: Run) -> None:
     docs = [json.loads(line) for line in result.out.splitlines()]
     assert len(docs) == 2
     assert [r["policy"] for r in docs[1]["reservations"]] == ["default", "allow_growth"]
-    assert [g["name"] for g in docs[0]["gpus"]] == ["GRID K520", "GRID K520"]
+    assert [g["product"] for g in docs[0]["gpus"]] == ["GRID K520", "GRID K520"]
 
 
 @pytest.mark.parametrize(

@@ -52,10 +52,12 @@ def mig_mode(gpu: Gpu) -> str | None:
 
 def smi_records(cards: Sequence[Gpu]) -> list[dict[str, Any]]:
     """`gpuplace mem --json`: nvidia-smi's fields per GPU (MIG devices and processes included),
-    sizes in bytes."""
+    sizes in bytes; the card's model is `product`, as in every document (`name` is always a
+    TensorFlow device name)."""
     return [
         {
-            "index": g.nvml_index, "name": g.product, "uuid": g.uuid, "pci_bus_id": g.pci_bus_id,
+            "index": g.nvml_index, "product": g.product, "uuid": g.uuid,
+            "pci_bus_id": g.pci_bus_id,
             "persistence_mode": g.persistence_mode, "display_active": g.display_active,
             "ecc_uncorrected": g.ecc_uncorrected, "fan_percent": g.fan_percent,
             "temperature_celsius": g.temperature_celsius, "performance_state": g.performance_state,
@@ -65,7 +67,7 @@ def smi_records(cards: Sequence[Gpu]) -> list[dict[str, Any]]:
             "utilization_percent": g.utilization_percent, "compute_mode": g.compute_mode,
             "mig_enabled": g.mig_enabled, "mig_mode": mig_mode(g),
             "simulated": g.simulated, "available": g.available,
-            "mig_devices": [{"index": m.index, "uuid": m.uuid, "name": m.product,
+            "mig_devices": [{"index": m.index, "uuid": m.uuid, "product": m.product,
                              "gpu_instance_id": m.gpu_instance_id,
                              "compute_instance_id": m.compute_instance_id,
                              "memory_total": m.memory_total, "memory_used": m.memory_used}
