@@ -25,7 +25,9 @@ def entry() -> None:  # pragma: no cover - the console script; tests run it in a
             from .cli.main import run_console
 
             code = run_console()
-    except KeyboardInterrupt:  # while the command line loads (then `main` handles its own)
+    except BaseException as exc:  # while the command line loads (then `main` handles its own)
+        if not _interrupt(exc):
+            raise
         import signal
 
         signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -44,6 +46,18 @@ def entry() -> None:  # pragma: no cover - the console script; tests run it in a
 
         os._exit(code)  # the interpreter's teardown: ~15% of a small command, for nothing
     sys.exit(code)
+
+
+def _interrupt(exc: BaseException) -> bool:
+    """Whether `exc` is a Ctrl-C: a KeyboardInterrupt, or an error the interpreter raised
+    because one arrived at the wrong moment (one in a class body's `__set_name__`, as the stdlib's
+    `platform` runs on import, comes out as RuntimeError with the interrupt as its cause)."""
+    seen = 0
+    while exc is not None and seen < 8:
+        if isinstance(exc, KeyboardInterrupt):
+            return True
+        exc, seen = exc.__cause__ or exc.__context__, seen + 1  # type: ignore[assignment]
+    return False
 
 
 def _nothing_at_exit() -> bool:

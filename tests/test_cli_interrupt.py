@@ -77,3 +77,20 @@ def _start_and_interrupt(delay_ms: int) -> tuple[int, str, str]:
 @pytest.mark.parametrize("delay_ms", [0, 5, 10, 20, 30, 50])
 def test_ctrl_c_in_the_first_50_ms_is_exit_130_without_a_traceback(delay_ms: int) -> None:
     assert _start_and_interrupt(delay_ms) == (130, "", "\nerror: interrupted\n")
+
+
+def test_an_interrupt_the_interpreter_wrapped_is_still_an_interrupt() -> None:
+    """A Ctrl-C inside a class body's `__set_name__` (the stdlib's `platform` has one, imported
+    on the way by `uuid`) comes out as RuntimeError caused by the KeyboardInterrupt."""
+    from gpuplace.__main__ import _interrupt
+
+    class Name:
+        def __set_name__(self, owner: type, name: str) -> None:
+            raise KeyboardInterrupt
+
+    with pytest.raises(RuntimeError) as caught:
+        type("Owner", (), {"field": Name()})
+    assert _interrupt(caught.value)
+    assert _interrupt(KeyboardInterrupt())
+    assert not _interrupt(RuntimeError("a real error"))
+    assert not _interrupt(ValueError())

@@ -30,7 +30,7 @@ from ..devices.names import placer_spec
 from ..echo import sample
 from ..gc_pause import gc_paused
 from ..graph.model import Graph, OpMeta
-from ..units import human
+from ..units import device_memory
 from . import place
 from .cost import DeviceModel, LinkModel, copy_time, split_devices, work_times
 from .estimate import Estimate, Judged, device_index, judge, simulate
@@ -151,7 +151,7 @@ class _Balancer:
         return judge(self.timeline, self.placed, self.models, busy)
 
     def _chosen(self, op: int, device: int, excluded: tuple[int, ...]) -> Decision:
-        """`balanced: earliest finish on GPU:2 (GPU:0 would exceed its 3.5 GiB limit)`."""
+        """`balanced: earliest finish on GPU:2 (GPU:0 would exceed its 3596MiB limit)`."""
         request = self.flat.graph.ops[op].device
         key = (device, excluded, request)
         found = self.reasons.get(key)
@@ -161,7 +161,7 @@ class _Balancer:
             if self.weight != 1:
                 text += f" counting copies {self.weight:g}x"
             if excluded:
-                limits = {human(models[other].memory_limit or 0) for other in excluded}
+                limits = {device_memory(models[other].memory_limit or 0) for other in excluded}
                 names = sample([models[other].short for other in excluded])
                 its = "its" if len(excluded) == 1 else "their"
                 text += f" ({names} would exceed {its} {', '.join(sorted(limits))} limit)"

@@ -113,7 +113,7 @@ def test_weights_larger_than_one_gpu_are_spread_within_the_limits() -> None:
     assert all(e.peak[d.name] <= 40 * MiB for d in devices[:4])
     assert [where(p)[f"w{i}"] for i in range(6)] == ["GPU:0"] * 2 + ["GPU:1"] * 2 + ["GPU:2"] * 2
     assert p.decisions["m2"].reason == (
-        "balanced: earliest finish on GPU:1 (GPU:0 would exceed its 40.0 MiB limit)"
+        "balanced: earliest finish on GPU:1 (GPU:0 would exceed its 40MiB limit)"
     )
 
 
