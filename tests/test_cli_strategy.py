@@ -192,3 +192,25 @@ def test_json_carries_the_strategy_and_where_the_rates_came_from(run: Run) -> No
     towers = str(EXAMPLES / "guide" / "04_multi_tower.yaml")  # a graph that runs in no time
     ran = json.loads(run("--machine", "4xK520", "run", towers, "--json").out)
     assert (ran["strategy"], ran["rates"]) == ("tensorflow", rates)
+
+
+def test_run_lets_go_of_what_balanced_kept_for_the_estimate(
+    run: Run, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`plan` reuses balanced's own estimate (Placement.judged); `run` estimates nothing and
+    drops it before running (about 0.5 KB per op)."""
+    import gpuplace.pipeline as pipeline
+
+    seen = []
+    real = pipeline.execute_prepared
+
+    def spy(prepared, *args, **kw):  # type: ignore[no-untyped-def]
+        seen.append(prepared.placement.judged)
+        return real(prepared, *args, **kw)
+
+    monkeypatch.setattr(pipeline, "execute_prepared", spy)
+    spec = str(Path(__file__).resolve().parents[1] / "examples" / "small_model.yaml")
+    result = run("--machine", "4xK520", "run", spec, "--strategy", "balanced",
+                 "--memory-limit", "64MiB")  # fmt: skip
+    assert result.code == 0, result.err
+    assert seen == [None]
