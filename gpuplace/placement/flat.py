@@ -21,11 +21,11 @@ from typing import Any
 
 from ..devices.names import DeviceSpec, placer_spec
 from ..errors import BadInput
-from ..graph.model import Graph, OpMeta
+from ..graph.model import Graph, Op, OpMeta, TensorSpec
 from ..units import allocation_size
 from .cost import op_bytes, op_flops
 from .model import Placement
-from .tf import generator_flags, kernels_of
+from .tf import generator_flags, kernels_of, tf_type_of
 
 PRINT = "print"
 
@@ -101,6 +101,7 @@ def flatten(graph: Graph, op_meta: Callable[[str], OpMeta] | None = None) -> Fla
     first = [-1] * len(ops)
     shared: dict[Any, Any] = {}  # equal tuples and sets are kept once (most ops repeat them)
     keep = shared.setdefault
+    known: dict[tuple[Any, ...], frozenset[str]] = {}  # kernels by what decides them
     for j, op in enumerate(ops):
         try:
             reads = tuple((index[r.op], r.index) for r in op.inputs)
@@ -113,8 +114,7 @@ def flatten(graph: Graph, op_meta: Callable[[str], OpMeta] | None = None) -> Fla
             if first[p] < 0:
                 first[p] = j
         inputs.append(keep(reads, reads))
-        kernel = kernels_of(metas[op.type], op, specs[0].dtype if specs else None)
-        kernels.append(keep(kernel, kernel))
+        kernels.append(_kernels(metas[op.type], op, specs, known))
         flops.append(op_flops(op, specs))
         nbytes.append(op_bytes(op, specs))
     resident = [metas[op.type].resident for op in ops]
@@ -148,6 +148,24 @@ def flatten(graph: Graph, op_meta: Callable[[str], OpMeta] | None = None) -> Fla
         is_print=tuple(op.type == PRINT for op in ops),
         fetch=tuple((index[r.op], r.index) for r in graph.fetch),  # _ends checked them
     )
+
+
+def _kernels(
+    meta: OpMeta,
+    op: Op,
+    specs: tuple[TensorSpec, ...],
+    known: dict[tuple[Any, ...], frozenset[str]],
+) -> frozenset[str]:
+    """`kernels_of`, looked up once per (type, TF type where attrs choose it, output 0's dtype,
+    input 0's dtype): what decides an op's kernels (`OpDef.kernel_match`)."""
+    source = specs[0].dtype if specs else None
+    varying = getattr(meta, "tf_type_of", None) is not None  # zeros: Const or Fill, ...
+    key = (op.type, op.outputs[0].dtype if op.outputs else None, source,
+           tf_type_of(meta, op) if varying else None)  # fmt: skip
+    found = known.get(key)
+    if found is None:
+        found = known[key] = kernels_of(meta, op, source)
+    return found
 
 
 def _groups(graph: Graph) -> list[int]:
