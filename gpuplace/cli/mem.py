@@ -64,34 +64,31 @@ def mem(app: AppContext, /, spec: str | None, as_json: bool, compare: bool,
     view = app.view()
     for w in view.warnings:
         warn(w)
-    if watch is not None:
+    if spec is None:  # nvidia-smi's view, and what the policy (or each compared) reserves
         policy = _policy(kw, compare)
-        watch_views(app, view, watch, count, as_json,
-                    lambda seen: _screen(app, seen, policy, compare, as_json))  # fmt: skip
+        if watch is None:
+            click.echo(_screen(app, view, policy, compare, as_json, once=True))
+        else:
+            watch_views(app, view, watch, count, as_json,
+                        lambda seen: _screen(app, seen, policy, compare, as_json))  # fmt: skip
+        if require_gpus is not None and len(view.gpus) < require_gpus:
+            raise CheckFailed(gpus_required(require_gpus, len(view.gpus)))
         return
     doc: dict[str, Any] = {"schema_version": SCHEMA_VERSION, "machine": machine_record(view)}
     cards = report.visible_cards(view)
-    runs: list[PolicyRun] = []
-    pruned: str | None = None
-    if spec is not None:
-        runs, seen = _with_graph(app, view, spec, feed, kw, compare)
-        cards = seen or cards
-        doc["policies"] = report.policy_records(runs)
-        prepared = runs[-1].prepared  # what the fetches prune is the same for every policy
-        doc["strategy"], doc["rates"] = prepared.strategy, rate_records(prepared)
-        doc["pruned"] = list(prepared.pruned)
-        pruned = pruned_line(prepared)
-    held = _reserved(app, view, _policy(kw, compare), compare) if spec is None else []
-    if held:
-        doc["reservations"] = report.reservation_records(held)
+    runs, seen = _with_graph(app, view, spec, feed, kw, compare)
+    cards = seen or cards
+    doc["policies"] = report.policy_records(runs)
+    prepared = runs[-1].prepared  # what the fetches prune is the same for every policy
+    doc["strategy"], doc["rates"] = prepared.strategy, rate_records(prepared)
+    doc["pruned"] = list(prepared.pruned)
+    pruned = pruned_line(prepared)
     if view.machine.simulated and not as_json:
         click.echo(title(view))  # first, above the policy table and nvidia-smi's view alike
     if pruned and not as_json:
         click.echo(pruned)
     if any(run.prepared.logical for run in runs) and not as_json:  # no GPU: no rows (warned)
         click.echo(report.memory_plain(runs) + "\n")
-    if any(r.logical for r in held) and not as_json:
-        click.echo(report.reservation_plain(held) + "\n")
     if as_json:
         doc["gpus"] = report.smi_records(cards)
         click.echo(json_text(doc))
@@ -116,12 +113,18 @@ def _check_watch(spec: str | None, watch: float | None, count: int | None) -> No
 
 
 def _screen(
-    app: AppContext, view: View, policy: Options | None, compare: bool, as_json: bool
+    app: AppContext,
+    view: View,
+    policy: Options | None,
+    compare: bool,
+    as_json: bool,
+    once: bool = False,
 ) -> str:
-    """What `mem` without a graph shows once: as text, or as one compact JSON line."""
+    """What `mem` without a graph shows: as text, or as JSON (`once`: the command's document,
+    else one compact line per refresh of a watch, with its time)."""
     from ..report import mem as report
     from ..report.devices import notice, title
-    from ..report.records import machine_record
+    from ..report.records import json_text, machine_record
     from ..report.schema import SCHEMA_VERSION
 
     held = _reserved(app, view, policy, compare)
@@ -129,12 +132,13 @@ def _screen(
     if as_json:
         import json
 
-        doc: dict[str, Any] = {"schema_version": SCHEMA_VERSION,
-                               "time": datetime.now().isoformat(timespec="seconds"),
-                               "machine": machine_record(view), "gpus": report.smi_records(cards)}  # fmt: skip
+        doc: dict[str, Any] = {"schema_version": SCHEMA_VERSION, "machine": machine_record(view)}
+        if not once:
+            doc["time"] = datetime.now().isoformat(timespec="seconds")
         if held:
             doc["reservations"] = report.reservation_records(held)
-        return json.dumps(doc, separators=(",", ":"))
+        doc["gpus"] = report.smi_records(cards)
+        return json_text(doc) if once else json.dumps(doc, separators=(",", ":"))
     parts = [title(view)] if view.machine.simulated else []
     if any(r.logical for r in held):
         parts.append(report.reservation_plain(held) + "\n")
