@@ -55,8 +55,13 @@ def copy_examples(folder: str, replace: bool = False) -> Copied:
     unchanged: list[str] = []
     for rel, data in files.items():
         target = os.path.join(folder, *rel.split("/"))
-        _check_folders(folder, rel)
-        old = _existing(target, len(data))
+        try:
+            _check_folders(folder, rel)
+            old = _existing(target, len(data))
+        except OSError as exc:  # a name too long, a folder that cannot be searched or read
+            raise BadInput(
+                f"cannot use {show(target, 120)}: {exc.strerror or exc}; name another folder"
+            ) from exc
         if old == data:
             unchanged.append(rel)
         elif old is not None and not replace:

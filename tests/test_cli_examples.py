@@ -110,3 +110,12 @@ def test_the_wheel_ships_the_examples(tmp_path: Path) -> None:
     assert sorted(n.removeprefix("gpuplace/examples/") for n in names
                   if n.startswith("gpuplace/examples/")) == BUNDLE  # fmt: skip
     assert any(n.endswith("licenses/LICENSE") for n in names)
+
+
+@pytest.mark.parametrize("name", ["a" * 5000, "d/" * 3000])
+def test_a_name_too_long_is_one_line(run: Run, tmp_path: Path, name: str) -> None:
+    result = run("examples", str(tmp_path / name))
+    assert (result.code, result.out) == (2, "")
+    (line,) = result.err.splitlines()
+    assert line.startswith("error: cannot use '") and "File name too long" in line
+    assert len(line) < 400 and list(tmp_path.iterdir()) == []

@@ -489,3 +489,12 @@ def test_mem_watch_ends_with_exit_0_on_ctrl_c() -> None:
     proc.send_signal(signal.SIGINT)
     _out, err = proc.communicate(timeout=30)
     assert (proc.returncode, err) == (0, "")
+
+
+@pytest.mark.parametrize("command", ["mem", "devices"])
+def test_watch_refuses_what_is_not_a_number_of_seconds(run: Run, command: str) -> None:
+    result = run("--machine", "1xK520", command, "--watch", "nan", "--count", "1")
+    assert (result.code, result.out) == (2, "")
+    assert result.err.splitlines()[-1] == (
+        "error: Invalid value for '--watch': nan is not a number of seconds; give e.g. 2"
+    )

@@ -148,6 +148,13 @@ def options_from_flags(
     )
 
 
+def _a_number(ctx: click.Context, param: click.Parameter, value: float | None) -> float | None:
+    """click's FloatRange lets NaN through (no comparison with it is true): refuse it."""
+    if value is not None and value != value:
+        raise click.BadParameter(f"{value} is not a number of seconds; give e.g. 2", ctx, param)
+    return value
+
+
 def watch_options(like: str) -> Callable[[F], F]:
     """`--watch [SECONDS]` and `--count N` (`mem`, `devices`): refresh as `like` does."""
 
@@ -156,7 +163,7 @@ def watch_options(like: str) -> Callable[[F], F]:
                                help="With --watch: stop after N refreshes.")(command)  # fmt: skip
         return click.option(
             "--watch", type=click.FloatRange(min=0.1, max=86400), is_flag=False, flag_value=2.0,
-            default=None, metavar="[SECONDS]",
+            default=None, metavar="[SECONDS]", callback=_a_number,
             help=f"Refresh every SECONDS (default 2), as {like} does; Ctrl-C stops (exit 0).",
         )(command)  # fmt: skip
 

@@ -129,12 +129,13 @@ def progress(
     bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                    console=Console(stderr=True, force_terminal=True), transient=True)  # fmt: skip
     task = bar.add_task(what, total=total)
-    started = [False]
+    started = False
 
     def step(name: str) -> None:
-        if started[0]:
+        nonlocal started
+        if started:  # the one before is done
             bar.advance(task)
-        started[0] = True
+        started = True
         bar.update(task, description=f"{what} {name}")
 
     with bar:

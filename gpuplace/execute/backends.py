@@ -1,7 +1,7 @@
 """Array backends behind one small protocol; chosen explicitly per device, never by fallback.
 
 numpy runs the CPU and simulated GPUs (so a simulated run computes real values); cupy runs real
-GPUs, each under its `cupy.cuda.Device`; the null backend stores nothing.
+GPUs, each under its `cupy.cuda.Device`.
 Every backend says whether it is simulated.
 """
 
@@ -56,20 +56,6 @@ class NumpyBackend:
         return np.asarray(array)
 
     def synchronize(self) -> None:
-        return None
-
-
-class NullBackend(NumpyBackend):
-    """A simulated device that stores nothing (every array is None): a run over it charges the
-    ledgers without keeping any value (memory prediction itself needs no backend: `predict`)."""
-
-    def __init__(self, label: str) -> None:
-        super().__init__(label, simulated=True)
-
-    def put(self, host: np.ndarray) -> Any:
-        return None
-
-    def get(self, array: Any) -> Any:
         return None
 
 

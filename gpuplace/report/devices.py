@@ -9,7 +9,7 @@ from ..devices.visible import visible
 from ..echo import TEXT_CHARS, show
 from ..units import device_memory
 from .schema import SCHEMA_VERSION
-from .text import NA, columns, fit_columns, left_out, na
+from .text import NA, columns, fit_table, left_out, na
 
 SIM = " [simulated]"
 HEADER = (
@@ -230,8 +230,7 @@ def devices_fitted(view: View, width: int, bold: bool = False) -> str:
         cells[index["BUS-ID"]] = short_bus_id(cells[index["BUS-ID"]])
         rows.append(cells)
     named = ["MEMORY" if h == "MEMORY TOTAL" else h for h in HEADER]  # its values' width
-    header, kept, dropped = fit_columns(named, rows, max(width, 80), DROP)
-    table = columns(header, kept)
+    table, dropped = fit_table(named, rows, max(width, 80), DROP)
     if bold:  # the header line in bold (ANSI), as the terminal shows it
         first, _, rest = table.partition("\n")
         table = f"\x1b[1m{first}\x1b[0m\n{rest}"

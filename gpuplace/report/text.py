@@ -22,27 +22,6 @@ def columns(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     return "\n".join(lines)
 
 
-def fit_columns(
-    header: Sequence[str], rows: Sequence[Sequence[str]], width: int, drop: Sequence[str]
-) -> tuple[list[str], list[list[str]], list[str]]:
-    """The columns that fit `width` characters in `columns`' layout: the names in `drop` go,
-    in that order, until the widest line fits (or none is left to drop). Returns the header,
-    the rows and the names dropped."""
-    keep = list(range(len(header)))
-    dropped: list[str] = []
-
-    def widest() -> int:
-        widths = [max(len(str(r[i])) for r in [header, *rows]) for i in keep]
-        return sum(widths) + 2 * (len(widths) - 1)
-
-    for name in drop:
-        if widest() <= width or name not in header:
-            continue
-        keep.remove(header.index(name))
-        dropped.append(name)
-    return [header[i] for i in keep], [[r[i] for i in keep] for r in rows], dropped
-
-
 MIN_WRAP = 16  # the narrowest a wrapped column gets before columns are left out
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -16,7 +17,7 @@ from gpuplace.devices.host_memory import (
     cgroup_rooms,
     mem_available,
 )
-from gpuplace.execute.backends import Backend, NullBackend, NumpyBackend
+from gpuplace.execute.backends import Backend, NumpyBackend
 from gpuplace.execute.executor import plan, run
 from gpuplace.execute.predict import HostPeak, host_peak
 from gpuplace.memory.ledger import Ledger
@@ -72,6 +73,19 @@ def test_available_memory_is_the_least_of_its_sources() -> None:
     assert available_memory(files.get, lambda: 3 * 2**30) == 2 * 2**30  # ulimit -v: 3 GiB - 1 GiB
     assert available_memory({}.get, lambda: None) is None  # not Linux: unknown
     assert address_room(None, "VmSize: 1 kB") is None
+
+
+class NullBackend(NumpyBackend):
+    """A simulated device that stores nothing (every array is None)."""
+
+    def __init__(self, label: str) -> None:
+        super().__init__(label, simulated=True)
+
+    def put(self, host: Any) -> Any:
+        return None
+
+    def get(self, array: Any) -> Any:
+        return None
 
 
 def test_host_peak_is_what_all_host_devices_hold_at_once() -> None:
