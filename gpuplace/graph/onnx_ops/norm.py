@@ -57,12 +57,12 @@ def _layer_norm_kernel(xp: ModuleType, inputs: Sequence[Array], attrs: Attrs) ->
     axes = tuple(range(axis, x.ndim))
     centred = x - xp.mean(x, axis=axes, keepdims=True)
     variance = xp.mean(centred * centred, axis=axes, keepdims=True)
-    y = centred / xp.sqrt(variance + x.dtype.type(attrs["epsilon"]))
+    centred /= xp.sqrt(variance + x.dtype.type(attrs["epsilon"]))  # in place from here on
     if len(inputs) > 1:
-        y = y * inputs[1]
+        centred *= inputs[1]
     if len(inputs) > 2:
-        y = y + inputs[2]
-    return [y.astype(dtype, copy=False)]
+        centred += inputs[2]
+    return [centred.astype(dtype, copy=False)]
 
 
 # --- reductions ------------------------------------------------------------------------------
