@@ -202,3 +202,13 @@ def test_errors_name_the_node_the_op_and_the_fix() -> None:
           - {name: a, op: zeros, shape: [2], dtype: int32}
           - {name: c, op: Sqrt, inputs: [a]}
         """)
+
+
+@pytest.mark.parametrize("width", [1, 7, 129, 40000])
+def test_softmax_in_blocks_of_rows_matches_one_pass(width: int) -> None:
+    """Past `BLOCK` elements the host works in blocks of rows (odd widths halve with a tail)."""
+    x = normal(3, (2 * BLOCK) // width + 3, width) * 10
+    e = np.exp(x - x.max(axis=-1, keepdims=True))
+    want = e / e.sum(axis=-1, keepdims=True)
+    assert np.allclose(ours("Softmax", [x])[0], want, rtol=1e-5, atol=1e-7)
+    assert np.allclose(ours("LogSoftmax", [x])[0], np.log(want), rtol=1e-5, atol=1e-5)

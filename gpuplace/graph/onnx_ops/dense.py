@@ -18,7 +18,7 @@ from ..infer import ANY, FLOATS, NUMERIC, Specs, binary, check_dtypes, shape_err
 from ..kernels import Array, elementwise, identity, relu, sigmoid, softmax_along
 from ..model import TensorSpec
 from ..opdef import OpDef
-from .common import FLAG, NO_FLOPS, axis_in, broadcast_shapes, choice, onnx_op, per_output
+from .common import FLAG, NO_FLOPS, axis_in, broadcast_shapes, by_rows, choice, onnx_op, per_output
 from .erf import elementwise as erf_elementwise
 from .erf import erf
 
@@ -172,11 +172,18 @@ def _gelu(xp: ModuleType, inputs: Sequence[Array], attrs: Attrs) -> list[Array]:
 
 
 def _softmax_kernel(xp: ModuleType, inputs: Sequence[Array], attrs: Attrs) -> list[Array]:
-    return [softmax_along(xp, inputs[0], attrs["axis"])]
+    return [_softmax_rows(xp, inputs[0], attrs["axis"], log=False)]
 
 
 def _log_softmax_kernel(xp: ModuleType, inputs: Sequence[Array], attrs: Attrs) -> list[Array]:
-    return [softmax_along(xp, inputs[0], attrs["axis"], log=True)]
+    return [_softmax_rows(xp, inputs[0], attrs["axis"], log=True)]
+
+
+def _softmax_rows(xp: ModuleType, x: Array, axis: int, log: bool) -> Array:
+    """Along the last axis in blocks of rows (`by_rows`); along another in one go."""
+    if axis not in (-1, x.ndim - 1) or not x.ndim:
+        return softmax_along(xp, x, axis, log)
+    return by_rows(xp, x, x.shape[-1], lambda rows: softmax_along(xp, rows, -1, log))
 
 
 def _sqrt(xp: ModuleType, inputs: Sequence[Array], attrs: Attrs) -> list[Array]:
