@@ -68,6 +68,7 @@ CASES = [
          {"group": 2, "strides": [2, 1], "pads": [1, 0, 2, 1], "dilations": [1, 2]}),
     Case("Conv", [f32(1, 4, 7, 6), f32(4, 1, 3, 3)], {"group": 4, "auto_pad": "SAME_UPPER", "strides": [2, 2]}),
     Case("Conv", [f32(1, 4, 7, 6), f32(4, 1, 2, 2)], {"group": 4, "auto_pad": "SAME_LOWER"}),
+    Case("Conv", [f32(2, 3, 7, 6), f32(6, 1, 3, 3), f32(6)], {"group": 3, "pads": [1, 0, 1, 2]}),
     Case("Conv", [f32(1, 3, 7, 6), f32(2, 3, 3, 3)], {"auto_pad": "VALID", "strides": [2, 2]}),
     Case("Conv", [f32(2, 3, 9), f32(4, 3, 3), f32(4)], {"pads": [1, 1]}),
     Case("Conv", [f32(1, 2, 5, 4, 3), f32(3, 2, 2, 2, 2)], {}),
