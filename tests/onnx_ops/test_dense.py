@@ -184,7 +184,15 @@ def test_errors_name_the_node_the_op_and_the_fix() -> None:
         """) == (
         "g.yaml:3: op 'c' (Gelu): approximate: 'fast' is not accepted; expected one of none, tanh"
     )
-    assert "for 'c' (op: 'Softmax')" in load_error("""
+    assert (
+        "Shape must be at least rank 1 but is rank 0 (input 0) for 's' (op: 'Softmax')"
+        in load_error("""
+        graph:
+          - {name: a, op: zeros, shape: []}
+          - {name: s, op: Softmax, inputs: [a]}
+        """)
+    )
+    assert "axis 2 out of range for input with 2 dimensions for 'c' (op: 'Softmax')" in load_error("""
         graph:
           - {name: a, op: zeros, shape: [2, 3]}
           - {name: c, op: Softmax, inputs: [a], axis: 2}
