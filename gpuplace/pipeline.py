@@ -17,12 +17,12 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .devices.cluster import Cluster, TaskName, full_device
+from .devices.cluster import Cluster, TaskName, full_device, short_name
 from .devices.cluster_spec import ClusterDescription, simulated_cluster, with_machine
 from .devices.model import LogicalGpu, View
 from .devices.names import full_name
 from .devices.rates import load_rates
-from .errors import BadInput, Message, Setting, Term
+from .errors import BadInput, Message, Setting, Term, Text
 from .graph import apply_feeds, load
 from .graph.model import Config, Graph
 from .graph.prune import needed, prune
@@ -270,22 +270,46 @@ def predict_memory(
 
     _expect_prepared(prepared, "predict_memory")
     _expect_view(view, "predict_memory")
-    _local_only(prepared, "predicting memory")
-    prediction = predict(prepared.graph, prepared.placement, prepared.logical, _layout(prepared))
+    named = None if prepared.cluster is None else cluster_devices(prepared)
+    laid = _layout(prepared)
+    prediction = predict(prepared.graph, prepared.placement, prepared.logical, laid, named)
     oom = prediction.oom
     if oom is not None:
-        hint = oom_hint(oom, prepared.policy, prepared.logical, view)
+        if named is None:
+            hint: Text = oom_hint(oom, prepared.policy, prepared.logical, view)
+        else:
+            hint = Message(
+                f"gpuplace: {short_name(oom.device)} cannot hold what this placement puts on "
+                "it; give its task more memory (", Setting("memory_limit"), ", ",
+                Setting("memory_fraction"), ") or place fewer ops there",
+            )  # fmt: skip
         oom = oom.with_hint(hint, predicted=True, anyway=anyway)
     return prediction.memory, oom
+
+
+def cluster_devices(prepared: Prepared) -> dict[str, LogicalGpu | None]:
+    """Every task's devices by full name, task by task (CPU:0 then its GPUs), each GPU with
+    its logical GPU: the devices a layout across hosts has."""
+    out: dict[str, LogicalGpu | None] = {}
+    if prepared.cluster is None:
+        return out
+    for task in prepared.cluster.tasks:
+        out[full_device(task.name, "CPU:0")] = None
+        for g in prepared.task_logical[task.name]:
+            out[full_device(task.name, f"GPU:{g.index}")] = g
+    return out
 
 
 def _layout(prepared: Prepared) -> Layout:
     """The run's layout (slots, copies, frees, charges), planned once per Prepared for its next
     run: `run` predicts its memory and then runs it from the same one."""
-    from .execute.predict import placed_layout
+    from .execute.predict import cluster_layout, placed_layout
 
     if not prepared.planned:
-        laid = placed_layout(prepared.graph, prepared.placement, prepared.logical)
+        if prepared.cluster is None:
+            laid = placed_layout(prepared.graph, prepared.placement, prepared.logical)
+        else:
+            laid = cluster_layout(prepared.graph, prepared.placement, cluster_devices(prepared))
         prepared.planned.append(laid)
     return prepared.planned[0]
 
@@ -299,12 +323,39 @@ def estimate_plan(prepared: Prepared, view: View) -> PlanEstimate:
 
     _expect_prepared(prepared, "estimate_plan")
     _expect_view(view, "estimate_plan")
+    if prepared.cluster is not None:
+        return _estimate_cluster(prepared)
     models = device_models(prepared.logical, view.machine.host, prepared.rates.by_uuid)
     tf = prepared.placement if prepared.strategy == "tensorflow" else None  # TF's own: reuse it
     est, bounds = estimate_with_bounds(
         prepared.graph, prepared.placement, models,
         allow_soft_placement=prepared.allow_soft_placement, tf=tf,
     )  # fmt: skip
+    return PlanEstimate(est, bounds)
+
+
+def _estimate_cluster(prepared: Prepared) -> PlanEstimate:
+    """`estimate_plan` across hosts: every task's devices, network copies between tasks."""
+    from .devices.cluster_spec import network_of
+    from .placement.cost import DASK_HOP, LinkModel, device_models
+    from .placement.estimate import estimate_cluster
+
+    cluster = prepared.cluster
+    assert cluster is not None
+    models, tasks = [], []
+    for i, task in enumerate(cluster.tasks):
+        mine = device_models(
+            prepared.task_logical[task.name], task.view.machine.host, prepared.rates.by_uuid
+        )
+        for m in mine:
+            local = m.name.rsplit("/device:", 1)[1]
+            models.append(replace(m, name=full_device(task.name, local)))
+            tasks.append(i)
+    net = network_of(cluster)
+    link = LinkModel(net.bandwidth, net.latency)
+    est, bounds = estimate_cluster(
+        prepared.graph, prepared.placement, models, tasks, LinkModel(), link, DASK_HOP
+    )
     return PlanEstimate(est, bounds)
 
 

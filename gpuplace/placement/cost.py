@@ -35,6 +35,7 @@ if TYPE_CHECKING:
 GPU_OVERHEAD = 5e-6
 CPU_OVERHEAD = 2e-6
 DEFAULT_GPU = (4.0e12, 200e9)  # FLOP/s, bytes/s for a product without a preset
+DASK_HOP = 0.010  # seconds per cross-task hand-over on a cluster (a Dask task; reference 1.3)
 CPU_FLOPS = 0.5e12
 CPU_BANDWIDTH = 50e9
 
