@@ -9,10 +9,19 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ..devices.cluster import Cluster, Network, Task, TaskName, full_device, split_device
+from ..devices.cluster import (
+    Cluster,
+    Network,
+    Task,
+    TaskName,
+    full_device,
+    split_device,
+    task_label,
+)
 from ..placement.candidates import describe_tasks
 from ..placement.loads import PlannedCopy
 from ..units import device_memory, human
+from .text import columns
 
 TASK_HEADER = ("TASK", "HOST", "DEVICES", "NET IN", "NET BYTES IN", "NET OUT", "NET BYTES OUT")
 
@@ -150,3 +159,52 @@ def task_notes(tasks: Sequence[Task]) -> list[str]:
         for line in (*task.view.warnings, *task.view.hidden):
             notes.append(f"{label}: {line}")
     return notes
+
+
+def devices_table(tasks: Sequence[Task]) -> str:
+    """`devices` across hosts: one table of every task's devices (`device_rows`)."""
+    return columns(DEVICE_HEADER, device_rows(tasks))
+
+
+def devices_cluster_json(cluster: Cluster, pids: Sequence[int | None] = ()) -> dict[str, Any]:
+    """`devices --json` across hosts: `{"cluster": {...}, "tasks": [{"task", "host", "worker",
+    "pid", "machine", "devices"}]}`, each device record named in full (`pids`: each task's
+    worker process, where one runs)."""
+    from .devices import device_records, machine_json
+    from .schema import SCHEMA_VERSION
+
+    tasks = []
+    for i, task in enumerate(cluster.tasks):
+        records = device_records(task.view)
+        for record in records:
+            record["name"] = full_device(task.name, str(record["name"]).removeprefix("/device:"))
+        tasks.append({
+            "task": str(task.name), "host": task.host, "worker": task.address,
+            "pid": pids[i] if i < len(pids) else None, "machine": machine_json(task.view),
+            "devices": records,
+        })  # fmt: skip
+    return {"schema_version": SCHEMA_VERSION, "cluster": cluster_record(cluster), "tasks": tasks}
+
+
+def short_tasks(tasks: Sequence[Task], gpus: int | None, memory: int | None) -> list[str]:
+    """`--require-gpus` / `--min-memory` over a cluster: the cluster's shortfall, then each GPU
+    below `memory` named with its task."""
+    failures = []
+    total = sum(len(t.view.gpus) for t in tasks)
+    if gpus is not None and total < gpus:
+        counts = ", ".join(f"{task_label(t.name)} {len(t.view.gpus)}" for t in tasks)
+        fewest = min(tasks, key=lambda t: len(t.view.gpus))
+        failures.append(
+            f"{gpus} GPU{'' if gpus == 1 else 's'} required, {total} visible over the cluster "
+            f"({counts}); {fewest.name} on {fewest.host} has the fewest"
+        )
+    if memory is not None:
+        for t in tasks:
+            for g in t.view.gpus:
+                if g.memory_total is None or g.memory_total < memory:
+                    size = "unknown" if g.memory_total is None else human(g.memory_total)
+                    failures.append(
+                        f"{full_device(t.name, f'GPU:{g.cuda_index}')} ({g.product}, host "
+                        f"{t.host}) has {size} total"
+                    )
+    return failures
