@@ -50,6 +50,7 @@ if TYPE_CHECKING:
     from .execute.backends import CupyLoader
     from .execute.executor import Layout, RunResult
     from .execute.verify import Verified
+    from .placement.cost import DeviceModel
 
 CPU0 = full_name("CPU", 0)
 Connect = Callable[[ClusterDescription], Cluster]  # a live cluster's inventory (the runtime's)
@@ -223,11 +224,22 @@ def place_on_cluster(
     """TensorFlow's placer over the tasks' devices (the master's first among equals), or
     balanced spread over them with the network between tasks in its cost model."""
     tasks = [(t.name, len(per_task[t.name])) for t in cluster.tasks]
+    if strategy not in ("tensorflow", "balanced"):
+        raise BadInput(
+            f"placement strategy {strategy!r} does not place across hosts; use tensorflow or "
+            "balanced (--strategy, or config placement.strategy)"
+        )
+    tf = place_cluster(graph, tasks, cluster.master, allow_soft_placement=soft)
     if strategy == "tensorflow":
-        return place_cluster(graph, tasks, cluster.master, allow_soft_placement=soft)
-    raise BadInput(
-        f"placement strategy {strategy!r} does not place across hosts yet; use tensorflow "
-        "(--strategy, or config placement.strategy)"
+        return tf
+    from .devices.cluster_spec import network_of
+    from .placement.balanced import place_balanced_cluster
+    from .placement.cost import DASK_HOP, LinkModel
+
+    models, task_of = cluster_models(cluster, per_task, rates)
+    net = network_of(cluster)
+    return place_balanced_cluster(
+        graph, tf, models, task_of, LinkModel(), LinkModel(net.bandwidth, net.latency), DASK_HOP
     )
 
 
@@ -337,26 +349,38 @@ def estimate_plan(prepared: Prepared, view: View) -> PlanEstimate:
 def _estimate_cluster(prepared: Prepared) -> PlanEstimate:
     """`estimate_plan` across hosts: every task's devices, network copies between tasks."""
     from .devices.cluster_spec import network_of
-    from .placement.cost import DASK_HOP, LinkModel, device_models
+    from .placement.cost import DASK_HOP, LinkModel
     from .placement.estimate import estimate_cluster
 
     cluster = prepared.cluster
     assert cluster is not None
-    models, tasks = [], []
-    for i, task in enumerate(cluster.tasks):
-        mine = device_models(
-            prepared.task_logical[task.name], task.view.machine.host, prepared.rates.by_uuid
-        )
-        for m in mine:
-            local = m.name.rsplit("/device:", 1)[1]
-            models.append(replace(m, name=full_device(task.name, local)))
-            tasks.append(i)
+    models, tasks = cluster_models(cluster, prepared.task_logical, prepared.rates.by_uuid)
     net = network_of(cluster)
     link = LinkModel(net.bandwidth, net.latency)
     est, bounds = estimate_cluster(
         prepared.graph, prepared.placement, models, tasks, LinkModel(), link, DASK_HOP
     )
     return PlanEstimate(est, bounds)
+
+
+def cluster_models(
+    cluster: Cluster, per_task: Mapping[TaskName, Sequence[LogicalGpu]],
+    rates: Mapping[str, Any] | None = None,
+) -> tuple[list[DeviceModel], list[int]]:  # fmt: skip
+    """Every task's devices for the cost model, by full name: all GPUs (task by task), then
+    each task's CPU:0; and the task (its position in the cluster) of each."""
+    from .placement.cost import device_models
+
+    gpus: list[tuple[DeviceModel, int]] = []
+    cpus: list[tuple[DeviceModel, int]] = []
+    for i, task in enumerate(cluster.tasks):
+        for m in device_models(per_task[task.name], task.view.machine.host, rates):
+            local = m.name.rsplit("/device:", 1)[1]
+            (gpus if m.kind == "GPU" else cpus).append(
+                (replace(m, name=full_device(task.name, local)), i)
+            )
+    both = gpus + cpus
+    return [m for m, _ in both], [t for _, t in both]
 
 
 def execute_prepared(

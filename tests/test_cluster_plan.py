@@ -105,3 +105,49 @@ def test_localhost_names_inside_a_cluster(run: Run, tmp_path: Path) -> None:
     result = run("--machine", "1xT4+1xK20m", "plan", str(spec))
     assert result.code == 1
     assert "gpuplace: the cluster has tasks 0-1 of job worker; /job:localhost names" in result.err
+
+
+SPREAD = """\
+graph:
+  - device: /job:worker/task:1
+    graph:
+      - {name: x, op: random_normal, shape: [2048, 2048]}
+      - {name: a, op: matmul, inputs: [x, x]}
+      - {name: b, op: matmul, inputs: [x, x]}
+      - {name: c, op: matmul, inputs: [x, x]}
+      - {name: d, op: matmul, inputs: [x, x]}
+  - {name: s, op: add_n, inputs: [a, b, c, d], device: /job:worker/task:1}
+"""
+
+
+def test_balanced_spreads_within_the_task_ops_are_pinned_to(run: Run, tmp_path: Path) -> None:
+    spec = tmp_path / "spread.yaml"
+    spec.write_text(SPREAD)
+    result = run("--machine", "2x(2xK20m)", "plan", str(spec), "--json", "--strategy", "balanced")
+    assert result.code == 0, result.err
+    doc = json.loads(result.out)
+    used = {p["device"] for p in doc["placement"]}
+    assert used == {
+        "/job:worker/replica:0/task:1/device:GPU:0", "/job:worker/replica:0/task:1/device:GPU:1"
+    }  # fmt: skip
+    assert all(t["net_copies_in"] == 0 for t in doc["tasks"])
+
+
+def test_balanced_crosses_hosts_when_one_host_runs_out(run: Run) -> None:
+    small = str(ROOT / "examples/small_model.yaml")
+    args = ("plan", small, "--json", "--strategy", "balanced", "--memory-limit", "100MiB")
+    result = run("--machine", "2x(1xK20m)", *args)
+    assert result.code == 0, result.err
+    doc = json.loads(result.out)
+    hosts = {p["device"].split("/device:")[0] for p in doc["placement"]}
+    assert hosts == {"/job:worker/replica:0/task:0", "/job:worker/replica:0/task:1"}
+    assert all(d["fits"] is not False for d in doc["devices"])
+    assert sum(t["net_copies_in"] for t in doc["tasks"]) >= 1
+    # one host of the same card cannot hold it at all
+    assert run("--machine", "1xK20m", *args).code == 1
+
+
+def test_round_robin_does_not_place_across_hosts(run: Run) -> None:
+    result = run("--machine", "2x(1xK20m)", "plan", TOWERS, "--strategy", "round-robin")
+    assert result.code == 2
+    assert "placement strategy 'round-robin' does not place across hosts" in result.err

@@ -71,11 +71,12 @@ def task_label(task: TaskName) -> str:
 
 
 def short_name(full: str) -> str:
-    """`task:1/GPU:0` for `/job:worker/replica:0/task:1/device:GPU:0`; a name that is not a
-    full task-qualified one comes back as it is."""
+    """How tables and reasons name a device in short: `GPU:0` for this process's
+    (`/job:localhost/replica:0/task:0/device:GPU:0`), `task:1/GPU:0` for a cluster task's
+    (`/job:worker/replica:0/task:1/device:GPU:0`); another name, its part after `device:`."""
     found = _FULL.fullmatch(full)
-    if found is None:
-        return full
+    if found is None or full.startswith("/job:localhost/replica:0/task:0/"):
+        return full.rsplit("device:", 1)[-1]
     task = TaskName(found.group(1), int(found.group(3)), int(found.group(2)))
     return f"{task_label(task)}/{found.group(4)}"
 

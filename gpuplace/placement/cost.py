@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from math import prod
 from typing import TYPE_CHECKING
 
+from ..devices.cluster import short_name
 from ..devices.names import full_name
 from ..devices.presets import find_preset
 from ..echo import sample
@@ -66,8 +67,8 @@ class DeviceModel:
 
     @property
     def short(self) -> str:
-        """`GPU:2`, as reasons and tables print it."""
-        return self.name.rsplit("/device:", 1)[-1]
+        """`GPU:2` (`task:1/GPU:2` across hosts), as reasons and tables print it."""
+        return short_name(self.name)
 
 
 @dataclass(frozen=True)

@@ -116,19 +116,19 @@ class Timeline:
                 self.occupancy.add(slot.device, slot.last + 1, step, slot.size)
             slot.last = step
 
+    def route(self, source: int, device: int) -> tuple[LinkModel, Link, Link, float]:
+        """How a copy from device `source` to `device` travels: its link model, the outbound
+        and inbound links it books, and the runtime's extra seconds (across hosts: the
+        tasks' network cards and the hand-over; else the devices' own links, 0)."""
+        network = self.network
+        if network is not None and network.tasks[source] != network.tasks[device]:
+            out, into = network.tasks[source], network.tasks[device]
+            return network.link, self.nic_out[out], self.nic_in[into], network.hop
+        return self.link, self.outbound[source], self.inbound[device], 0.0
+
     def _copy(self, producer: int, output: int, source: Slot, device: int, step: int) -> Slot:
         """A copy of `source` to `device` for step `step`, on the links' timelines."""
-        link, outbound, inbound, hop = (
-            self.link,
-            self.outbound[source.device],
-            self.inbound[device],
-            0.0,
-        )
-        network = self.network
-        if network is not None and network.tasks[source.device] != network.tasks[device]:
-            link, hop = network.link, network.hop
-            outbound = self.nic_out[network.tasks[source.device]]
-            inbound = self.nic_in[network.tasks[device]]
+        link, outbound, inbound, hop = self.route(source.device, device)
         length = copy_time(self.flat.out_bytes[producer][output], link)
         start = max(self.done[producer], source.ready)
         solid = self.solid.get((source.device, device))

@@ -19,9 +19,7 @@ if TYPE_CHECKING:
 def short_device(full: str) -> str:
     """`/job:localhost/replica:0/task:0/device:GPU:0` -> `GPU:0` for tables; a device of a
     cluster's task keeps its task: `task:1/GPU:0`."""
-    if full.startswith("/job:localhost/"):
-        return full.rsplit("device:", 1)[-1]
-    return short_name(full) if full.startswith("/job:") else full.rsplit("device:", 1)[-1]
+    return short_name(full)
 
 
 def _tasks_differ(src: str, dst: str) -> bool:
