@@ -12,7 +12,7 @@ ROOT = Path(__file__).resolve().parents[1]
 TOWERS = str(ROOT / "examples/cluster/multi_tower.yaml")
 
 PLAN = """\
-Plan on the simulated cluster 2x(1xK20m) (strategy tensorflow)
+Plan on a simulated cluster (strategy tensorflow)
 Cluster: 2 tasks of job worker, simulated (2x(1xK20m)); session on /job:worker/replica:0/task:0
 OP        TYPE      DEVICE        REASON                                     SHAPE  DTYPE    BYTES  COPIES IN
 Const     constant  task:0/GPU:0  requested /job:worker/task:0/device:GPU:0  [2,2]  float32  16 B   -

@@ -107,11 +107,11 @@ def title(view: View, strategy: str = "tensorflow") -> str:
 
 
 def _head(view: View, prepared: Prepared) -> list[str]:
-    """The title; across hosts, `Plan on the simulated cluster ...` and the `Cluster:` line."""
+    """The title; across hosts, `Plan on a simulated cluster ...` and the `Cluster:` line."""
     cluster = prepared.cluster
     if cluster is None:
         return [title(view, prepared.strategy)]
-    where = f"the simulated cluster {cluster.description}" if cluster.simulated else "the cluster"
+    where = "a simulated cluster" if cluster.simulated else f"the cluster at {cluster.scheduler}"
     return [f"Plan on {where} (strategy {prepared.strategy})", cluster_line(cluster)]
 
 
