@@ -50,7 +50,7 @@ if TYPE_CHECKING:
     from .execute.backends import CupyLoader
     from .execute.executor import Layout, RunResult
     from .execute.verify import Verified
-    from .placement.cost import DeviceModel
+    from .placement.cost import DeviceModel, LinkModel
 
 CPU0 = full_name("CPU", 0)
 Connect = Callable[[ClusterDescription], Cluster]  # a live cluster's inventory (the runtime's)
@@ -235,15 +235,21 @@ def place_on_cluster(
     tf = place_cluster(graph, tasks, cluster.master, allow_soft_placement=soft)
     if strategy == "tensorflow":
         return tf
-    from .devices.cluster_spec import network_of
     from .placement.balanced import place_balanced_cluster
     from .placement.cost import DASK_HOP, LinkModel
 
     models, task_of = cluster_models(cluster, per_task, rates)
+    network = _network_link(cluster)
+    return place_balanced_cluster(graph, tf, models, task_of, LinkModel(), network, DASK_HOP)
+
+
+def _network_link(cluster: Cluster) -> LinkModel:
+    """The cost model's link between the cluster's tasks (`network_of`: given, or default)."""
+    from .devices.cluster_spec import network_of
+    from .placement.cost import LinkModel
+
     net = network_of(cluster)
-    return place_balanced_cluster(
-        graph, tf, models, task_of, LinkModel(), LinkModel(net.bandwidth, net.latency), DASK_HOP
-    )
+    return LinkModel(net.bandwidth, net.latency)
 
 
 def _unneeded_fed(graph: Graph, keep: frozenset[str] | None, feeds: Mapping[str, Any]) -> Graph:
@@ -285,7 +291,7 @@ def predict_memory(
 
     _expect_prepared(prepared, "predict_memory")
     _expect_view(view, "predict_memory")
-    named = None if prepared.cluster is None else cluster_devices(prepared)
+    named = None if prepared.cluster is None else task_devices(prepared)
     laid = _layout(prepared)
     prediction = predict(prepared.graph, prepared.placement, prepared.logical, laid, named)
     oom = prediction.oom
@@ -302,7 +308,7 @@ def predict_memory(
     return prediction.memory, oom
 
 
-def cluster_devices(prepared: Prepared) -> dict[str, LogicalGpu | None]:
+def task_devices(prepared: Prepared) -> dict[str, LogicalGpu | None]:
     """Every task's devices by full name, task by task (CPU:0 then its GPUs), each GPU with
     its logical GPU: the devices a layout across hosts has."""
     out: dict[str, LogicalGpu | None] = {}
@@ -324,7 +330,7 @@ def _layout(prepared: Prepared) -> Layout:
         if prepared.cluster is None:
             laid = placed_layout(prepared.graph, prepared.placement, prepared.logical)
         else:
-            laid = cluster_layout(prepared.graph, prepared.placement, cluster_devices(prepared))
+            laid = cluster_layout(prepared.graph, prepared.placement, task_devices(prepared))
         prepared.planned.append(laid)
     return prepared.planned[0]
 
@@ -351,17 +357,15 @@ def estimate_plan(prepared: Prepared, view: View) -> PlanEstimate:
 
 def _estimate_cluster(prepared: Prepared) -> PlanEstimate:
     """`estimate_plan` across hosts: every task's devices, network copies between tasks."""
-    from .devices.cluster_spec import network_of
     from .placement.cost import DASK_HOP, LinkModel
     from .placement.estimate import estimate_cluster
 
     cluster = prepared.cluster
     assert cluster is not None
     models, tasks = cluster_models(cluster, prepared.task_logical, prepared.rates.by_uuid)
-    net = network_of(cluster)
-    link = LinkModel(net.bandwidth, net.latency)
+    network = _network_link(cluster)
     est, bounds = estimate_cluster(
-        prepared.graph, prepared.placement, models, tasks, LinkModel(), link, DASK_HOP
+        prepared.graph, prepared.placement, models, tasks, LinkModel(), network, DASK_HOP
     )
     return PlanEstimate(est, bounds)
 
