@@ -61,6 +61,13 @@ def mem(app: AppContext, /, spec: str | None, as_json: bool, compare: bool,
         from ..pipeline import check_comparable
 
         check_comparable(kw["allow_growth"])
+    described = app.cluster_description()
+    if described is not None:  # not task 0's view alone, silently
+        raise BadInput(
+            f"{described.source}: mem across hosts runs on every task's worker and needs "
+            "gpuplace's cluster runtime; install it with pip install 'gpuplace[cluster]', or "
+            "see each task's memory with `gpuplace plan` on the cluster"
+        )
     view = app.view()
     for w in view.warnings:
         warn(w)

@@ -123,7 +123,8 @@ def run(app: AppContext, /, spec: str, log: bool | None, log_format: str | None,
         warn(w)
     with stages(app, spec, as_json) as stage:
         stage("loading and placing")
-        prepared = prepare(spec, view, options_from_flags(memory, soft, log, feed), app.env)
+        options = options_from_flags(memory, soft, log, feed)
+        prepared = prepare(spec, view, options, app.env, cluster=app.cluster_description())
         prepared = _without_estimate(prepared)
         if save is not None:
             check_members(save, prepared.graph.fetch)
@@ -209,12 +210,19 @@ def _print_run(app: AppContext, view: View, prepared: Prepared, result: RunResul
     from ..report import run as report
     from ..report.lines import pruned_line, title
 
-    mapping = prepared.log_device_placement
-    if view.machine.simulated and not (mapping and prepared.logical):
-        # the device mapping marks each simulated GPU; without it, one line says so
-        click.echo(title(view, prepared.strategy, "Run"))
+    mapping, cluster = prepared.log_device_placement, prepared.cluster
+    if cluster is not None:  # across hosts: the Cluster: line says what is simulated
+        if mapping:
+            click.echo(report.cluster_mapping(cluster, prepared.task_logical))
+        else:
+            click.echo(report.cluster_line(cluster))
+    else:
+        if view.machine.simulated and not (mapping and prepared.logical):
+            # the device mapping marks each simulated GPU; without it, one line says so
+            click.echo(title(view, prepared.strategy, "Run"))
+        if mapping:
+            click.echo(report.device_mapping(prepared.logical))
     if mapping:
-        click.echo(report.device_mapping(prepared.logical))
         graph, placement = prepared.placed()
         click.echo(report.placement_log(graph, placement, log_format or graph.config.log_format))
     pruned = pruned_line(prepared)

@@ -18,10 +18,11 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from math import prod
 from typing import TYPE_CHECKING
 
+from ..devices.cluster import full_device, short_name
 from ..devices.names import full_name
 from ..devices.presets import find_preset
 from ..echo import sample
@@ -29,12 +30,14 @@ from ..errors import BadInput
 from ..graph.model import Op, OpMeta, TensorSpec
 
 if TYPE_CHECKING:
+    from ..devices.cluster import Cluster, TaskName
     from ..devices.model import Host, LogicalGpu, VisibleGpu
     from ..devices.rates import MeasuredRate
 
 GPU_OVERHEAD = 5e-6
 CPU_OVERHEAD = 2e-6
 DEFAULT_GPU = (4.0e12, 200e9)  # FLOP/s, bytes/s for a product without a preset
+DASK_HOP = 0.010  # seconds per cross-task hand-over on a cluster (a Dask task; reference 1.3)
 CPU_FLOPS = 0.5e12
 CPU_BANDWIDTH = 50e9
 
@@ -65,8 +68,8 @@ class DeviceModel:
 
     @property
     def short(self) -> str:
-        """`GPU:2`, as reasons and tables print it."""
-        return self.name.rsplit("/device:", 1)[-1]
+        """`GPU:2` (`task:1/GPU:2` across hosts), as reasons and tables print it."""
+        return short_name(self.name)
 
 
 @dataclass(frozen=True)
@@ -213,3 +216,29 @@ def cpu_model(memory_limit: int | None = None) -> DeviceModel:
     """The host CPU, TF's CPU:0, at the modest default rates."""
     name = full_name("CPU", 0)
     return DeviceModel(name, "CPU", CPU_FLOPS, CPU_BANDWIDTH, memory_limit, CPU_OVERHEAD)
+
+
+def network_link(cluster: Cluster) -> LinkModel:
+    """The link between a cluster's tasks (`network_of`: the cluster file's, else default)."""
+    from ..devices.cluster_spec import network_of
+
+    net = network_of(cluster)
+    return LinkModel(net.bandwidth, net.latency)
+
+
+def cluster_models(
+    cluster: Cluster, per_task: Mapping[TaskName, Sequence[LogicalGpu]],
+    rates: Mapping[str, MeasuredRate] | None = None,
+) -> tuple[list[DeviceModel], list[int]]:  # fmt: skip
+    """Every task's devices for the cost model, by full name: all GPUs (task by task), then
+    each task's CPU:0; and the task (its position in the cluster) of each."""
+    gpus: list[tuple[DeviceModel, int]] = []
+    cpus: list[tuple[DeviceModel, int]] = []
+    for i, task in enumerate(cluster.tasks):
+        for m in device_models(per_task[task.name], task.view.machine.host, rates):
+            local = m.name.rsplit("/device:", 1)[1]
+            (gpus if m.kind == "GPU" else cpus).append(
+                (replace(m, name=full_device(task.name, local)), i)
+            )
+    both = gpus + cpus
+    return [m for m, _ in both], [t for _, t in both]

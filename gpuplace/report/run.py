@@ -8,9 +8,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..devices.cluster import Cluster, TaskName, full_device
 from ..devices.model import LogicalGpu, View
 from ..graph.model import Graph
 from ..placement.model import Placement
+from .cluster import cluster_line as cluster_line
 from .lines import SIM
 from .records import (
     copy_records,
@@ -44,15 +46,30 @@ def device_mapping(logical: Sequence[LogicalGpu]) -> str:
     if not logical:
         return "Device mapping: no known devices."
     lines = ["Device mapping:"]
-    for lg in logical:
-        g = lg.gpu
-        cc = f", compute capability: {g.gpu.compute_capability}" if g.gpu.compute_capability else ""
-        lines.append(
-            f"/job:localhost/replica:0/task:0/device:GPU:{lg.index} -> device: {g.cuda_index}, "
-            f"name: {g.product}, pci bus id: {tf_bus_id(g.gpu.pci_bus_id)}{cc}"
-            + (SIM if g.gpu.simulated else "")
-        )
+    lines += (_mapping_line(f"/job:localhost/replica:0/task:0/device:GPU:{lg.index}", lg)
+              for lg in logical)  # fmt: skip
     return "\n".join(lines)
+
+
+def _mapping_line(name: str, lg: LogicalGpu) -> str:
+    g = lg.gpu
+    cc = f", compute capability: {g.gpu.compute_capability}" if g.gpu.compute_capability else ""
+    return (
+        f"{name} -> device: {g.cuda_index}, name: {g.product}, pci bus id: "
+        f"{tf_bus_id(g.gpu.pci_bus_id)}{cc}" + (SIM if g.gpu.simulated else "")
+    )
+
+
+def cluster_mapping(cluster: Cluster, task_logical: Mapping[TaskName, Sequence[LogicalGpu]]) -> str:
+    """Across hosts: the `Cluster:` line, then one `Device mapping:` block gathering what each
+    task's server logs as it creates its devices (TF logs them one by one, per worker), each
+    GPU by its full name."""
+    lines = [cluster_line(cluster)]
+    gpus = [(full_device(t.name, f"GPU:{lg.index}"), lg)
+            for t in cluster.tasks for lg in task_logical.get(t.name, ())]  # fmt: skip
+    if not gpus:
+        return "\n".join([*lines, "Device mapping: no known devices."])
+    return "\n".join([*lines, "Device mapping:", *(_mapping_line(n, lg) for n, lg in gpus)])
 
 
 def placement_log(graph: Graph, placement: Placement, log_format: str = "guide") -> str:
