@@ -1,7 +1,10 @@
-"""ONNX operators for MLPs, CNNs and transformer math (see the package docstring)."""
+"""ONNX operators for MLPs, CNNs and transformer math (see the package docstring): `dense.py`
+(MatMul, Gemm, elementwise math, activations, Softmax), `conv.py` (Conv, pools,
+BatchNormalization), ..."""
 
 from __future__ import annotations
 
 from ..opdef import OpDef
+from . import conv, dense
 
-OPS: tuple[OpDef, ...] = ()
+OPS: tuple[OpDef, ...] = (*dense.OPS, *conv.OPS)
