@@ -18,8 +18,9 @@ import gpuplace
 from gpuplace.errors import BadInput, RuntimeFailure
 from gpuplace.graph import TensorSpec, get_op, loads
 from gpuplace.graph.fold import evaluate
+from tests.onnx_ops.helpers import ours
 
-from .onnx_cases import CASES, slices
+from .onnx_cases import CASES, HOST_CASES, slices
 from .test_ops import RecordingXp
 
 FAST = settings(max_examples=60, deadline=None)
@@ -311,6 +312,18 @@ CUPY_HAS = {  # each is in cupy's API as in numpy's (https://docs.cupy.dev/en/st
     "equal", "less", "less_equal", "greater", "greater_equal", "logical_and", "logical_or",
     "logical_xor", "logical_not", "isnan", "isinf", "inf", "zeros", "maximum", "minimum",
 }  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("op", "inputs", "attrs"),
+    [*CASES, *((op, [], attrs) for op, attrs, _ in HOST_CASES), *(c[:3] for c in SCALARS)],
+    ids=lambda v: v if isinstance(v, str) else "",
+)
+def test_kernels_make_what_the_shape_rule_says(
+    op: str, inputs: list[Any], attrs: dict[str, Any]
+) -> None:
+    """The executor trusts the rule: each output's shape and dtype are the kernel's exactly."""
+    ours(op, [np.asarray(x) for x in inputs], attrs)
 
 
 def test_device_kernels_call_only_what_cupy_also_has() -> None:
