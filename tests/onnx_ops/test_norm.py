@@ -111,3 +111,15 @@ def test_errors_name_the_node_and_the_fix() -> None:
           - {name: x, op: zeros, shape: [2, 3, 4]}
           - {name: f, op: Flatten, inputs: [x], axis: 4}
         """)
+
+
+def test_layer_norm_in_blocks_of_rows_matches_one_pass() -> None:
+    """Past `BLOCK` elements the host works in blocks of rows; Scale broadcasts over axis 1."""
+    x = normal(5, 3, 4000) * 3 + 1
+    scale, bias = normal(1, 4000), normal(4000)
+    got = ours("LayerNormalization", [x, scale, bias], {"axis": 1})[0]
+    wide = x.astype(np.float64).reshape(5, -1)
+    norm = (wide - wide.mean(1, keepdims=True)) / np.sqrt(wide.var(1, keepdims=True) + 1e-5)
+    want = norm.reshape(x.shape) * scale + bias
+    assert np.allclose(got, want, atol=1e-4)
+    assert ours("LayerNormalization", [np.zeros((2, 0), np.float32)])[0].shape == (2, 0)
