@@ -67,29 +67,42 @@ def gpuplace_fn(
     return lambda: [np.ascontiguousarray(y) for y in op.compute(np, inputs, checked)]
 
 
-def onnxruntime_fn(op_type: str, inputs: list[np.ndarray], attrs: dict[str, Any], ort: Any,
-                   outputs: int) -> Callable[[], object]:  # fmt: skip
+def one_node_model(op_type: str, inputs: list[np.ndarray], attrs: dict[str, Any],
+                   outputs: int) -> bytes:  # fmt: skip
+    """The op as an ONNX model (opset 18): data inputs x0.., folded attrs as initializers."""
     from onnx import helper, numpy_helper
 
-    names = [f"x{i}" for i in range(len(inputs))]
-    values = [helper.make_tensor_value_info(n, helper.np_dtype_to_tensor_dtype(x.dtype), x.shape)
-              for n, x in zip(names, inputs, strict=True)]  # fmt: skip
     folded = TENSOR_INPUTS.get(op_type, ())
-    inits = [numpy_helper.from_array(np.array(attrs[k], np.int64), k) for k in folded]
-    outs = [f"y{i}" for i in range(outputs)]
-    node = helper.make_node(op_type, [*names, *folded], outs,
-                            **{k: v for k, v in attrs.items() if k not in folded})  # fmt: skip
-    graph = helper.make_graph([node], "bench", values,
-                              [helper.make_empty_tensor_value_info(y) for y in outs],
-                              initializer=inits)  # fmt: skip
+    node = helper.make_node(
+        op_type, [*(f"x{i}" for i in range(len(inputs))), *folded],
+        [f"y{i}" for i in range(outputs)], **{k: v for k, v in attrs.items() if k not in folded},
+    )  # fmt: skip
+    graph = helper.make_graph(
+        [node], "bench",
+        [helper.make_tensor_value_info(f"x{i}", helper.np_dtype_to_tensor_dtype(x.dtype), x.shape)
+         for i, x in enumerate(inputs)],
+        [helper.make_empty_tensor_value_info(f"y{i}") for i in range(outputs)],
+        initializer=[numpy_helper.from_array(np.array(attrs[k], np.int64), k) for k in folded],
+    )  # fmt: skip
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
     model.ir_version = 9
+    return bytes(model.SerializeToString())
+
+
+def measure(
+    ort: Any, op_type: str, inputs: list[np.ndarray], attrs: dict[str, Any]
+) -> tuple[float, float]:
+    """CPU seconds of gpuplace's kernel and of onnxruntime's, after checking they agree."""
+    ours = gpuplace_fn(op_type, inputs, attrs)
     options = ort.SessionOptions()
     options.intra_op_num_threads = options.inter_op_num_threads = 1
-    session = ort.InferenceSession(model.SerializeToString(), options,
-                                   providers=["CPUExecutionProvider"])  # fmt: skip
-    feed = dict(zip(names, inputs, strict=True))
-    return lambda: session.run(None, feed)
+    model = one_node_model(op_type, inputs, attrs, len(ours()))
+    session = ort.InferenceSession(model, options, providers=["CPUExecutionProvider"])
+    feed = {f"x{i}": x for i, x in enumerate(inputs)}
+    for got, want in zip(ours(), session.run(None, feed), strict=True):
+        assert got.shape == want.shape and got.dtype == want.dtype, (op_type, got.shape)
+        assert np.allclose(got, want), op_type
+    return best(ours), best(lambda: session.run(None, feed))
 
 
 def main() -> int:
@@ -98,23 +111,15 @@ def main() -> int:
     except ImportError:
         print("onnxruntime is not installed (pip install 'gpuplace[test]'): nothing to compare")
         return 0
+    rows = [(op, "x".join(map(str, xs[0].shape)), *measure(ort, op, xs, attrs))
+            for op, xs, attrs in cases()]  # fmt: skip
+    rows.append(("all of them", "", sum(r[2] for r in rows), sum(r[3] for r in rows)))
     print(f"one thread each, CPU time, best of {REPEATS}{' (smoke sizes)' if SMOKE else ''}")
     print(f"{'op':12} {'shape of input 0':>18} {'gpuplace':>11} {'onnxruntime':>12}  ratio")
-    total_ours = total_ort = 0.0
-    for op_type, inputs, attrs in cases():
-        ours = gpuplace_fn(op_type, inputs, attrs)
-        theirs = onnxruntime_fn(op_type, inputs, attrs, ort, len(ours()))
-        want = theirs()
-        for got, ref in zip(ours(), want, strict=True):
-            assert got.shape == ref.shape and got.dtype == ref.dtype, (op_type, got.shape)
-            assert np.allclose(got, ref), op_type
-        a, b = best(ours), best(theirs)
-        total_ours, total_ort = total_ours + a, total_ort + b
-        shape = "x".join(map(str, inputs[0].shape))
-        ratio = a / b if b else float("inf")
-        print(f"{op_type:12} {shape:>18} {a * 1e3:8.2f} ms {b * 1e3:9.2f} ms  ratio {ratio:.2f}")
-    print(f"{'all of them':31} {total_ours * 1e3:8.2f} ms {total_ort * 1e3:9.2f} ms  "
-          f"ratio {total_ours / max(total_ort, 1e-9):.2f}")  # fmt: skip
+    for op, shape, a, b in rows:
+        print(
+            f"{op:12} {shape:>18} {a * 1e3:8.2f} ms {b * 1e3:9.2f} ms  ratio {a / max(b, 1e-9):.2f}"
+        )
     return 0
 
 
