@@ -1,7 +1,7 @@
 """ONNX's indexing and value-making operators (opset 13-20): Gather, GatherND, CumSum, TopK, and
 the host-built Constant, ConstantOfShape and Range (no inputs here: the importer folds them
 away when their inputs are known; a YAML spec may write them). Negative indices count from the
-end; an index out of range fails the run naming the op's type, the index and the axis."""
+end; an index out of range fails the run (RuntimeFailure) naming the op type and the axis."""
 
 from __future__ import annotations
 
