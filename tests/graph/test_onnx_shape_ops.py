@@ -193,6 +193,11 @@ SCALARS = [
     ("Tile", [np.array([True])], {"repeats": [3]}, np.array([True] * 3)),
     ("IsNaN", [np.float32(np.nan)], {}, np.bool_(True)),
     ("CumSum", [np.array([1, 2], np.int64)], {"axis": -1}, np.array([1, 3])),
+    ("Transpose", [np.int64(3)], {}, np.int64(3)),
+    ("Pad", [np.bool_(True)], {"pads": []}, np.bool_(True)),
+    ("Cast", [np.array([True, False])], {"to": 1}, np.array([1.0, 0.0], np.float32)),
+    ("Greater", [np.array([1, 5], np.int32), np.int32(2)], {}, np.array([False, True])),
+    ("Xor", [np.bool_(True), np.array([True, False])], {}, np.array([False, True])),
 ]
 
 
