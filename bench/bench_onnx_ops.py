@@ -5,7 +5,7 @@ Each op runs on the same float32 inputs: gpuplace's compute (attrs checked once,
 executor does) and a one-node onnxruntime session built with onnx.helper. Both on one thread
 (OPENBLAS/OMP/MKL_NUM_THREADS=1 set before numpy loads, intra_op_num_threads=1), timed in CPU
 time (`time.process_time`, so a shared machine's other processes cost nothing), best of
-`--repeats`. The ratio is gpuplace / onnxruntime (issue 14's goal for a whole model: <= 1.5).
+7 runs taken in turn. The ratio is gpuplace / onnxruntime (issue 14's goal for a whole model: <= 1.5).
 
 Sizes are those of a ResNet stage (batch 8, 64 channels, 56x56) and of a BERT-base layer
 (batch 16, 128 tokens, 768 wide, 12 heads); `--smoke` shrinks them (bench/README.md).
@@ -25,6 +25,7 @@ from collections.abc import Callable  # noqa: E402
 from typing import Any  # noqa: E402
 
 import numpy as np  # noqa: E402
+from bench_execute import best  # noqa: E402  # bench/ is on sys.path when this script runs
 
 from gpuplace.graph import get_op  # noqa: E402
 
@@ -62,15 +63,6 @@ def cases() -> list[tuple[str, list[np.ndarray], dict[str, Any]]]:
         ("Tanh", [f(N, T, D)], {}),
         ("ReduceMean", [f(N, T, D)], {"axes": [-1]}),
     ]  # fmt: skip
-
-
-def best(fn: Callable[[], object]) -> float:
-    times = []
-    for _ in range(REPEATS):
-        start = time.process_time()
-        fn()
-        times.append(time.process_time() - start)
-    return min(times)
 
 
 def gpuplace_fn(
@@ -126,7 +118,7 @@ def main() -> int:
             onnxruntime_fn(op_type, inputs, attrs, ort),
         )
         ours(), theirs()  # warm up
-        a, b = best(ours), best(theirs)
+        a, b = best(REPEATS, ours, theirs, clock=time.process_time)
         total_ours, total_ort = total_ours + a, total_ort + b
         shape = "x".join(map(str, inputs[0].shape))
         ratio = a / b if b else float("inf")

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from gpuplace.graph import list_ops
+from tests.graph.test_ops import RecordingXp
 from tests.onnx_ops.helpers import onnxruntime_run, ours
 
 RNG = np.random.default_rng(11)
@@ -124,17 +125,8 @@ XP_CALLS = {
     "abs", "add", "asarray", "divide", "exp", "float16", "float32", "floor_divide", "log",
     "matmul", "max", "maximum", "mean", "multiply", "negative", "ones", "pad", "power", "reshape",
     "sign", "sqrt", "stack", "subtract", "sum", "tanh", "where", "clip", "empty_like",
-    "ascontiguousarray", "__name__", "broadcast_to",
+    "ascontiguousarray", "__name__", "broadcast_to", "empty",
 }  # fmt: skip
-
-
-class RecordingXp:
-    def __init__(self) -> None:
-        self.calls: set[str] = set()
-
-    def __getattr__(self, name: str) -> Any:
-        self.calls.add(name)
-        return getattr(np, name)
 
 
 def test_kernels_call_only_what_cupy_also_has() -> None:

@@ -4,7 +4,6 @@ sizes as a property against ONNX's formula; errors; FLOPs."""
 from __future__ import annotations
 
 from math import ceil, floor
-from textwrap import dedent
 from typing import Any
 
 import numpy as np
@@ -13,8 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gpuplace.errors import BadInput
-from gpuplace.graph import loads
-from tests.onnx_ops.helpers import flops, ours, spec
+from tests.onnx_ops.helpers import flops, load_error, ours, spec
 
 RNG = np.random.default_rng(3)
 
@@ -68,6 +66,16 @@ def test_conv_against_a_direct_loop(c: int, m: int, k: tuple[int, int], stride: 
     assert np.allclose(got, loop_conv(x, w, b, stride, pads, dil, group), atol=1e-5)
     no_bias = ours("Conv", [x, w], attrs)[0]
     assert np.allclose(no_bias, loop_conv(x, w, None, stride, pads, dil, group), atol=1e-5)
+
+
+def test_conv_builds_its_columns_a_few_images_at_a_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With room for one image's columns, five images go one by one: same result."""
+    from gpuplace.graph.onnx_ops import conv
+
+    x, w, b = normal(5, 2, 6, 5), normal(3, 2, 3, 3), normal(3)
+    monkeypatch.setattr(conv, "COLS_BYTES", 2 * 9 * 4 * 3 * 4)  # one image: C * K * L * 4 B
+    got = ours("Conv", [x, w, b], {"strides": [1, 1]})[0]
+    assert np.allclose(got, loop_conv(x, w, b, (1, 1), (0, 0, 0, 0), (1, 1), 1), atol=1e-5)
 
 
 def test_same_padding_puts_the_odd_pad_at_the_end_or_the_start() -> None:
@@ -179,14 +187,8 @@ def test_flop_counts() -> None:
     assert flops("BatchNormalization", [(2, 3, 4), (3,), (3,), (3,), (3,)]) == 2 * 24
 
 
-def error(text: str) -> str:
-    with pytest.raises(BadInput) as info:
-        loads(dedent(text).lstrip("\n"), "g.yaml")
-    return str(info.value)
-
-
 def test_errors_name_the_node_and_the_fix() -> None:
-    assert error("""
+    assert load_error("""
         graph:
           - {name: x, op: zeros, shape: [1, 3, 8, 8]}
           - {name: w, op: zeros, shape: [4, 2, 3, 3]}
@@ -196,12 +198,15 @@ def test_errors_name_the_node_and_the_fix() -> None:
         "(op: 'Conv') with input shapes: [1,3,8,8], [4,2,3,3]. Fix: W is M x C/group x k1 x ... "
         "with M divisible by group; here C/group = 3"
     )
-    assert "kernel_shape [5] does not fit 2 spatial dimensions for 'p' (op: 'MaxPool')" in error("""
+    assert (
+        "kernel_shape [5] does not fit 2 spatial dimensions for 'p' (op: 'MaxPool')"
+        in load_error("""
         graph:
           - {name: x, op: zeros, shape: [1, 3, 8, 8]}
           - {name: p, op: MaxPool, inputs: [x], kernel_shape: [5]}
         """)
-    assert error("""
+    )
+    assert load_error("""
         graph:
           - {name: x, op: zeros, shape: [1, 3, 8, 8]}
           - {name: p, op: MaxPool, inputs: [x]}
@@ -209,7 +214,7 @@ def test_errors_name_the_node_and_the_fix() -> None:
         "g.yaml:3: op 'p' (MaxPool) needs 'kernel_shape'; MaxPool takes: auto_pad, dilations, "
         "pads, strides, kernel_shape, ceil_mode, storage_order"
     )
-    assert "training_mode=1 is not supported" in error("""
+    assert "training_mode=1 is not supported" in load_error("""
         graph:
           - {name: x, op: zeros, shape: [1, 3, 2, 2]}
           - {name: v, op: ones, shape: [3]}

@@ -4,7 +4,6 @@ einsum, Python's integer and math functions; shape rules as properties; errors; 
 from __future__ import annotations
 
 import math
-from textwrap import dedent
 
 import numpy as np
 import pytest
@@ -12,9 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gpuplace.errors import BadInput
-from gpuplace.graph import loads
 from gpuplace.graph.onnx_ops.erf import BLOCK, erf
-from tests.onnx_ops.helpers import flops, ours, spec
+from tests.onnx_ops.helpers import flops, load_error, ours, spec
 
 RNG = np.random.default_rng(7)
 
@@ -168,14 +166,8 @@ def test_flop_counts() -> None:
     assert flops("Identity", [(10, 10)]) == flops("Dropout", [(10, 10)]) == 0
 
 
-def error(text: str) -> str:
-    with pytest.raises(BadInput) as info:
-        loads(dedent(text).lstrip("\n"), "g.yaml")
-    return str(info.value)
-
-
 def test_errors_name_the_node_the_op_and_the_fix() -> None:
-    assert error("""
+    assert load_error("""
         graph:
           - {name: a, op: zeros, shape: [2, 3]}
           - {name: b, op: zeros, shape: [2, 3]}
@@ -185,19 +177,27 @@ def test_errors_name_the_node_the_op_and_the_fix() -> None:
         "shapes: [2,3], [2,3]. Fix: A' is M x K and B' is K x N; set transA or transB so the "
         "inner dimensions agree"
     )
-    assert error("""
+    assert load_error("""
         graph:
           - {name: a, op: zeros, shape: [2, 3]}
           - {name: c, op: Gelu, inputs: [a], approximate: fast}
         """) == (
         "g.yaml:3: op 'c' (Gelu): approximate: 'fast' is not accepted; expected one of none, tanh"
     )
-    assert "for 'c' (op: 'Softmax')" in error("""
+    assert (
+        "Shape must be at least rank 1 but is rank 0 (input 0) for 's' (op: 'Softmax')"
+        in load_error("""
+        graph:
+          - {name: a, op: zeros, shape: []}
+          - {name: s, op: Softmax, inputs: [a]}
+        """)
+    )
+    assert "axis 2 out of range for input with 2 dimensions for 'c' (op: 'Softmax')" in load_error("""
         graph:
           - {name: a, op: zeros, shape: [2, 3]}
           - {name: c, op: Softmax, inputs: [a], axis: 2}
         """)
-    assert "Value for attr 'T' of int32" in error("""
+    assert "Value for attr 'T' of int32" in load_error("""
         graph:
           - {name: a, op: zeros, shape: [2], dtype: int32}
           - {name: c, op: Sqrt, inputs: [a]}

@@ -6,16 +6,13 @@ from __future__ import annotations
 
 import statistics
 from math import prod, sqrt
-from textwrap import dedent
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gpuplace.errors import BadInput
-from gpuplace.graph import loads
-from tests.onnx_ops.helpers import flops, ours, spec
+from tests.onnx_ops.helpers import flops, load_error, ours, spec
 
 RNG = np.random.default_rng(5)
 
@@ -83,14 +80,8 @@ def test_flop_counts() -> None:
     assert flops("Flatten", [(4, 8)]) == 0
 
 
-def error(text: str) -> str:
-    with pytest.raises(BadInput) as info:
-        loads(dedent(text).lstrip("\n"), "g.yaml")
-    return str(info.value)
-
-
 def test_errors_name_the_node_and_the_fix() -> None:
-    assert error("""
+    assert load_error("""
         graph:
           - {name: x, op: zeros, shape: [2, 3, 4]}
           - {name: s, op: ones, shape: [3]}
@@ -101,12 +92,12 @@ def test_errors_name_the_node_and_the_fix() -> None:
         "the input's dimensions from axis -1"
     )
     assert "Invalid reduction dimension 3 for input with 3 dimensions. for 'r' (op: " \
-        "'ReduceSum')" in error("""
+        "'ReduceSum')" in load_error("""
         graph:
           - {name: x, op: zeros, shape: [2, 3, 4]}
           - {name: r, op: ReduceSum, inputs: [x], axes: [3]}
         """)  # fmt: skip
-    assert "axis 4 out of range for input with 3 dimensions for 'f' (op: 'Flatten')" in error("""
+    assert "axis 4 out of range for input with 3 dimensions for 'f' (op: 'Flatten')" in load_error("""
         graph:
           - {name: x, op: zeros, shape: [2, 3, 4]}
           - {name: f, op: Flatten, inputs: [x], axis: 4}
