@@ -24,8 +24,7 @@ from typing import Any  # noqa: E402
 
 import numpy as np  # noqa: E402
 from bench_execute import best  # noqa: E402  # bench/ is on sys.path when this script runs
-
-from gpuplace.graph import get_op  # noqa: E402
+from bench_onnx_ops import gpuplace_fn  # noqa: E402
 
 SMOKE = "--smoke" in sys.argv
 REPEATS = 1 if SMOKE else 7
@@ -61,12 +60,12 @@ def cases() -> list[tuple[str, list[np.ndarray], dict[str, Any]]]:
     ]  # fmt: skip
 
 
-def gpuplace_fn(
+def contiguous_fn(
     op_type: str, inputs: list[np.ndarray], attrs: dict[str, Any]
-) -> Callable[[], object]:
-    op = get_op(op_type)
-    checked = op.normalize("bench", attrs)
-    return lambda: [np.ascontiguousarray(y) for y in op.compute(np, inputs, checked)]
+) -> Callable[[], list[np.ndarray]]:
+    """bench_onnx_ops' kernel call, its outputs made contiguous (views copied, as onnxruntime's)."""
+    compute = gpuplace_fn(op_type, inputs, attrs)
+    return lambda: [np.ascontiguousarray(y) for y in compute()]
 
 
 def one_node_model(op_type: str, inputs: list[np.ndarray], attrs: dict[str, Any],
@@ -95,7 +94,7 @@ def measure(
     ort: Any, op_type: str, inputs: list[np.ndarray], attrs: dict[str, Any]
 ) -> tuple[float, float]:
     """CPU seconds of gpuplace's kernel and of onnxruntime's, after checking they agree."""
-    ours = gpuplace_fn(op_type, inputs, attrs)
+    ours = contiguous_fn(op_type, inputs, attrs)
     options = ort.SessionOptions()
     options.intra_op_num_threads = options.inter_op_num_threads = 1
     model = one_node_model(op_type, inputs, attrs, len(ours()))
