@@ -133,7 +133,10 @@ class OpDef:
         self, attrs: Mapping[str, Any], dtype: str, source: str | None = None
     ) -> KernelMatch | None:
         """TensorFlow's registered kernels for this op when output 0 is `dtype` (and input 0
-        is `source`), or None for an op that is not TensorFlow's (load, save, average_n)."""
+        is `source`), or None for an op that is not TensorFlow's (load, save, average_n, and
+        every ONNX operator, even where its type is also a TF type: ONNX's MatMul is not TF's)."""
+        if self.onnx:
+            return None
         tf_type = self.tf_type_for(attrs)
         spec = TF_TYPE_ATTRS.get(tf_type)
         if spec is None:
