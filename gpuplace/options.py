@@ -20,6 +20,7 @@ _FIELD_TYPES: dict[str, tuple[tuple[type, ...], str]] = {
     "memory_fraction": ((int, float), "a number in (0, 1], e.g. 0.4"),
     "memory_limit": ((str, int), "a size per GPU, e.g. '64MiB' (or int bytes)"),
     "virtual_gpus": ((str,), "text such as 'GPU:0=2GiB,2GiB'"),
+    "max_memory": ((str,), "text such as 'GPU:0=10GiB,GPU:1=10GiB,CPU=30GiB'"),
     "replicate": ((int, str), "a number of GPUs (2 or more) or 'all'"),
     "out_dir": ((str, os.PathLike), "a folder, e.g. 'out'"),
     "allow_writes_anywhere": ((bool,), "True or False"),
@@ -36,6 +37,8 @@ class Options:
         nested list.
     allow_growth, memory_fraction (0 < F <= 1), memory_limit (per GPU: '64MiB', or int bytes),
         virtual_gpus ('GPU:0=2GiB,2GiB;GPU:1=1GiB'): TensorFlow's GPU memory policies.
+    max_memory ('GPU:0=10GiB,GPU:1=10GiB,CPU=30GiB', Accelerate's max_memory): a memory limit
+        for each GPU named (the others keep theirs) and a cap on what CPU:0 may hold.
     strategy: 'tensorflow' (TensorFlow's placer, the default), 'balanced' or 'round-robin'.
     replicate: data parallelism over N GPUs (an int >= 2, or 'all'), as Keras' multi_gpu_model.
     out_dir: the folder a spec's `save` paths start at (default: the spec's folder);
@@ -53,6 +56,7 @@ class Options:
     memory_fraction: float | None = None
     memory_limit: str | int | None = None
     virtual_gpus: str | None = None
+    max_memory: str | None = None
     strategy: str | None = None
     replicate: int | str | None = None
     out_dir: str | os.PathLike[str] | None = None
@@ -86,6 +90,7 @@ class Options:
         return {
             "allow_growth": self.allow_growth, "memory_fraction": self.memory_fraction,
             "memory_limit": self.memory_limit, "virtual_gpus": self.virtual_gpus,
+            "max_memory": self.max_memory,
         }  # fmt: skip
 
 

@@ -27,7 +27,7 @@ from .graph.prune import needed, prune
 from .limits import read_limits
 from .memory.fit import check_fits, check_host_memory, device_limits
 from .memory.ledger import OutOfMemory
-from .memory.policy import Policy, logical_gpus, resolve_policy
+from .memory.policy import Policy, capped_host, logical_gpus, resolve_policy
 from .memory.pools import (
     DeviceMemory,
     check_reservations,
@@ -125,12 +125,13 @@ def prepare(
     whole_graph = strategy == "tensorflow"  # TF's placer sees every op; the others weigh work
     if keep is not None and not whole_graph:
         graph, dropped = _pruned(graph, keep)
-    placement = place_with(strategy, graph, logical, view.machine.host, soft, rates.by_uuid)
+    host = capped_host(view.machine.host, policy)
+    placement = place_with(strategy, graph, logical, host, soft, rates.by_uuid)
     if keep is not None and whole_graph:  # placed whole; the run needs fewer
         whole = (graph, placement)
         graph, dropped = _pruned(graph, keep)
         placement = _kept(placement, keep)
-    check_fits(graph, placement, device_limits(view, logical))
+    check_fits(graph, placement, device_limits(host, logical))
     log = options.log_device_placement
     log = graph.config.log_device_placement if log is None else log
     return Prepared(graph, placement, log, policy, logical, strategy, rates, soft, dropped, whole)
@@ -203,7 +204,8 @@ def estimate_plan(prepared: Prepared, view: View) -> PlanEstimate:
 
     _expect_prepared(prepared, "estimate_plan")
     _expect_view(view, "estimate_plan")
-    models = device_models(prepared.logical, view.machine.host, prepared.rates.by_uuid)
+    host = capped_host(view.machine.host, prepared.policy)
+    models = device_models(prepared.logical, host, prepared.rates.by_uuid)
     tf = prepared.placement if prepared.strategy == "tensorflow" else None  # TF's own: reuse it
     est, bounds = estimate_with_bounds(
         prepared.graph, prepared.placement, models,

@@ -23,7 +23,7 @@ MACHINE_HELP = (
     f"Env: {MACHINE_ENV} (ignored when empty). Accepted before or after the command."
 )
 DEBUG_HELP = "Show tracebacks for errors (the exit code stays the same)."
-MEMORY_FLAGS = ("allow_growth", "memory_fraction", "memory_limit", "virtual_gpus", "strategy",
+MEMORY_FLAGS = ("allow_growth", "memory_fraction", "memory_limit", "virtual_gpus", "max_memory", "strategy",
                 "replicate", "out_dir", "allow_writes_anywhere")  # fmt: skip
 
 
@@ -85,6 +85,9 @@ def memory_options(f: Any) -> Any:
                      help="Memory limit per GPU (e.g. 64MiB), preallocated unless growing."),
         click.option("--virtual-gpus", "virtual_gpus", metavar="SPEC",
                      help="Logical GPUs: GPU:0=2GiB,2GiB splits GPU:0 into two (';' between GPUs)."),
+        click.option("--max-memory", "max_memory", metavar="SPEC",
+                     help="Accelerate's max_memory: GPU:0=10GiB,GPU:1=10GiB,CPU=30GiB caps each "
+                          "device named (a memory limit per GPU; CPU: what CPU:0 may hold)."),
         click.option("--replicate", "replicate", metavar="N|all",
                      help="Data-parallel: split the top-level placeholders over N GPUs (or all) and "
                           "merge the outputs on the CPU, as Keras' multi_gpu_model."),
