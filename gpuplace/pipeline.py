@@ -176,7 +176,10 @@ def predict_memory(
 
     _expect_prepared(prepared, "predict_memory")
     _expect_view(view, "predict_memory")
-    prediction = predict(prepared.graph, prepared.placement, prepared.logical, _layout(prepared))
+    prediction = predict(
+        prepared.graph, prepared.placement, prepared.logical, _layout(prepared),
+        prepared.policy.cpu_limit,
+    )  # fmt: skip
     oom = prediction.oom
     if oom is not None:
         hint = oom_hint(oom, prepared.policy, prepared.logical, view)
@@ -239,7 +242,7 @@ def execute_prepared(
     check_host_memory(peak.nbytes, peak.op, view.host_available)
     check_reservations(logical)
     names = [CPU0, *(full_name("GPU", g.index) for g in logical)]
-    books = {lg.device: lg for lg in ledgers(names, logical)}
+    books = {lg.device: lg for lg in ledgers(names, logical, prepared.policy.cpu_limit)}
     prepare_pools(logical, backs)
     try:
         result = run(schedule, [books[d] for d in schedule.devices])

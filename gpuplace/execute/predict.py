@@ -99,13 +99,15 @@ def predict(
     placement: Placement,
     logical: Sequence[LogicalGpu],
     laid: Layout | None = None,
+    cpu_limit: int | None = None,
 ) -> Prediction:
     """Peaks without limits (what each device would need), then the first OOM with them.
-    `laid`: the layout of this graph and placement (`placed_layout`), when already planned."""
+    `laid`: the layout of this graph and placement (`placed_layout`), when already planned;
+    `cpu_limit`: what CPU:0 may hold (None: unlimited)."""
     if laid is None:
         laid = placed_layout(graph, placement, logical)
     names = device_names(logical)
-    unlimited = ledgers(names, logical)
+    unlimited = ledgers(names, logical, cpu_limit)
     limits = {lg.device: lg.limit for lg in unlimited}
     for lg in unlimited:
         lg.limit = None
@@ -115,4 +117,4 @@ def predict(
     memory = summary(unlimited, {})
     if all(m.limit is None or m.peak <= m.limit for m in memory):
         return Prediction(memory, None)
-    return Prediction(memory, charge(laid, ledgers(names, logical)))
+    return Prediction(memory, charge(laid, ledgers(names, logical, cpu_limit)))

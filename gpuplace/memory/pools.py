@@ -33,14 +33,17 @@ class DeviceMemory:
     limit: int | None
 
 
-def ledgers(devices: Sequence[str], logical: Sequence[LogicalGpu]) -> list[Ledger]:
-    """One ledger per device in `devices` order; GPUs carry their limit and reservation."""
+def ledgers(
+    devices: Sequence[str], logical: Sequence[LogicalGpu], cpu_limit: int | None = None
+) -> list[Ledger]:
+    """One ledger per device in `devices` order; GPUs carry their limit and reservation, CPU:0
+    `cpu_limit` (max_memory's CPU cap; None: unlimited)."""
     by_name = {full_name("GPU", g.index): g for g in logical}
     out = []
     for device in devices:
         g = by_name.get(device)
         out.append(
-            Ledger(device)
+            Ledger(device, cpu_limit if device == full_name("CPU", 0) else None)
             if g is None
             else Ledger(device, g.limit, reserve=g.reserve, growth=g.growth)
         )

@@ -9,12 +9,16 @@ Module paths come from the op names alone, so a YAML graph and an imported one a
   its dotted parts, as they are;
 - a TensorFlow name, `tower_0/dense/kernel`: its name scopes, then the op;
 - in the dotted form only, a weight with a bare name (what the exporter's constant folding leaves,
-  `onnx::MatMul_223`: an op without inputs whose name has no scope) goes under the module of the
+  `onnx::MatMul_223`: a variable or constant whose name has no scope) goes under the module of the
   first op that reads it: `transformer.h.0.attn.c_attn.onnx::MatMul_223`.
 
 `grouped` then folds the ops' paths into a trie and keeps, from the root down, the first node
 whose ops all share a device: the shortest uniform prefixes, one key each ("" when the whole graph
-is on one device, which Accelerate reads as "everything"). Every op is under exactly one key.
+is on one device, which Accelerate reads as "everything"). Every op takes the device of the
+longest key that is a prefix of its path (as Accelerate matches parameters); a module whose
+ops differ but that is itself an op's whole path (`a.b` beside `a.b.c`) keeps its own key. Two
+ops with one path on two devices (`/a/b` and `a.b`) cannot both be said: the first one's device
+is the key's (the document's `ops` has each op exactly).
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from ..graph.model import Graph, Op
 
 DOTTED = "."  # Accelerate's keys: module paths of the PyTorch model
 SCOPED = "/"  # TensorFlow's name scopes
+WEIGHTS = frozenset({"variable", "constant"})  # what a bare name is keyed by its reader for
 
 
 def module_path(name: str, sep: str = DOTTED) -> tuple[str, ...]:
@@ -47,7 +52,8 @@ def op_paths(graph: Graph, sep: str = DOTTED) -> list[tuple[str, tuple[str, ...]
     out = []
     for op in graph.ops:
         path = module_path(op.name, sep)
-        if sep == DOTTED and len(path) == 1 and not op.inputs and op.name in first_reader:
+        weight = op.type in WEIGHTS and not op.inputs
+        if sep == DOTTED and weight and len(path) == 1 and op.name in first_reader:
             path = module_path(first_reader[op.name], sep)[:-1] + path
         out.append((op.name, path))
     return out
@@ -59,6 +65,8 @@ class _Node:
     device: str | None = None  # the one device of every op under it; None until one is seen
     mixed: bool = False
     ops: int = 0
+    own: str | None = None  # the device of the first op whose path ends here
+    own_ops: int = 0
 
 
 def grouped(
@@ -77,6 +85,8 @@ def grouped(
                 node.mixed, node.device = True, None
             node.ops += 1
             if part == "":
+                node.own = node.own or device
+                node.own_ops += 1
                 break
             node = node.children.setdefault(part, _Node())
     out: dict[str, tuple[str, int]] = {}
@@ -86,6 +96,8 @@ def grouped(
         if not node.mixed and node.device is not None:
             out[sep.join(path)] = (node.device, node.ops)
             continue
+        if node.own is not None:  # ops named as the module itself; the longer keys win below
+            out[sep.join(path)] = (node.own, node.own_ops)
         pending.extend(((*path, k), child) for k, child in reversed(node.children.items()))
     return out
 

@@ -63,7 +63,8 @@ def tf_text(view: View, prepared: Prepared) -> str:
         "# One block per name scope whose ops all share a device: build that scope's ops inside it.",
         "import tensorflow as tf",
         "",
-        f"DEVICE_BY_SCOPE = {_py_dict({k: short_device(d) for k, (d, _) in groups.items()})}",
+        "# name scope (or op outside any) -> device",
+        f"DEVICES = {_py_dict({k: short_device(d) for k, (d, _) in groups.items()})}",
         "",
     ]
     last = None
