@@ -23,6 +23,7 @@ from .devices.rates import load_rates
 from .errors import BadInput, Message, Setting, Term
 from .graph import apply_feeds, load
 from .graph.model import Config, Graph
+from .graph.onnx_import import refuse_opaque
 from .graph.prune import needed, prune
 from .limits import read_limits
 from .memory.fit import check_fits, check_host_memory, device_limits
@@ -108,9 +109,12 @@ def prepare(
         return n
 
     writes = {"out_dir": options.out_dir, "allow_writes_anywhere": options.allow_writes_anywhere}
-    graph = load(path, gpus=gpus, replicate=count, limits=read_limits(env), **writes)
+    graph = load(
+        path, gpus=gpus, replicate=count, limits=read_limits(env), dims=options.dims, **writes
+    )
     keep = needed(graph)
     if feeds:
+        refuse_opaque(graph)
         check_feed_names(graph, options.feeds)
         graph = apply_feeds(_unneeded_fed(graph, keep, options.feeds), options.feeds)
     policy = resolve_policy(graph.config.gpu_options, flags, env)

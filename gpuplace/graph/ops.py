@@ -364,6 +364,8 @@ _OPS = (
         tf_type_of=_split_type, default_name="split"),
     OpDef("cast", "Cast", inf.cast, k.cast, attrs={"dtype": (DTYPE, REQUIRED)},
         min_inputs=1, max_inputs=1),
+    # an imported ONNX op without a kernel here: planned from ONNX's shapes, never run
+    OpDef("Opaque", "Opaque", inf.opaque, k.opaque, max_inputs=None),
 )  # fmt: skip
 REGISTRY: Mapping[str, OpDef] = MappingProxyType({d.name: d for d in _OPS})
 OP_META: Mapping[str, OpMeta] = REGISTRY  # what the placer needs; mypy checks OpDef fits OpMeta
