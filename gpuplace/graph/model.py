@@ -12,7 +12,7 @@ Contract shared by the loader, the placer and the executor:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from math import prod
 from typing import Any, Protocol
@@ -95,6 +95,10 @@ class Graph:
 
     def by_name(self) -> dict[str, Op]:
         return {op.name: op for op in self.ops}
+
+
+# An op type's FLOPs for one run, from its attrs, input specs and output specs (`OpDef.flops`).
+FlopsFn = Callable[[Mapping[str, Any], tuple[TensorSpec, ...], tuple[TensorSpec, ...]], float]
 
 
 class OpMeta(Protocol):
