@@ -261,6 +261,7 @@ def verify(prepared: Prepared, result: RunResult | Outcome, view: View) -> list[
     execute_prepared returned, or its `.result`): one Verified per fetch (`ok` when within
     the dtype's tolerance: 1e-2 float16, 1e-4 float32, 1e-9 float64, exact for integers).
 
+    An imported ONNX model is also run by onnxruntime when it is installed (`Verified.against`).
     The reference run has no side effects: `save` ops are skipped and `print` ops forward their
     input without printing (the run being checked already wrote and printed)."""
     from .execute.executor import RunResult
@@ -272,7 +273,12 @@ def verify(prepared: Prepared, result: RunResult | Outcome, view: View) -> list[
         result = result.result
     what = "verify: result must be a RunResult"
     _expect(result, RunResult, what, "what gpuplace.execute_prepared(...) returns, or its .result")
-    return verify_values(prepared.graph, result.values, view.machine.host.simulated)
+    checked = verify_values(prepared.graph, result.values, view.machine.host.simulated)
+    if prepared.graph.onnx_model is None:
+        return checked
+    from .execute.onnx_reference import onnxruntime_checks
+
+    return checked + onnxruntime_checks(prepared.graph, result.values)
 
 
 def compared_options(options: Options) -> list[tuple[str, Options]]:

@@ -180,7 +180,9 @@ class Importer:
         inferred = self._infer_shapes()
         placer = Placer(devices, self.source)
         outputs = [o.name for o in graph.output]
-        reserved = {n for n in outputs if n not in self.known}
+        inputs = {i.name for i in graph.input}
+        same = {n.output[0] for n in graph.node if n.output and n.output[0] == n.name}
+        reserved = {n for n in outputs if n not in self.known and n not in same | inputs}
         for name in reserved:
             self.names.unique(name)
         self._placeholders(placer)
