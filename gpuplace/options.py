@@ -44,6 +44,7 @@ class Options:
     out_dir: the folder a spec's `save` paths start at (default: the spec's folder);
     allow_writes_anywhere: let `save` paths be absolute, start with `~`, climb out with `..` or
         go through symbolic links (by default a spec writes only under that folder).
+    dims: an ONNX model's symbolic dims by name, e.g. {'batch': 32} (as `--dim batch=32`).
 
     A value of the wrong type is refused here (BadInput); values are checked against the spec
     and the machine by `prepare`.
@@ -61,6 +62,7 @@ class Options:
     replicate: int | str | None = None
     out_dir: str | os.PathLike[str] | None = None
     allow_writes_anywhere: bool = False
+    dims: Mapping[str, int] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         """Refuse a value of the wrong type (a str for a bool, a list for feeds) here, where
@@ -75,6 +77,15 @@ class Options:
                 Message(
                     Setting("strategy", self.strategy),
                     f": not a placement strategy; expected one of {', '.join(map(repr, STRATEGIES))}",
+                )
+            )
+        if not isinstance(self.dims, Mapping) or not all(
+            isinstance(k, str) and type(v) is int and v >= 1 for k, v in self.dims.items()
+        ):
+            raise BadInput(
+                Message(
+                    Setting("dims", self.dims),
+                    ": expected symbolic dim names mapped to sizes >= 1, e.g. {'batch': 32}",
                 )
             )
         if not isinstance(self.feeds, Mapping) or not all(isinstance(k, str) for k in self.feeds):

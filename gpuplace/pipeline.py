@@ -23,6 +23,7 @@ from .devices.rates import load_rates
 from .errors import BadInput, Message, Setting, Term
 from .graph import apply_feeds, load
 from .graph.model import Config, Graph
+from .graph.onnx_import import refuse_opaque
 from .graph.prune import needed, prune
 from .limits import read_limits
 from .memory.fit import check_fits, check_host_memory, device_limits
@@ -108,9 +109,12 @@ def prepare(
         return n
 
     writes = {"out_dir": options.out_dir, "allow_writes_anywhere": options.allow_writes_anywhere}
-    graph = load(path, gpus=gpus, replicate=count, limits=read_limits(env), **writes)
+    graph = load(
+        path, gpus=gpus, replicate=count, limits=read_limits(env), dims=options.dims, **writes
+    )
     keep = needed(graph)
     if feeds:
+        refuse_opaque(graph)
         check_feed_names(graph, options.feeds)
         graph = apply_feeds(_unneeded_fed(graph, keep, options.feeds), options.feeds)
     policy = resolve_policy(graph.config.gpu_options, flags, env)
@@ -262,6 +266,7 @@ def verify(prepared: Prepared, result: RunResult | Outcome, view: View) -> list[
     execute_prepared returned, or its `.result`): one Verified per fetch (`ok` when within
     the dtype's tolerance: 1e-2 float16, 1e-4 float32, 1e-9 float64, exact for integers).
 
+    An imported ONNX model is also run by onnxruntime when it is installed (`Verified.against`).
     The reference run has no side effects: `save` ops are skipped and `print` ops forward their
     input without printing (the run being checked already wrote and printed)."""
     from .execute.executor import RunResult
@@ -273,7 +278,12 @@ def verify(prepared: Prepared, result: RunResult | Outcome, view: View) -> list[
         result = result.result
     what = "verify: result must be a RunResult"
     _expect(result, RunResult, what, "what gpuplace.execute_prepared(...) returns, or its .result")
-    return verify_values(prepared.graph, result.values, view.machine.host.simulated)
+    checked = verify_values(prepared.graph, result.values, view.machine.host.simulated)
+    if prepared.graph.onnx_model is None:
+        return checked
+    from .execute.onnx_reference import onnxruntime_checks
+
+    return checked + onnxruntime_checks(prepared.graph, result.values)
 
 
 def compared_options(options: Options) -> list[tuple[str, Options]]:

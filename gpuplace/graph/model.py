@@ -12,7 +12,7 @@ Contract shared by the loader, the placer and the executor:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from math import prod
 from typing import Any, Protocol
@@ -60,6 +60,9 @@ class Op:
     outputs: tuple[TensorSpec, ...] = ()
     colocate_with: str | None = None
     line: int | None = None  # line in the spec file, for messages
+    # the module an imported op belongs to: the PyTorch module path of an ONNX node
+    # (`/encoder/layer.0/attn/MatMul` -> `encoder.layer.0.attn`), else "" (graph/onnx_import.py)
+    module: str = ""
 
 
 # `config.placement.strategy` (and `--strategy`): how ops without a device are placed
@@ -88,9 +91,14 @@ class Graph:
     source: str = "<spec>"
     targets: tuple[str, ...] = ()  # ops without outputs named in `fetch:` (save): run, no value
     fetch_given: bool | None = None  # the spec had `fetch:` (None: unknown, e.g. built in code)
+    onnx_model: str | None = None  # the ONNX file the graph was imported from (run --verify)
 
     def by_name(self) -> dict[str, Op]:
         return {op.name: op for op in self.ops}
+
+
+# An op type's FLOPs for one run, from its attrs, input specs and output specs (`OpDef.flops`).
+FlopsFn = Callable[[Mapping[str, Any], tuple[TensorSpec, ...], tuple[TensorSpec, ...]], float]
 
 
 class OpMeta(Protocol):

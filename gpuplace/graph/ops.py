@@ -16,20 +16,19 @@ no inputs, one output, not a ref) follows from that op: a Const or Placeholder i
 and the random ops take a shape tensor as input in TF, so they are placed like any other op
 (`generator_for`). `generator` itself means that the op has no inputs here and builds its
 value on the host.
+
+`OpDef` itself lives in `opdef.py`; the ONNX operators (registry name = ONNX op type, not
+TensorFlow's) in `onnx_ops/`, each module's tuple joined to the registry by one line here.
 """
 
 from __future__ import annotations
 
 import difflib
-import os
-import zlib
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
 from math import prod
-from types import MappingProxyType, ModuleType
+from types import MappingProxyType
 from typing import Any
 
-from ..echo import show
 from ..errors import BadInput
 from . import infer as inf
 from . import kernels as k
@@ -42,7 +41,6 @@ from .attrs import (
     INT,
     NEW_SHAPE,
     NUMBER,
-    NUMERIC,
     OUT_PATH,
     PATH,
     PERM,
@@ -53,180 +51,16 @@ from .attrs import (
     SIZES,
     TEXT,
     VALUE,
-    Attr,
-    AttrError,
-    number_hint,
 )
-from .model import OpMeta, TensorSpec
-from .tf_registry import KernelMatch, match
-from .writes import WriteRules, save_path, write_rules
+from .model import OpMeta
+from .onnx_ops import nn as onnx_nn
+from .opdef import CPU_ONLY, EMPTY, REQUIRED, TF_TYPE_ATTRS, OpDef
 
-BOTH = frozenset({"CPU", "GPU"})
-CPU_ONLY = frozenset({"CPU"})
-# TF types of the ops gpuplace's generators become that take no inputs in TF's GraphDef (Fill,
-# RandomUniform and RandomStandardNormal read a shape tensor). VariableV2 takes none either but
-# its output is a ref, so TF's placer does not defer it; LoadNpy stands for a Const of the file.
-NO_INPUT_TF_TYPES = frozenset({"Const", "Placeholder", "LoadNpy"})
+# re-exported: the registry's users import these from here
+__all__ = ["EMPTY", "OP_META", "REGISTRY", "REQUIRED", "TF_TYPE_ATTRS", "OpDef", "get_op",
+           "list_ops", "suggest"]  # fmt: skip
+
 SMALL_CONSTANT = 1000  # array_ops._constant_if_small: tf.zeros/tf.ones below this are a Const
-STRUCTURAL = frozenset({"name", "op", "inputs", "device", "colocate_with"})
-REQUIRED = object()  # marks an attr without a default
-EMPTY: Mapping[str, Any] = MappingProxyType({})
-
-
-class TfType(str):
-    """A TensorFlow op type (`AddV2`) that also carries the default name TF1's Python API gives
-    an unnamed op of this kind (`add`, from `x + y`): `walk.Names.unique` names an op after it.
-    Equal to, and printed as, the plain type."""
-
-    default_name: str
-
-    def __new__(cls, tf_type: str, default_name: str | None = None) -> TfType:
-        made = super().__new__(cls, tf_type)
-        made.default_name = tf_type if default_name is None else default_name
-        return made
-
-    def __getnewargs__(self) -> tuple[str, str]:  # type: ignore[override]  # copy and pickle
-        return (str(self), self.default_name)
-
-
-@dataclass(frozen=True)
-class OpDef:
-    """One op type. Satisfies `gpuplace.graph.model.OpMeta` (tf_type, kernels, generator,
-    resident, and the per-op `tf_type_for`, `generator_for`, `kernel_match`). `attrs` maps each
-    accepted attr to (kind, default or REQUIRED)."""
-
-    name: str
-    tf_type: str
-    infer_fn: inf.InferFn
-    compute_fn: k.ComputeFn
-    attrs: Mapping[str, tuple[Attr, Any]] = field(default_factory=lambda: EMPTY)
-    min_inputs: int = 0
-    max_inputs: int | None = 0  # None: any number (add_n, concat)
-    kernels: frozenset[str] = BOTH
-    generator: bool = False
-    resident: bool = False
-    check: Callable[[dict[str, Any]], None] | None = None  # rules across attrs
-    outputs: int | Callable[[Mapping[str, Any]], int] = 1
-    tf_type_of: Callable[[Mapping[str, Any]], str] | None = None  # Split or SplitV
-    default_name: str = ""  # TF1's name for an unnamed op ("" means tf_type)
-    fields: frozenset[str] = field(init=False)
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "fields", STRUCTURAL | frozenset(self.attrs))
-        name = self.default_name or self.tf_type
-        object.__setattr__(self, "default_name", name)
-        # The TF type carries the default name: the loader's fast path names ops after it.
-        object.__setattr__(self, "tf_type", TfType(self.tf_type, name))
-        of = self.tf_type_of
-        if of is not None:
-            object.__setattr__(self, "tf_type_of", lambda attrs: TfType(of(attrs), name))
-
-    @property
-    def host_value(self) -> bool:
-        """compute returns host numpy arrays that the executor puts on the device."""
-        return self.generator
-
-    def num_outputs(self, attrs: Mapping[str, Any]) -> int:
-        return self.outputs if isinstance(self.outputs, int) else self.outputs(attrs)
-
-    def tf_type_for(self, attrs: Mapping[str, Any]) -> str:
-        """The TensorFlow type for these attrs (split is SplitV when given sizes; zeros is a
-        Const when small, else a Fill)."""
-        return self.tf_type if self.tf_type_of is None else self.tf_type_of(attrs)
-
-    def generator_for(self, attrs: Mapping[str, Any]) -> bool:
-        """Whether TF's placer defers this op to its second pass, where it follows its
-        consumers (`IsGeneratorNode`): the op TF builds for it has no inputs and no ref output."""
-        return self.generator and self.tf_type_for(attrs) in NO_INPUT_TF_TYPES
-
-    @property
-    def tf_generator(self) -> bool | None:
-        """`generator_for` when it does not depend on the attrs (the placer then asks once per
-        type), else None."""
-        if self.generator and self.tf_type_of is not None:
-            return None
-        return self.generator and self.tf_type in NO_INPUT_TF_TYPES
-
-    @property
-    def reads_source(self) -> bool:
-        """Whether `kernel_match` needs the dtype of input 0 (Cast's SrcT)."""
-        return any(SOURCE in TF_TYPE_ATTRS.get(t, EMPTY).values() for t in self._tf_types)
-
-    @property
-    def _tf_types(self) -> tuple[str, ...]:
-        return _TF_TYPES_OF.get(self.name, (str(self.tf_type),))
-
-    def kernel_match(
-        self, attrs: Mapping[str, Any], dtype: str, source: str | None = None
-    ) -> KernelMatch | None:
-        """TensorFlow's registered kernels for this op when output 0 is `dtype` (and input 0
-        is `source`), or None for an op that is not TensorFlow's (load, save, average_n)."""
-        tf_type = self.tf_type_for(attrs)
-        spec = TF_TYPE_ATTRS.get(tf_type)
-        if spec is None:
-            return None
-        values = {OUTPUT: dtype, SOURCE: source or dtype}
-        return match(str(tf_type), tuple((a, values.get(v, v)) for a, v in spec.items()))
-
-    def infer(
-        self, op_name: str, attrs: Mapping[str, Any], input_specs: tuple[TensorSpec, ...]
-    ) -> tuple[TensorSpec, ...]:
-        """Output specs, or BadInput in TensorFlow's words naming `op_name`."""
-        return self.infer_fn(op_name, self.tf_type_for(attrs), attrs, input_specs)
-
-    def compute(self, xp: ModuleType, inputs: Sequence[Any], attrs: Mapping[str, Any]) -> list[Any]:
-        return self.compute_fn(xp, inputs, attrs)
-
-    @property
-    def xp_function(self) -> str | None:
-        """The array library's function an elementwise kernel calls (`add`), else None: the
-        executor then calls it directly (see `kernels.Elementwise`)."""
-        fn = self.compute_fn
-        return fn.xp_function if isinstance(fn, k.Elementwise) else None
-
-    def normalize(
-        self, op_name: str, given: Mapping[str, Any], base: str = "",
-        writes: WriteRules | None = None,
-    ) -> Mapping[str, Any]:  # fmt: skip
-        """Checked attrs with defaults filled in, from a spec entry (structural keys ignored).
-
-        Relative paths start at `base` (the spec's folder); a path the op writes follows
-        `writes` (by default: under `base`, see `writes.py`). A missing seed becomes a hash of
-        the op name: runs are reproducible, and two unseeded random ops still differ.
-        """
-        if not self.attrs:
-            return EMPTY
-        out: dict[str, Any] = {}
-        for attr, (kind, default) in self.attrs.items():
-            if attr in given:
-                value = given[attr]
-                try:
-                    out[attr] = kind.check(value)
-                    if kind is PATH:
-                        out[attr] = os.path.join(base, os.path.expanduser(value))
-                    elif kind is OUT_PATH:
-                        out[attr] = save_path(op_name, value, writes or write_rules(base))
-                except AttrError as err:
-                    hint = number_hint(value) if any(kind is n for n in NUMERIC) else ""
-                    raise BadInput(
-                        f"op '{op_name}' ({self.name}): {attr}: {show(value)} is not accepted; "
-                        f"expected {err}{hint}"
-                    ) from None
-            elif default is REQUIRED:
-                raise BadInput(
-                    f"op '{op_name}' ({self.name}) needs '{attr}'; {self.name} takes: "
-                    f"{', '.join(self.attrs)}"
-                )
-            elif default is not None:
-                out[attr] = default
-        if "seed" in self.attrs and "seed" not in out:
-            out["seed"] = zlib.crc32(op_name.encode())
-        if self.check is not None:
-            try:
-                self.check(out)
-            except AttrError as err:
-                raise BadInput(f"op '{op_name}' ({self.name}): {err}") from None
-        return out
 
 
 def _gen(
@@ -284,32 +118,6 @@ def _filled_type(attrs: Mapping[str, Any]) -> str:
     return "Fill"
 
 
-# Where each type attr of the TF op TF1's Python API builds comes from: output 0's dtype, input
-# 0's (Cast's SrcT), or a fixed dtype (the int32 shape, axis and index tensors the Python API
-# makes from Python ints: tf.fill's dims, a reduction's axes, tf.split's sizes, ...). Every type
-# attr of the captured OpDef is named (tests/graph/test_tf_registry.py checks it).
-OUTPUT, SOURCE = "<output>", "<source>"
-TF_TYPE_ATTRS: Mapping[str, Mapping[str, str]] = MappingProxyType({
-    "Const": {"dtype": OUTPUT}, "Fill": {"T": OUTPUT, "index_type": "int32"},
-    "RandomUniform": {"dtype": OUTPUT, "T": "int32"},
-    "RandomStandardNormal": {"dtype": OUTPUT, "T": "int32"},
-    "Placeholder": {"dtype": OUTPUT}, "VariableV2": {"dtype": OUTPUT}, "Print": {"T": OUTPUT},
-    "Identity": {"T": OUTPUT}, "AddV2": {"T": OUTPUT}, "Sub": {"T": OUTPUT}, "Mul": {"T": OUTPUT},
-    "RealDiv": {"T": OUTPUT},  # x / y on ints casts both to float64 first (math_ops.truediv)
-    "Neg": {"T": OUTPUT}, "Exp": {"T": OUTPUT}, "Log": {"T": OUTPUT}, "Tanh": {"T": OUTPUT},
-    "Relu": {"T": OUTPUT}, "Sigmoid": {"T": OUTPUT}, "Softmax": {"T": OUTPUT},
-    "MatMul": {"T": OUTPUT}, "AddN": {"T": OUTPUT},
-    "StridedSlice": {"T": OUTPUT, "Index": "int32"},
-    "Sum": {"T": OUTPUT, "Tidx": "int32"}, "Mean": {"T": OUTPUT, "Tidx": "int32"},
-    "Max": {"T": OUTPUT, "Tidx": "int32"}, "Transpose": {"T": OUTPUT, "Tperm": "int32"},
-    "Reshape": {"T": OUTPUT, "Tshape": "int32"}, "ConcatV2": {"T": OUTPUT, "Tidx": "int32"},
-    "Split": {"T": OUTPUT}, "SplitV": {"T": OUTPUT, "Tlen": "int32"},
-    "Cast": {"SrcT": SOURCE, "DstT": OUTPUT},
-})  # fmt: skip
-# the TF types an op can be, where that depends on its attrs
-_TF_TYPES_OF = {"zeros": ("Const", "Fill"), "ones": ("Const", "Fill"), "split": ("Split", "SplitV")}
-
-
 _OPS = (
     _gen("constant", "Const", k.constant, {"value": (VALUE, REQUIRED), "shape": (SHAPE, None)},
          check=check_constant),
@@ -364,6 +172,9 @@ _OPS = (
         tf_type_of=_split_type, default_name="split"),
     OpDef("cast", "Cast", inf.cast, k.cast, attrs={"dtype": (DTYPE, REQUIRED)},
         min_inputs=1, max_inputs=1),
+    *onnx_nn.OPS,  # the ONNX operators (graph/onnx_ops/): Gemm, Conv, LayerNormalization, ...
+    # an imported ONNX op without a kernel here: planned from ONNX's shapes, never run
+    OpDef("Opaque", "Opaque", inf.opaque, k.opaque, max_inputs=None),
 )  # fmt: skip
 REGISTRY: Mapping[str, OpDef] = MappingProxyType({d.name: d for d in _OPS})
 OP_META: Mapping[str, OpMeta] = REGISTRY  # what the placer needs; mypy checks OpDef fits OpMeta

@@ -26,7 +26,7 @@ from ..devices.names import full_name
 from ..devices.presets import find_preset
 from ..echo import sample
 from ..errors import BadInput
-from ..graph.model import Op, TensorSpec
+from ..graph.model import Op, OpMeta, TensorSpec
 
 if TYPE_CHECKING:
     from ..devices.model import Host, LogicalGpu, VisibleGpu
@@ -81,13 +81,17 @@ def _elements(specs: Sequence[TensorSpec]) -> int:
     return sum(prod(s.shape) for s in specs)
 
 
-def op_flops(op: Op, input_specs: Sequence[TensorSpec]) -> float:
+def op_flops(op: Op, input_specs: Sequence[TensorSpec], meta: OpMeta | None = None) -> float:
     """Floating-point operations of one run of `op`, from its type and shapes.
 
-    matmul 2*m*n*k; elementwise ops one per output element (softmax five); reductions one per
-    input element; add_n one per element per extra input; generators none, except random ones
-    (one per element); variables none. An unknown type counts one per output element.
+    The op type's own count when its `meta` has a `flops` (the ONNX ops: Gemm 2*M*N*K, ...);
+    else matmul 2*m*n*k; elementwise ops one per output element (softmax five); reductions one
+    per input element; add_n one per element per extra input; generators none, except random
+    ones (one per element); variables none. An unknown type counts one per output element.
     """
+    count = getattr(meta, "flops", None)
+    if count is not None:
+        return float(count(op.attrs, tuple(input_specs), op.outputs))
     kind = op.type
     if kind == "matmul":
         a = input_specs[0].shape

@@ -115,7 +115,7 @@ def flatten(graph: Graph, op_meta: Callable[[str], OpMeta] | None = None) -> Fla
                 first[p] = j
         inputs.append(keep(reads, reads))
         kernels.append(_kernels(metas[op.type], op, specs, known))
-        flops.append(op_flops(op, specs))
+        flops.append(op_flops(op, specs, metas[op.type]))
         nbytes.append(op_bytes(op, specs))
     resident = [metas[op.type].resident for op in ops]
     sizes: list[tuple[int, ...]] = []

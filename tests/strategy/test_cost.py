@@ -3,14 +3,18 @@ link timelines, and the allocator rounding placement mirrors."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import replace
+from types import SimpleNamespace
+from typing import Any
 
 import pytest
 
 from gpuplace.devices import load_machine, view
 from gpuplace.devices.presets import PRESETS
 from gpuplace.errors import BadInput
-from gpuplace.graph import loads
+from gpuplace.graph import get_op, loads
+from gpuplace.graph.model import TensorSpec
 from gpuplace.memory.ledger import allocation_size as ledger_rounding
 from gpuplace.memory.policy import Policy, logical_gpus, parse_virtual
 from gpuplace.placement.cost import (
@@ -23,7 +27,7 @@ from gpuplace.placement.cost import (
     op_time,
     split_devices,
 )
-from gpuplace.placement.flat import allocation_size
+from gpuplace.placement.flat import allocation_size, flatten
 from gpuplace.placement.links import Link, transfer
 from tests.strategy.helpers import CPU0, gpu, models
 
@@ -59,6 +63,28 @@ def test_flops_per_op_type() -> None:
     assert flops("n") == 2 * 100 * 200
     assert flops("a") == 100 * 300  # random generators: one per element
     assert flops("b") == flops("v") == flops("t") == 0
+
+
+def test_an_op_types_flops_hook_decides_its_count() -> None:
+    """`op_flops` asks the op type's `flops` (attrs, input specs, output specs) when it has one;
+    a meta without one, or with None, leaves the table's count; flatten passes the registry's."""
+    seen = []
+
+    def count(attrs: Mapping[str, Any], ins: tuple[TensorSpec, ...],
+              outs: tuple[TensorSpec, ...]) -> float:  # fmt: skip
+        seen.append((dict(attrs), ins, outs))
+        return 7.0 * len(ins)
+
+    mm = OPS["mm"]
+    specs = (OPS["a"].outputs[0], OPS["b"].outputs[0])
+    assert op_flops(mm, specs, SimpleNamespace(flops=count)) == 14.0
+    assert seen == [({"transpose_a": False, "transpose_b": False}, specs, mm.outputs)]
+    assert op_flops(mm, specs, SimpleNamespace(flops=None)) == flops("mm")
+    assert op_flops(mm, specs, SimpleNamespace()) == flops("mm")
+    assert get_op("matmul").flops is None  # the TF ops keep the table
+    assert list(flatten(GRAPH).flops) == [flops(op.name) for op in GRAPH.ops]
+    hooked = flatten(GRAPH, lambda t: replace(get_op(t), flops=count) if t == "relu" else get_op(t))
+    assert hooked.flops[hooked.names.index("r")] == 7.0
 
 
 def test_op_time_is_a_roofline_plus_overhead() -> None:
