@@ -21,6 +21,7 @@ _FIELD_TYPES: dict[str, tuple[tuple[type, ...], str]] = {
     "memory_limit": ((str, int), "a size per GPU, e.g. '64MiB' (or int bytes)"),
     "virtual_gpus": ((str,), "text such as 'GPU:0=2GiB,2GiB'"),
     "max_memory": ((str,), "text such as 'GPU:0=10GiB,GPU:1=10GiB,CPU=30GiB'"),
+    "device_map": ((Mapping,), "module paths mapped to GPU indices or 'cpu', e.g. {'model': 0}"),
     "replicate": ((int, str), "a number of GPUs (2 or more) or 'all'"),
     "out_dir": ((str, os.PathLike), "a folder, e.g. 'out'"),
     "allow_writes_anywhere": ((bool,), "True or False"),
@@ -45,6 +46,10 @@ class Options:
     allow_writes_anywhere: let `save` paths be absolute, start with `~`, climb out with `..` or
         go through symbolic links (by default a spec writes only under that folder).
     dims: an ONNX model's symbolic dims by name, e.g. {'batch': 32} (as `--dim batch=32`).
+    device_map: an Accelerate-shaped device map ({'model.layers.0': 0, 'lm_head': 'cpu'}, as
+        `plan --format device-map` writes or `infer_auto_device_map` returns): each op asks for
+        the device of the longest module prefix that covers it (`placement/devmap.py: pin`), to
+        judge that map under gpuplace's placer, memory and cost model.
 
     A value of the wrong type is refused here (BadInput); values are checked against the spec
     and the machine by `prepare`.
@@ -63,6 +68,7 @@ class Options:
     out_dir: str | os.PathLike[str] | None = None
     allow_writes_anywhere: bool = False
     dims: Mapping[str, int] = field(default_factory=dict)
+    device_map: Mapping[str, int | str] | None = None
 
     def __post_init__(self) -> None:
         """Refuse a value of the wrong type (a str for a bool, a list for feeds) here, where

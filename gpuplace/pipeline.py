@@ -40,6 +40,7 @@ from .memory.pools import (
     summary,
 )
 from .options import Options, check_feed_names, check_replicas, replicate_count
+from .placement.devmap import pin
 from .placement.model import Placement
 from .placement.strategies import place_with
 from .results import Outcome, PlanEstimate, PolicyRun, Prepared, Reservation
@@ -119,6 +120,8 @@ def prepare(
         graph = apply_feeds(_unneeded_fed(graph, keep, options.feeds), options.feeds)
     policy = resolve_policy(graph.config.gpu_options, flags, env)
     logical = tuple(logical_gpus(view.gpus, policy))
+    if options.device_map is not None:
+        graph = pin(graph, options.device_map, len(logical)).graph
     soft = options.allow_soft_placement
     if soft is None:
         soft = graph.config.allow_soft_placement

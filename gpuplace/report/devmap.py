@@ -2,9 +2,12 @@
 framework takes.
 
 - device-map: one JSON document whose `device_map` is in the shape of Hugging Face Accelerate's
-  `device_map` (module path -> GPU index, or "cpu"; the shortest prefixes whose ops all share a
-  device, `placement/devmap.py: grouped`), so `from_pretrained(..., device_map=doc["device_map"])`
-  or `accelerate.dispatch_model` takes it; `ops` gives every op's device by its own name.
+  `device_map` (module path -> GPU index, or "cpu"), so `from_pretrained(...,
+  device_map=doc["device_map"])` or `accelerate.dispatch_model` takes it: the shortest prefixes
+  whose weights (the graph's variables: an ONNX model's initializers) all share a device
+  (`placement/devmap.py: grouped`), so that every key names a module or parameter of the
+  PyTorch model (a graph without variables: over all its ops). `modules` is the same over every
+  op (weights, compute, inputs), and `ops` gives every op's device by its own name.
 - tf: Python text, one `with tf.device(...)` block per name scope whose ops all share a device.
 
 Both say which machine the placement is for, and that its GPUs are simulated when they are.
@@ -37,14 +40,18 @@ def _machine(view: View) -> dict[str, Any]:
 def device_map_doc(view: View, prepared: Prepared) -> dict[str, Any]:
     """The device-map document (see the module's docstring)."""
     placed = _placed(prepared, DOTTED)
+    graph, _ = prepared.placed()
+    weights = [p for p, op in zip(placed, graph.ops, strict=True) if op.type == "variable"]
     groups = grouped((path, device) for _, path, device in placed)
+    accelerate = grouped((path, device) for _, path, device in weights) if weights else groups
     return {
         "schema_version": SCHEMA_VERSION,
         "kind": "device-map",
         **_machine(view),
         "strategy": prepared.strategy,
         "source": prepared.graph.source,
-        "device_map": {key: accelerate_value(device) for key, (device, _) in groups.items()},
+        "device_map": {key: accelerate_value(d) for key, (d, _) in accelerate.items()},
+        "modules": {key: accelerate_value(device) for key, (device, _) in groups.items()},
         "ops": {name: accelerate_value(device) for name, _, device in placed},
     }
 

@@ -36,6 +36,10 @@ DEVICE_MAP = """\
   "strategy": "tensorflow",
   "source": "SPEC",
   "device_map": {
+    "model": 0,
+    "lm_head": 1
+  },
+  "modules": {
     "x": 0,
     "model.layers.0": 0,
     "model.layers.1.fc": 0,
