@@ -56,10 +56,10 @@ def accelerate_map(name: str, max_memory: Mapping[int | str, int]) -> dict[str, 
     except ImportError as exc:
         return f"skipped: accelerate/torch not importable ({exc})"
     sys.path.insert(0, str(ROOT / "tools"))
-    import make_onnx_examples
-
     import logging
     import warnings
+
+    import make_onnx_examples
 
     model = make_onnx_examples._models()[name][0]
     logging.getLogger("accelerate").setLevel(logging.ERROR)  # "Device 0 is not available"
