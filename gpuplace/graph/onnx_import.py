@@ -492,7 +492,9 @@ class Importer:
         if tensor not in reserved:  # a known value materialized under its own name above
             return ref
         attrs: Mapping[str, Any] = {}
-        self._add(tensor, "identity", (ref,), attrs, (spec,), "", placer)
+        device = placer.device(ref.op, "")
+        op = new_op(tensor, "identity", (ref,), device, attrs, (spec,), ref.op, None)
+        self.ops.append(op)  # colocated with the tensor's producer: no copy for a name
         return new_ref(tensor)
 
 
