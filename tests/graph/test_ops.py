@@ -26,7 +26,7 @@ TF_TYPES = {
     "cast": "Cast",
 }  # fmt: skip
 GENERATORS = {"constant", "zeros", "ones", "fill", "random_uniform", "random_normal",
-              "placeholder", "variable", "load"}  # fmt: skip
+              "placeholder", "variable", "load", "Constant", "ConstantOfShape", "Range"}  # fmt: skip
 # numpy and cupy both provide these; device kernels may call nothing else on xp
 XP_CALLS = {"add", "subtract", "multiply", "divide", "negative", "exp", "log", "tanh", "maximum",
             "max", "sum", "mean", "matmul", "transpose", "reshape", "concatenate", "split",
