@@ -165,11 +165,17 @@ def sigmoid(xp: ModuleType, inputs: Sequence[Array], attrs: Mapping[str, Any]) -
 
 
 def softmax(xp: ModuleType, inputs: Sequence[Array], attrs: Mapping[str, Any]) -> list[Array]:
-    x = inputs[0]
+    return [softmax_along(xp, inputs[0], -1)]
+
+
+def softmax_along(xp: ModuleType, x: Array, axis: int, log: bool = False) -> Array:
+    """Softmax of `x` along `axis` (TensorFlow's is the last axis), or its log (LogSoftmax)."""
     if x.size == 0:  # nothing to normalise; numpy's max of an empty axis would raise
-        return [x.copy()]
-    e = xp.exp(x - xp.max(x, axis=-1, keepdims=True))
-    return [e / xp.sum(e, axis=-1, keepdims=True)]
+        return x.copy()
+    shifted = x - xp.max(x, axis=axis, keepdims=True)
+    e = xp.exp(shifted)
+    total = xp.sum(e, axis=axis, keepdims=True)
+    return shifted - xp.log(total) if log else e / total
 
 
 def matmul(xp: ModuleType, inputs: Sequence[Array], attrs: Mapping[str, Any]) -> list[Array]:

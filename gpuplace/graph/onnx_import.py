@@ -36,6 +36,7 @@ from typing import Any
 from ..echo import clip_middle, show
 from ..errors import BadInput
 from ..limits import OPS_ENV, SPEC_SIZE_ENV, Limits, read_bytes
+from .fold import evaluate
 from .model import DTYPES, Config, Graph, Op, TensorRef, TensorSpec
 from .onnx_names import Placer, module_of, unbound_dims
 from .ops import REGISTRY, OpDef
@@ -71,7 +72,7 @@ SHAPE_INPUTS: Mapping[str, Mapping[int, str]] = {
     "TopK": {1: "K"},
 }
 SCALAR_INPUTS = frozenset({"axis", "start", "limit", "delta", "min", "max", "K", "constant_value"})
-ALWAYS_FOLD = frozenset({"Shape", "Size", "ConstantOfShape", "Range"})  # inputs known: fold
+ALWAYS_FOLD = frozenset({"Shape", "Size", "ConstantOfShape", "Range"})  # folded without inputs
 
 
 def onnx_module() -> ModuleType:
@@ -307,12 +308,12 @@ class Importer:
         if opdef is None:
             self._opaque(label, node, data, inferred, placer, reserved)
             return
+        if self._fold(label, node, data, attrs):
+            return
         try:
             attrs = dict(opdef.normalize(label, attrs))
         except BadInput as err:
             raise self.fail(f"node {err}") from None
-        if self._fold(opdef, label, node, data, attrs):
-            return
         refs, specs = self._inputs(data, placer)
         try:
             outs = opdef.infer(label, attrs, tuple(specs))
@@ -361,35 +362,42 @@ class Importer:
             return value.reshape(-1)[0].item() if value.size else None
         return [v.item() for v in value.reshape(-1)]
 
-    def _fold(
-        self, opdef: OpDef, label: str, node: Any, data: list[str], attrs: dict[str, Any]
-    ) -> bool:
-        """Compute the node here when its inputs are known (Shape: when its input's shape is),
-        and small; its outputs become known values."""
+    def _fold(self, label: str, node: Any, data: list[str], attrs: dict[str, Any]) -> bool:
+        """Compute the node here (`fold.evaluate`: the op's own numpy compute) when its inputs
+        are known (Shape's: when its input's shape is) and small; its outputs become known."""
         import numpy as np
 
         kind = node.op_type
         if kind in ("Shape", "Size") and data and data[0] in self.made:
-            spec = self.made[data[0]][1]
+            spec = self.made[data[0]][1]  # a zero-strided stand-in: the shape, no memory
             values = [np.broadcast_to(np.zeros((), dtype=spec.dtype), spec.shape)]
-        elif all(t in self.known for t in data):
+        elif all(t in self.known for t in data) and (data or kind in ALWAYS_FOLD):
             values = [self.known[t] for t in data]
-            if kind not in ALWAYS_FOLD and sum(v.size for v in values) > FOLD_ELEMENTS:
-                return False
-            if not data and kind not in ALWAYS_FOLD:
+            if sum(v.size for v in values) > FOLD_ELEMENTS:
                 return False
         else:
             return False
         try:
-            outs = opdef.compute(np, values, attrs)
-        except (ValueError, TypeError, IndexError) as err:
+            if not self._small(kind, label, values, attrs):
+                return False  # a large constant (a mask over a long sequence): an op
+            outs = evaluate(kind, values, attrs, label)
+        except BadInput as err:
+            raise self.fail(f"node {err}") from None
+        except (ValueError, TypeError, IndexError, MemoryError) as err:
             raise self.fail(f"node {label!r} ({kind}): cannot be computed: {err}") from None
-        if kind not in ALWAYS_FOLD and any(np.size(o) > FOLD_ELEMENTS for o in outs):
-            return False
         for tensor, value in zip(node.output, outs, strict=False):
             if tensor:
-                self.known[tensor] = np.asarray(value)
+                self.known[tensor] = value
         return True
+
+    @staticmethod
+    def _small(kind: str, label: str, values: list[Any], attrs: Mapping[str, Any]) -> bool:
+        """Whether every output of the node holds at most FOLD_ELEMENTS (known before any of
+        them is computed, from the op's shape rule)."""
+        opdef = REGISTRY[kind]
+        specs = tuple(TensorSpec(tuple(v.shape), str(v.dtype)) for v in values)
+        outs = opdef.infer(label, opdef.normalize(label, attrs), specs)
+        return all(prod(o.shape) <= FOLD_ELEMENTS for o in outs)
 
     def _inputs(
         self, data: list[str], placer: Placer
@@ -492,7 +500,9 @@ class Importer:
         if tensor not in reserved:  # a known value materialized under its own name above
             return ref
         attrs: Mapping[str, Any] = {}
-        self._add(tensor, "identity", (ref,), attrs, (spec,), "", placer)
+        device = placer.device(ref.op, "")
+        op = new_op(tensor, "identity", (ref,), device, attrs, (spec,), ref.op, None)
+        self.ops.append(op)  # colocated with the tensor's producer: no copy for a name
         return new_ref(tensor)
 
 

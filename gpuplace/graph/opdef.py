@@ -90,6 +90,11 @@ class OpDef:
             object.__setattr__(self, "tf_type_of", lambda attrs: TfType(of(attrs), name))
 
     @property
+    def onnx(self) -> bool:
+        """An ONNX operator (`onnx_ops/`): named by its ONNX type, which is also its tf_type."""
+        return self.name == self.tf_type
+
+    @property
     def host_value(self) -> bool:
         """compute returns host numpy arrays that the executor puts on the device."""
         return self.generator

@@ -53,7 +53,10 @@ from .attrs import (
     VALUE,
 )
 from .model import OpMeta
+from .onnx_ops import index as onnx_index
+from .onnx_ops import logic as onnx_logic
 from .onnx_ops import nn as onnx_nn
+from .onnx_ops import shape as onnx_shape
 from .opdef import CPU_ONLY, EMPTY, REQUIRED, TF_TYPE_ATTRS, OpDef
 
 # re-exported: the registry's users import these from here
@@ -172,6 +175,7 @@ _OPS = (
         tf_type_of=_split_type, default_name="split"),
     OpDef("cast", "Cast", inf.cast, k.cast, attrs={"dtype": (DTYPE, REQUIRED)},
         min_inputs=1, max_inputs=1),
+    *onnx_shape.OPS, *onnx_index.OPS, *onnx_logic.OPS,  # Reshape, Gather, Where, ...
     *onnx_nn.OPS,  # the ONNX operators (graph/onnx_ops/): Gemm, Conv, LayerNormalization, ...
     # an imported ONNX op without a kernel here: planned from ONNX's shapes, never run
     OpDef("Opaque", "Opaque", inf.opaque, k.opaque, max_inputs=None),

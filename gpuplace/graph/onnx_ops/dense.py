@@ -1,0 +1,262 @@
+"""ONNX's MLP math: MatMul, Gemm, the elementwise arithmetic and activations, Softmax and
+LogSoftmax, Erf and Gelu, Identity and Dropout (opset 13-20).
+
+Erf has no numpy function, and cupyx/scipy must not be required, so it is computed here from two
+approximations that together hold float32's precision: the Maclaurin series (a polynomial in x^2,
+12 terms) for |x| < 0.5, where erf is small and must be accurate relative to itself, and
+1 - erfc(|x|) from Numerical Recipes' Chebyshev fit of erfc (`erfcc`, fractional error below
+1.2e-7) elsewhere. Against `math.erf` in float64 the relative error is below 1.2e-7 everywhere
+(tests/graph/test_onnx_dense.py checks a grid); float32 inputs are computed in float32, float16
+ones in float32 and rounded back.
+
+Dropout is inference's: the output is the input, whatever `ratio` says (the ratio and
+training_mode inputs are accepted and not read; a training step's random mask is not modelled).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from math import factorial, pi, sqrt
+from types import ModuleType
+from typing import Any
+
+from ..attrs import INT, NUMBER
+from ..infer import ANY, FLOATS, NUMERIC, Specs, binary, check_dtypes, shape_error, unary
+from ..kernels import Array, elementwise, identity, relu, sigmoid, softmax_along
+from ..model import TensorSpec
+from ..opdef import OpDef
+from .common import FLAG, NO_FLOPS, axis_in, broadcast_shapes, choice, onnx_op, per_output
+
+Attrs = Mapping[str, Any]
+
+
+# --- shape rules -----------------------------------------------------------------------------
+
+
+def _matmul(name: str, tf_type: str, attrs: Attrs, inputs: Specs) -> Specs:
+    """numpy.matmul's rule: a 1-D operand gains a dimension that the output drops again."""
+    check_dtypes(name, tf_type, inputs, NUMERIC, ("A", "B"))
+    a, b = (s.shape for s in inputs)
+    if not a or not b:
+        raise shape_error(
+            "Shape must be at least rank 1 but is rank 0", name, tf_type, inputs,
+            "MatMul multiplies vectors, matrices or stacks of them; reshape the scalar",
+        )  # fmt: skip
+    a2 = (1, *a) if len(a) == 1 else a
+    b2 = (*b, 1) if len(b) == 1 else b
+    if a2[-1] != b2[-2]:
+        raise shape_error(
+            f"Dimensions must be equal, but are {a2[-1]} and {b2[-2]}", name, tf_type, inputs,
+            f"A's last dimension ({a2[-1]}) must equal B's "
+            f"{'only' if len(b) == 1 else 'second to last'} dimension ({b2[-2]}); "
+            "transpose one of them",
+        )  # fmt: skip
+    batch = broadcast_shapes(name, tf_type, inputs, (a2[:-2], b2[:-2]), " (batch dimensions)")
+    out = batch + (a2[-2:-1] if len(a) > 1 else ()) + (b2[-1:] if len(b) > 1 else ())
+    return (TensorSpec(out, inputs[0].dtype),)
+
+
+def _matmul_flops(attrs: Attrs, ins: Specs, outs: Specs) -> float:
+    """2 * (output elements) * K: a multiply and an add per term."""
+    return 2.0 * _count(outs) * ins[0].shape[-1]
+
+
+def _count(specs: Specs) -> int:
+    n = 1
+    for d in specs[0].shape:
+        n *= d
+    return n
+
+
+def _gemm_dims(attrs: Attrs, inputs: Specs) -> tuple[int, int, int, int]:
+    """(M, K of A, K of B, N) after transA / transB."""
+    (m, k), (k2, n) = inputs[0].shape, inputs[1].shape
+    if attrs["transA"]:
+        m, k = k, m
+    if attrs["transB"]:
+        k2, n = n, k2
+    return m, k, k2, n
+
+
+def _gemm(name: str, tf_type: str, attrs: Attrs, inputs: Specs) -> Specs:
+    """Y = alpha * A' @ B' + beta * C, A' and B' 2-D, C broadcasting to (M, N) one way."""
+    check_dtypes(name, tf_type, inputs, FLOATS, ("A", "B", "C"))
+    for i, s in enumerate(inputs[:2]):
+        if len(s.shape) != 2:
+            raise shape_error(
+                f"Shape must be rank 2 but is rank {len(s.shape)} (input {'AB'[i]})", name,
+                tf_type, inputs, "Gemm multiplies two matrices; use MatMul for other ranks",
+            )  # fmt: skip
+    m, k, k2, n = _gemm_dims(attrs, inputs)
+    if k != k2:
+        raise shape_error(
+            f"Dimensions must be equal, but are {k} and {k2}", name, tf_type, inputs,
+            "A' is M x K and B' is K x N; set transA or transB so the inner dimensions agree",
+        )  # fmt: skip
+    if len(inputs) == 3:
+        c = inputs[2].shape
+        if len(c) > 2 or any(d not in (1, full) for d, full in zip(c[::-1], (n, m), strict=False)):
+            raise shape_error(
+                f"C of shape [{','.join(map(str, c))}] does not broadcast to the output [{m},{n}]",
+                name, tf_type, inputs, f"give C of shape [{m},{n}], [{n}], [1] or a scalar",
+            )  # fmt: skip
+    return (TensorSpec((m, n), inputs[0].dtype),)
+
+
+def _gemm_flops(attrs: Attrs, ins: Specs, outs: Specs) -> float:
+    """2 * M * N * K (the multiply-adds; the alpha, beta and C terms are not counted)."""
+    m, k, _, n = _gemm_dims(attrs, ins)
+    return 2.0 * m * n * k
+
+
+def _pow(name: str, tf_type: str, attrs: Attrs, inputs: Specs) -> Specs:
+    """Pow's base and exponent may differ in type (T, T1); the output is the base's."""
+    for i, s in enumerate(inputs):
+        if s.dtype not in NUMERIC:
+            check_dtypes(name, tf_type, (s,), NUMERIC, (("X", "Y")[i],))
+    shape = broadcast_shapes(name, tf_type, inputs, [s.shape for s in inputs])
+    return (TensorSpec(shape, inputs[0].dtype),)
+
+
+def _softmax(name: str, tf_type: str, attrs: Attrs, inputs: Specs) -> Specs:
+    check_dtypes(name, tf_type, inputs, FLOATS, ("input",))
+    rank = len(inputs[0].shape)
+    axis_in(name, tf_type, inputs, attrs["axis"], rank, max(rank, 1))
+    return inputs
+
+
+def _first(allowed: frozenset[str]) -> Any:
+    """The output is input 0 as it is (Identity, Dropout's later inputs are not data)."""
+    one = unary(allowed)
+
+    def infer(name: str, tf_type: str, attrs: Attrs, inputs: Specs) -> Specs:
+        return one(name, tf_type, attrs, inputs[:1])
+
+    return infer
+
+
+# --- kernels ---------------------------------------------------------------------------------
+
+
+def _matmul_kernel(xp: ModuleType, inputs: Sequence[Array], attrs: Attrs) -> list[Array]:
+    return [xp.matmul(inputs[0], inputs[1])]
+
+
+def _gemm_kernel(xp: ModuleType, inputs: Sequence[Array], attrs: Attrs) -> list[Array]:
+    a, b = inputs[0], inputs[1]
+    y = xp.matmul(a.T if attrs["transA"] else a, b.T if attrs["transB"] else b)
+    if attrs["alpha"] != 1.0:
+        y *= y.dtype.type(attrs["alpha"])
+    if len(inputs) == 3 and attrs["beta"] != 0.0:
+        c = inputs[2]
+        y += c if attrs["beta"] == 1.0 else c * c.dtype.type(attrs["beta"])
+    return [y]
+
+
+def _div(xp: ModuleType, inputs: Sequence[Array], attrs: Attrs) -> list[Array]:
+    """ONNX (and C) integer division truncates toward zero; numpy's // floors."""
+    a, b = inputs
+    if a.dtype.kind != "i":
+        return [xp.divide(a, b)]
+    q = xp.floor_divide(a, b)
+    inexact = (q * b != a) & ((a < 0) != (b < 0))
+    return [q + inexact.astype(q.dtype)]
+
+
+def _pow_kernel(xp: ModuleType, inputs: Sequence[Array], attrs: Attrs) -> list[Array]:
+    x, y = inputs
+    return [xp.power(x, y).astype(x.dtype, copy=False)]
+
+
+_SERIES = tuple(2 / sqrt(pi) * (-1) ** n / (factorial(n) * (2 * n + 1)) for n in range(12))
+_ERFC = (-1.26551223, 1.00002368, 0.37409196, 0.09678418, -0.18628806, 0.27886807,
+         -1.13520398, 1.48851587, -0.82215223, 0.17087277)  # fmt: skip
+
+
+def erf(xp: ModuleType, x: Array) -> Array:
+    """erf(x), elementwise, with xp functions only (see the module docstring for the error)."""
+    half = x.dtype == xp.float16
+    if half:
+        x = x.astype(xp.float32)
+    z = x * x
+    series = _SERIES[-1]
+    for c in _SERIES[-2::-1]:
+        series = series * z + c
+    a = xp.abs(x)
+    t = 1 / (1 + 0.5 * a)
+    poly = _ERFC[-1]
+    for c in _ERFC[-2::-1]:
+        poly = poly * t + c
+    tail = xp.sign(x) * (1 - t * xp.exp(poly - z))
+    out = xp.where(a < 0.5, x * series, tail)
+    return out.astype(xp.float16) if half else out
+
+
+def _erf_kernel(xp: ModuleType, inputs: Sequence[Array], attrs: Attrs) -> list[Array]:
+    return [erf(xp, inputs[0])]
+
+
+_ROOT_2_OVER_PI = sqrt(2 / pi)
+
+
+def _gelu(xp: ModuleType, inputs: Sequence[Array], attrs: Attrs) -> list[Array]:
+    """0.5 x (1 + erf(x / sqrt 2)), or with approximate=tanh
+    0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3)))."""
+    x = inputs[0]
+    if attrs["approximate"] == "tanh":
+        inner = xp.tanh(_ROOT_2_OVER_PI * (x + 0.044715 * x * x * x))
+    else:
+        inner = erf(xp, x * (1 / sqrt(2)))
+    return [0.5 * x * (1 + inner)]
+
+
+def _softmax_kernel(xp: ModuleType, inputs: Sequence[Array], attrs: Attrs) -> list[Array]:
+    return [softmax_along(xp, inputs[0], attrs["axis"])]
+
+
+def _log_softmax_kernel(xp: ModuleType, inputs: Sequence[Array], attrs: Attrs) -> list[Array]:
+    return [softmax_along(xp, inputs[0], attrs["axis"], log=True)]
+
+
+def _sqrt(xp: ModuleType, inputs: Sequence[Array], attrs: Attrs) -> list[Array]:
+    return [xp.sqrt(inputs[0])]
+
+
+# --- the ops ---------------------------------------------------------------------------------
+
+
+def _unary_op(name: str, allowed: frozenset[str], compute: Any, flops: float = 1.0) -> OpDef:
+    return onnx_op(name, unary(allowed), compute, flops=per_output(flops))
+
+
+def _binary_op(name: str, compute: Any) -> OpDef:
+    return onnx_op(name, binary(NUMERIC), compute, min_inputs=2, max_inputs=2)
+
+
+OPS: tuple[OpDef, ...] = (
+    onnx_op("MatMul", _matmul, _matmul_kernel, min_inputs=2, max_inputs=2, flops=_matmul_flops),
+    onnx_op("Gemm", _gemm, _gemm_kernel, {
+        "alpha": (NUMBER, 1.0), "beta": (NUMBER, 1.0), "transA": (FLAG, 0), "transB": (FLAG, 0),
+    }, min_inputs=2, max_inputs=3, flops=_gemm_flops),
+    _binary_op("Add", elementwise("add")),
+    _binary_op("Sub", elementwise("subtract")),
+    _binary_op("Mul", elementwise("multiply")),
+    _binary_op("Div", _div),
+    onnx_op("Pow", _pow, _pow_kernel, min_inputs=2, max_inputs=2),
+    _unary_op("Sqrt", FLOATS, _sqrt),
+    _unary_op("Neg", NUMERIC, elementwise("negative")),
+    _unary_op("Exp", FLOATS, elementwise("exp")),
+    _unary_op("Log", FLOATS, elementwise("log")),
+    _unary_op("Tanh", FLOATS, elementwise("tanh")),
+    _unary_op("Relu", NUMERIC, relu),
+    _unary_op("Sigmoid", FLOATS, sigmoid),
+    _unary_op("Erf", FLOATS, _erf_kernel, flops=30.0),
+    onnx_op("Gelu", unary(FLOATS), _gelu, {"approximate": (choice("none", "tanh"), "none")},
+            flops=per_output(8.0)),
+    onnx_op("Softmax", _softmax, _softmax_kernel, {"axis": (INT, -1)}, flops=per_output(5.0)),
+    onnx_op("LogSoftmax", _softmax, _log_softmax_kernel, {"axis": (INT, -1)},
+            flops=per_output(5.0)),
+    onnx_op("Identity", _first(ANY), identity, flops=NO_FLOPS),
+    onnx_op("Dropout", _first(FLOATS), identity, {"seed": (INT, None)}, max_inputs=3,
+            flops=NO_FLOPS),
+)  # fmt: skip

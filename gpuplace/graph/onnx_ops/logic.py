@@ -1,0 +1,128 @@
+"""ONNX's compare, logic and select operators (opset 13-20): Equal, Less, LessOrEqual, Greater,
+GreaterOrEqual (bool out), And, Or, Xor, Not, Where (three-way broadcast), IsNaN, IsInf, Max and
+Min (any number of inputs, broadcast), Clip (`min`/`max` attrs). Inputs broadcast as in numpy;
+each costs one FLOP per output element (Max and Min of n inputs: n - 1)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from math import prod
+from types import ModuleType
+from typing import Any
+
+from ..infer import InferFn, Specs, shape_error
+from ..kernels import ComputeFn, elementwise
+from ..opdef import OpDef
+from .shape_attrs import FLAG, OPTIONAL_SCALAR
+from .shape_rules import ALL, BOOL, FLOATS, NUMBERS, broadcast, dtypes, per_output, spec
+
+Attrs = Mapping[str, Any]
+Array = Any
+
+
+def _broadcasting(allowed: frozenset[str], out: str | None) -> InferFn:
+    """Inputs of one dtype from `allowed`, broadcast; the output is `out` (None: the inputs')."""
+
+    def infer(name: str, tf_type: str, attrs: Attrs, inputs: Specs) -> Specs:
+        dtype = dtypes(name, tf_type, inputs, allowed)
+        if len(inputs) == 1 or all(s.shape == inputs[0].shape for s in inputs):
+            shape = inputs[0].shape
+        else:
+            shape = broadcast(name, tf_type, inputs, [s.shape for s in inputs])
+        return spec(shape, out or dtype)
+
+    return infer
+
+
+def infer_where(name: str, tf_type: str, attrs: Attrs, inputs: Specs) -> Specs:
+    dtypes(name, tf_type, inputs, BOOL, (0,))
+    dtype = dtypes(name, tf_type, inputs, ALL, (1, 2))
+    return spec(broadcast(name, tf_type, inputs, [s.shape for s in inputs]), dtype)
+
+
+def where(xp: ModuleType, inputs: Sequence[Array], attrs: Attrs) -> list[Array]:
+    return [xp.where(*inputs)]
+
+
+def infer_isinf(name: str, tf_type: str, attrs: Attrs, inputs: Specs) -> Specs:
+    dtypes(name, tf_type, inputs, FLOATS)
+    return spec(inputs[0].shape, "bool")
+
+
+def isinf(xp: ModuleType, inputs: Sequence[Array], attrs: Attrs) -> list[Array]:
+    x = inputs[0]
+    positive, negative = attrs["detect_positive"], attrs["detect_negative"]
+    if positive and negative:
+        return [xp.isinf(x)]
+    if positive or negative:
+        return [x == (xp.inf if positive else -xp.inf)]
+    return [xp.zeros(x.shape, dtype=bool)]
+
+
+def reduce_n(function: str) -> ComputeFn:
+    """Max or Min of any number of inputs: `xp.maximum` or `xp.minimum` folded over them."""
+
+    def compute(xp: ModuleType, inputs: Sequence[Array], attrs: Attrs) -> list[Array]:
+        out = inputs[0]
+        for x in inputs[1:]:
+            out = getattr(xp, function)(out, x)
+        return [out.copy() if out is inputs[0] else out]
+
+    compute.__name__ = function
+    return compute
+
+
+def _n_minus_one(attrs: Attrs, inputs: Specs, outputs: Specs) -> float:
+    return float((len(inputs) - 1) * prod(outputs[0].shape))
+
+
+def infer_clip(name: str, tf_type: str, attrs: Attrs, inputs: Specs) -> Specs:
+    dtype = dtypes(name, tf_type, inputs, NUMBERS)
+    for bound in ("min", "max"):
+        value = attrs.get(bound)
+        if value is not None and dtype not in FLOATS and float(value) != int(value):
+            raise shape_error(
+                f"Clip {bound} {value} is not an integer for a {dtype} input", name, tf_type,
+                inputs, "give integer bounds, or Cast the input to a float type",
+            )  # fmt: skip
+    return inputs[:1]
+
+
+def clip(xp: ModuleType, inputs: Sequence[Array], attrs: Attrs) -> list[Array]:
+    """min first, then max (min > max gives max everywhere, as onnxruntime does)."""
+    out = inputs[0]
+    low, high = attrs.get("min"), attrs.get("max")
+    if low is not None:
+        out = xp.maximum(out, xp.asarray(low, dtype=out.dtype))
+    if high is not None:
+        out = xp.minimum(out, xp.asarray(high, dtype=out.dtype))
+    return [out.copy() if out is inputs[0] else out]
+
+
+def _op(name: str, infer_fn: InferFn, compute_fn: ComputeFn, inputs: tuple[int, int | None],
+        **kw: Any) -> OpDef:  # fmt: skip
+    kw.setdefault("flops", per_output)
+    return OpDef(name, name, infer_fn, compute_fn, min_inputs=inputs[0], max_inputs=inputs[1],
+                 **kw)  # fmt: skip
+
+
+_COMPARABLE = NUMBERS | BOOL
+OPS = (
+    _op("Equal", _broadcasting(_COMPARABLE, "bool"), elementwise("equal"), (2, 2)),
+    _op("Less", _broadcasting(NUMBERS, "bool"), elementwise("less"), (2, 2)),
+    _op("LessOrEqual", _broadcasting(NUMBERS, "bool"), elementwise("less_equal"), (2, 2)),
+    _op("Greater", _broadcasting(NUMBERS, "bool"), elementwise("greater"), (2, 2)),
+    _op("GreaterOrEqual", _broadcasting(NUMBERS, "bool"), elementwise("greater_equal"), (2, 2)),
+    _op("And", _broadcasting(BOOL, None), elementwise("logical_and"), (2, 2)),
+    _op("Or", _broadcasting(BOOL, None), elementwise("logical_or"), (2, 2)),
+    _op("Xor", _broadcasting(BOOL, None), elementwise("logical_xor"), (2, 2)),
+    _op("Not", _broadcasting(BOOL, None), elementwise("logical_not"), (1, 1)),
+    _op("IsNaN", infer_isinf, elementwise("isnan"), (1, 1)),
+    _op("IsInf", infer_isinf, isinf, (1, 1),
+        attrs={"detect_negative": (FLAG, 1), "detect_positive": (FLAG, 1)}),
+    _op("Where", infer_where, where, (3, 3)),
+    _op("Max", _broadcasting(NUMBERS, None), reduce_n("maximum"), (1, None), flops=_n_minus_one),
+    _op("Min", _broadcasting(NUMBERS, None), reduce_n("minimum"), (1, None), flops=_n_minus_one),
+    _op("Clip", infer_clip, clip, (1, 1),
+        attrs={"min": (OPTIONAL_SCALAR, None), "max": (OPTIONAL_SCALAR, None)}),
+)  # fmt: skip

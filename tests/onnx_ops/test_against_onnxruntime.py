@@ -1,0 +1,107 @@
+"""Each ONNX op of graph/onnx_ops/ against onnxruntime (an independent implementation) on a
+one-node model built with onnx.helper; skipped where onnx or onnxruntime is not installed.
+Also: the kernels call only what cupy also has, so the same code runs on a GPU."""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+import numpy as np
+import pytest
+
+from gpuplace.graph import list_ops
+from tests.onnx_ops.helpers import onnxruntime_run, ours
+
+RNG = np.random.default_rng(11)
+
+
+def f32(*shape: int) -> np.ndarray:
+    return RNG.standard_normal(shape).astype(np.float32)
+
+
+def positive(*shape: int) -> np.ndarray:
+    return (np.abs(f32(*shape)) + 0.1).astype(np.float32)
+
+
+class Case(NamedTuple):
+    op: str
+    inputs: list[np.ndarray]
+    attrs: dict[str, Any]
+    constants: tuple[np.ndarray | None, ...] = ()  # later inputs onnxruntime takes as tensors
+    ours_attrs: dict[str, Any] | None = None  # gpuplace's attrs, where they differ (folded)
+
+
+I64 = np.array([7, -7, 9, -9, 0], np.int64)
+CASES = [
+    Case("MatMul", [f32(2, 3, 4), f32(4, 5)], {}),
+    Case("MatMul", [f32(4), f32(3, 4, 2)], {}),
+    Case("Gemm", [f32(4, 3), f32(5, 4), f32(5)], {"transA": 1, "transB": 1, "alpha": 0.5, "beta": 3.0}),
+    Case("Gemm", [f32(3, 4), f32(4, 5), f32(3, 1)], {}),
+    Case("Add", [f32(2, 1, 4), f32(3, 1)], {}),
+    Case("Sub", [f32(2, 3), f32(3)], {}),
+    Case("Mul", [f32(2, 3), f32(1)], {}),
+    Case("Div", [f32(2, 3), positive(2, 3)], {}),
+    Case("Div", [I64, np.array([2, 2, -2, -2, 3], np.int64)], {}),
+    Case("Pow", [positive(2, 3), f32(3)], {}),
+    Case("Sqrt", [positive(2, 3)], {}),
+    Case("Neg", [f32(2, 3)], {}),
+    Case("Exp", [f32(2, 3)], {}),
+    Case("Log", [positive(2, 3)], {}),
+    Case("Tanh", [f32(2, 3)], {}),
+    Case("Relu", [f32(2, 3)], {}),
+    Case("Sigmoid", [f32(2, 3)], {}),
+    Case("Erf", [np.linspace(-4, 4, 81, dtype=np.float32)], {}),
+    Case("Gelu", [f32(3, 7)], {}),
+    Case("Gelu", [f32(3, 7)], {"approximate": "tanh"}),
+    Case("Softmax", [f32(2, 3, 4)], {"axis": 1}),
+    Case("Softmax", [f32(2, 3, 4)], {}),
+    Case("LogSoftmax", [f32(2, 3, 4)], {"axis": 0}),
+    Case("Identity", [f32(2, 3)], {}),
+    Case("Dropout", [f32(2, 3)], {}),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("case", CASES, ids=[f"{c.op}-{i}" for i, c in enumerate(CASES)])
+def test_op_agrees_with_onnxruntime(case: Case) -> None:
+    want = onnxruntime_run(case.op, case.inputs, case.attrs, case.constants)
+    attrs = case.attrs if case.ours_attrs is None else case.ours_attrs
+    got = ours(case.op, case.inputs, attrs)
+    assert len(got) == len(want)
+    for g, w in zip(got, want, strict=True):
+        assert g.shape == w.shape and g.dtype == w.dtype
+        assert np.allclose(g, w, rtol=1e-5, atol=1e-5)
+
+
+def test_every_onnx_op_here_has_a_case() -> None:
+    """The cases cover the ops of onnx_ops/nn.py (another module's ops have their own tests)."""
+    from gpuplace.graph.onnx_ops import nn
+
+    assert {d.name for d in nn.OPS} <= {c.op for c in CASES}
+    assert all(d.onnx and d.flops is not None for d in nn.OPS)
+    assert {d.name for d in nn.OPS} <= {d.name for d in list_ops()}
+
+
+# numpy and cupy both provide these: the ONNX kernels may call nothing else on xp
+XP_CALLS = {
+    "abs", "add", "divide", "exp", "float16", "float32", "floor_divide", "log", "matmul",
+    "max", "maximum", "multiply", "negative", "power", "sign", "sqrt", "subtract", "sum",
+    "tanh", "where", "pad", "full", "reshape", "stack", "zeros", "ones", "mean", "moveaxis",
+    "transpose", "inf", "broadcast_to", "ascontiguousarray", "concatenate", "float64",
+}  # fmt: skip
+
+
+class RecordingXp:
+    def __init__(self) -> None:
+        self.calls: set[str] = set()
+
+    def __getattr__(self, name: str) -> Any:
+        self.calls.add(name)
+        return getattr(np, name)
+
+
+def test_kernels_call_only_what_cupy_also_has() -> None:
+    xp = RecordingXp()
+    for case in CASES:
+        ours(case.op, case.inputs, case.attrs if case.ours_attrs is None else case.ours_attrs,
+             xp=xp)  # fmt: skip
+    assert xp.calls <= XP_CALLS, xp.calls - XP_CALLS
