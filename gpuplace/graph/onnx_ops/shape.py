@@ -29,10 +29,12 @@ from .shape_rules import axes_in, axis_in, broadcast, no_flops, per_output, spec
 
 Attrs = Mapping[str, Any]
 Array = Any
+INT64_MAX = 2**63 - 1
 
 
 def _clamp(value: int, low: int, high: int) -> int:
-    return max(low, min(value, high))
+    """`value` in [low, high]; `high` where the range is empty (a negative step on an empty axis)."""
+    return min(max(value, low), high)
 
 
 def shape_range(rank: int, attrs: Attrs) -> tuple[int, int]:
@@ -157,7 +159,9 @@ def slice_bounds(
 ) -> list[tuple[int, int, int, int]]:
     """Slice's (axis, start, end, step) per sliced axis, clamped as ONNX says: negative starts
     and ends count from the end; then for a positive step both are clamped to [0, d], for a
-    negative one start to [0, d - 1] and end to [-1, d - 1]."""
+    negative one start to [0, d - 1] and end to [-1, d - 1]. An end of INT64_MAX with a negative
+    step runs to the start of the axis, as in onnxruntime (exporters write INT64_MAX for "to the
+    end" whatever the direction), where the ONNX text would give nothing."""
     dims = inputs[0].shape
     starts, ends = attrs["starts"], attrs["ends"]
     axes = attrs.get("axes") or tuple(range(len(starts)))
@@ -173,6 +177,8 @@ def slice_bounds(
         if step == 0:
             raise shape_error("Slice step cannot be 0", name, tf_type, inputs, "give steps != 0")
         d = dims[axis]
+        if step < 0 and end == INT64_MAX:
+            end = -1 - d
         start, end = start + d if start < 0 else start, end + d if end < 0 else end
         if step > 0:
             start, end = _clamp(start, 0, d), _clamp(end, 0, d)
