@@ -26,9 +26,16 @@ def test_each_example_is_small_and_named_as_pytorch_names_it() -> None:
         assert path.stat().st_size < 1_000_000
         model = onnx.load(str(path))
         assert model.opset_import[0].version == 20
-        assert all(n.name.startswith("/") for n in model.graph.node if n.op_type not in ("Constant", "Identity"))
+        assert all(
+            n.name.startswith("/")
+            for n in model.graph.node
+            if n.op_type not in ("Constant", "Identity")
+        )
     mlp = onnx.load(str(EXAMPLES / "mlp.onnx")).graph
-    assert [t.name for t in mlp.initializer][:2] == ["model.layers.0.fc.weight", "model.layers.0.fc.bias"]
+    assert [t.name for t in mlp.initializer][:2] == [
+        "model.layers.0.fc.weight",
+        "model.layers.0.fc.bias",
+    ]
     assert mlp.node[0].name == "/model/layers.0/fc/Gemm"
     gpt2 = {n.op_type for n in onnx.load(str(EXAMPLES / "gpt2_tiny.onnx")).graph.node}
     assert {"Range", "CumSum", "LessOrEqual", "Equal", "Not", "And", "Where"} <= gpt2  # the mask
@@ -56,7 +63,9 @@ def test_the_device_map_of_balanced_puts_each_branch_s_modules_on_one_gpu(run: R
                  "--format", "device-map")  # fmt: skip
     assert result.code == 0, result.err
     device_map = json.loads(result.out)["device_map"]
-    assert sorted(device_map) == sorted([f"up.{i}" for i in range(8)] + [f"down.{i}" for i in range(8)])
+    assert sorted(device_map) == sorted(
+        [f"up.{i}" for i in range(8)] + [f"down.{i}" for i in range(8)]
+    )
     assert {device_map[f"up.{i}"] for i in range(8)} == {0, 1, 2, 3}
     for i in range(8):  # a branch's two layers share a GPU: no copy of its activations
         assert device_map[f"up.{i}"] == device_map[f"down.{i}"]
