@@ -52,7 +52,9 @@ def test_unbound_dims_are_listed_with_the_flag(run: Run, tmp_path: Path) -> None
 def test_a_dim_the_model_lacks_is_refused(run: Run, tmp_path: Path) -> None:
     result = run(*SIM, "plan", save(mlp(), tmp_path), "--dim", "batch=2", "--dim", "seq=4")
     assert result.code == 2
-    assert result.err.endswith(": --dim seq: the model has no dim 'seq'; its symbolic dims: batch\n")
+    assert result.err.endswith(
+        ": --dim seq: the model has no dim 'seq'; its symbolic dims: batch\n"
+    )
 
 
 @pytest.mark.parametrize("bad", ["batch", "batch=0", "batch=x", "=3"])
@@ -176,9 +178,7 @@ def test_names_unnamed_nodes_clashes_and_outputs(tmp_path: Path) -> None:
 def test_wrapper_binds_dims_and_pins_modules(run: Run, tmp_path: Path) -> None:
     save(mlp(), tmp_path)
     wrapper = tmp_path / "w.yaml"
-    wrapper.write_text(
-        "model: m.onnx\ndims: {batch: 8}\ndevices: {fc2: /gpu:1, /fc1: /cpu:0}\n"
-    )
+    wrapper.write_text("model: m.onnx\ndims: {batch: 8}\ndevices: {fc2: /gpu:1, /fc1: /cpu:0}\n")
     graph = load(wrapper)
     devices = {op.name: op.device for op in graph.ops}
     assert devices["/fc2/Gemm"] == devices["fc2.weight"] == "/device:GPU:1"
