@@ -40,8 +40,7 @@ from ..limits import OPS_ENV, SPEC_SIZE_ENV, Limits, read_bytes
 from .fold import evaluate
 from .model import DTYPES, Config, Graph, Op, TensorRef, TensorSpec
 from .onnx_names import Placer, module_of, unbound_dims
-from .opdef import EMPTY
-from .ops import REGISTRY, OpDef
+from .ops import REGISTRY
 from .resolve import new_op, new_ref
 from .scope import Names
 
@@ -73,6 +72,7 @@ SHAPE_INPUTS: Mapping[str, Mapping[int, str]] = {
     "Tile": {1: "repeats"},
     "TopK": {1: "K"},
 }
+NONE: Mapping[int, str] = {}
 SCALAR_INPUTS = frozenset({"axis", "start", "limit", "delta", "min", "max", "K", "constant_value"})
 ALWAYS_FOLD = frozenset({"Shape", "Size", "ConstantOfShape", "Range"})  # folded without inputs
 
@@ -299,7 +299,7 @@ class Importer:
         attrs: dict[str, Any] = (
             {a.name: self._attr(a) for a in node.attribute} if len(node.attribute) else {}
         )
-        folded = SHAPE_INPUTS.get(kind, EMPTY) if opdef is not None else EMPTY
+        folded = SHAPE_INPUTS.get(kind, NONE) if opdef is not None else NONE
         data = list(node.input)
         if folded or "" in data:
             given, data = data, []
@@ -553,7 +553,7 @@ def supported_ops() -> list[str]:
 
 
 def _dtype_of(value: Any, tensor: str, source: str) -> str:
-    name = _DTYPE_NAMES.get(value.dtype)  # a dict lookup: numpy's dtype.name is slow
+    name: str | None = _DTYPE_NAMES.get(value.dtype)  # a dict lookup: dtype.name is slow
     if name is None:
         raise BadInput(
             f"{source}: tensor {tensor!r} is {value.dtype}, which gpuplace does not support"
