@@ -139,8 +139,10 @@ def run(app: AppContext, /, spec: str, log: bool | None, log_format: str | None,
         result = outcome.result
         checked: list[Verified] = []
         if verify:
-            stage("verifying against a float64 CPU run"
-                  + (" and onnxruntime" if prepared.graph.onnx_model else ""))
+            stage(
+                "verifying against a float64 CPU run"
+                + (" and onnxruntime" if prepared.graph.onnx_model else "")
+            )
             checked = _verify(prepared, result, view)
     if save is not None:
         _save(save, result.values)

@@ -38,7 +38,9 @@ def onnxruntime_checks(graph: Graph, values: Mapping[str, Any]) -> list[Verified
         wanted = [n for n in names if n in values]
         got = session.run(wanted, {i.name: feeds[i.name] for i in session.get_inputs()})
     except Exception as err:  # onnxruntime's own errors (Fail, InvalidArgument, ...)
-        raise RuntimeFailure(f"--verify: onnxruntime cannot run {graph.onnx_model}: {err}") from None
+        raise RuntimeFailure(
+            f"--verify: onnxruntime cannot run {graph.onnx_model}: {err}"
+        ) from None
     against = f"onnxruntime {onnxruntime.__version__}"
     return [
         compare(name, values[name], ref, against) for name, ref in zip(wanted, got, strict=True)

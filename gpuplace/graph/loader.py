@@ -43,6 +43,7 @@ def load(path: str | Path, **options: Any) -> Graph:
     `limits.spec_bytes` is refused before it is read."""
     path = Path(path)
     if is_onnx_path(path):
+        _no_replicate(options.get("replicate"))
         return load_onnx(path, dims=options.get("dims"), limits=options.get("limits"))
     limit = (options.get("limits") or Limits()).spec_bytes
     hint = f"set {SPEC_SIZE_ENV} to raise the limit (e.g. {SPEC_SIZE_ENV}=4GiB)"
@@ -254,10 +255,22 @@ def _wrapper(data: dict[str, Any], source: str, base: str, extra: Extra) -> Grap
             data,
         )
     config = read_config(data.get("config"), data)
+    _no_replicate(extra.replicate)
     path = os.path.join(base, os.path.expanduser(model))
     return load_onnx(
         path, dims={**dims, **extra.dims}, devices=devices, config=config, limits=extra.limits
     )
+
+
+def _no_replicate(replicate: int | str | None) -> None:
+    """`--replicate` splits a spec's placeholders; an ONNX model has no replicate block yet."""
+    if replicate is not None:
+        raise BadInput(
+            Message(
+                Setting("replicate", replicate), ": replicates a YAML or JSON spec; an ONNX "
+                "model is placed as exported (bind a larger batch with --dim instead)",
+            )
+        )  # fmt: skip
 
 
 def _infer(

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import os
 import stat
+import sys
 from collections.abc import Iterable, Mapping
 from math import prod
 from pathlib import Path
@@ -39,7 +40,7 @@ from ..limits import OPS_ENV, SPEC_SIZE_ENV, Limits, read_bytes
 from .fold import evaluate
 from .model import DTYPES, Config, Graph, Op, TensorRef, TensorSpec
 from .onnx_names import Placer, module_of, unbound_dims
-from .ops import REGISTRY, OpDef
+from .ops import REGISTRY
 from .resolve import new_op, new_ref
 from .scope import Names
 
@@ -71,6 +72,7 @@ SHAPE_INPUTS: Mapping[str, Mapping[int, str]] = {
     "Tile": {1: "repeats"},
     "TopK": {1: "K"},
 }
+NONE: Mapping[int, str] = {}
 SCALAR_INPUTS = frozenset({"axis", "start", "limit", "delta", "min", "max", "K", "constant_value"})
 ALWAYS_FOLD = frozenset({"Shape", "Size", "ConstantOfShape", "Range"})  # folded without inputs
 
@@ -196,7 +198,11 @@ class Importer:
     # -- inputs --------------------------------------------------------------------------------
 
     def _initializers(self) -> None:
+        """Each initializer's array: a view of its raw bytes (no copy) where it has them."""
+        import numpy as np
+
         helper = self.onnx.numpy_helper
+        little = sys.byteorder == "little"
         for t in self.graph.initializer:
             what = f"initializer {t.name!r}"
             if t.data_location == 1:  # EXTERNAL
@@ -206,18 +212,22 @@ class Importer:
                     "save_as_external_data=False)) or give a model under 2 GiB"
                 )
             dtype = _dtype(t.data_type, what, self.source)
-            shape = tuple(int(d) for d in t.dims)
+            shape = tuple(t.dims)
             count = prod(shape)
             if any(d < 0 for d in shape):
                 raise self.fail(f"{what} has a negative dim: {list(shape)}")
-            have = len(t.raw_data) // DTYPES[dtype] if t.raw_data else _field_count(t)
-            if have != count:
+            raw = t.raw_data
+            have = len(raw) // DTYPES[dtype] if raw else _field_count(t)
+            if have != count or (raw and len(raw) % DTYPES[dtype]):
                 raise self.fail(
                     f"{what} declares shape {list(shape)} ({count:,} elements) but holds "
                     f"{have:,}; the file is corrupt, export it again"
                 )
             try:
-                value = helper.to_array(t)
+                if raw and little:  # ONNX stores raw data little-endian
+                    value = np.frombuffer(raw, dtype=dtype).reshape(shape)
+                else:
+                    value = helper.to_array(t)
             except (ValueError, TypeError) as err:
                 raise self.fail(f"{what} cannot be read: {err}") from None
             self.known[t.name] = value
@@ -279,23 +289,26 @@ class Importer:
         self, index: int, node: Any, inferred: Mapping[str, Any], placer: Placer,
         reserved: set[str],
     ) -> None:  # fmt: skip
-        kind = node.op_type
-        label = node.name or f"{kind}_{index}"
-        if kind == "Constant" and node.domain in ("", "ai.onnx"):
-            self.known[node.output[0]] = self._constant_value(node, label)
+        kind, node_name, outputs = node.op_type, node.name, list(node.output)
+        label = node_name or f"{kind}_{index}"
+        standard = node.domain in ("", "ai.onnx")
+        if kind == "Constant" and standard:
+            self.known[outputs[0]] = self._constant_value(node, label)
             return
-        opdef = (
-            REGISTRY.get(kind) if node.domain in ("", "ai.onnx") and kind[:1].isupper() else None
+        opdef = REGISTRY.get(kind) if standard and kind[:1].isupper() else None
+        attrs: dict[str, Any] = (
+            {a.name: self._attr(a) for a in node.attribute} if len(node.attribute) else {}
         )
-        attrs: dict[str, Any] = {a.name: self._attr(a) for a in node.attribute}
-        folded = SHAPE_INPUTS.get(kind, {}) if opdef is not None else {}
-        data: list[str] = []
-        for k, tensor in enumerate(node.input):
-            if k in folded:
-                if tensor:
-                    attrs[folded[k]] = self._folded_value(tensor, folded[k], label, kind)
-            elif tensor or any(node.input[k:]):
-                data.append(tensor)
+        folded = SHAPE_INPUTS.get(kind, NONE) if opdef is not None else NONE
+        data = list(node.input)
+        if folded or "" in data:
+            given, data = data, []
+            for k, tensor in enumerate(given):
+                if k in folded:
+                    if tensor:
+                        attrs[folded[k]] = self._folded_value(tensor, folded[k], label, kind)
+                elif tensor or any(given[k:]):
+                    data.append(tensor)
         while data and not data[-1]:
             data.pop()
         for tensor in data:
@@ -319,10 +332,10 @@ class Importer:
             outs = opdef.infer(label, attrs, tuple(specs))
         except BadInput as err:
             raise self.fail(f"node {err}") from None
-        self._check_outputs(label, kind, node, outs, inferred)
+        self._check_outputs(label, kind, outputs, outs, inferred)
         name = self._unique(label, reserved)
-        self._add(name, kind, refs, attrs, outs, module_of(node.name), placer)
-        for k, tensor in enumerate(node.output):
+        self._add(name, kind, refs, attrs, outs, module_of(node_name), placer)
+        for k, tensor in enumerate(outputs):
             if tensor and k < len(outs):
                 self.made[tensor] = (new_ref(name, k), outs[k])
 
@@ -426,20 +439,22 @@ class Importer:
         return found
 
     def _check_outputs(
-        self, label: str, kind: str, node: Any, outs: tuple[TensorSpec, ...],
+        self, label: str, kind: str, outputs: list[str], outs: tuple[TensorSpec, ...],
         inferred: Mapping[str, Any],
     ) -> None:  # fmt: skip
-        for k, tensor in enumerate(node.output):
+        for k, tensor in enumerate(outputs):
             if not tensor:
                 continue
             if k >= len(outs):
                 raise self.fail(
-                    f"node {label!r} ({kind}): ONNX names {len(node.output)} outputs, gpuplace's "
+                    f"node {label!r} ({kind}): ONNX names {len(outputs)} outputs, gpuplace's "
                     f"{kind} makes {len(outs)}"
                 )
             shape, elem = inferred.get(tensor, (None, 0))
             ours = outs[k]
             theirs = ONNX_DTYPES.get(elem) if elem else None
+            if shape == ours.shape and theirs == ours.dtype:
+                continue  # the common case: both agree, fully known
             if elem and theirs is None:
                 _dtype(elem, f"tensor {tensor!r} (output of node {label!r})", self.source)
             same_shape = shape is None or (
@@ -518,15 +533,31 @@ def refuse_opaque(graph: Graph) -> None:
             )
 
 
+class _DtypeNames(dict[Any, str]):
+    """numpy dtype -> gpuplace's dtype name, filled on first use (numpy is imported lazily)."""
+
+    def get(self, key: Any, default: Any = None) -> Any:
+        if not self:
+            import numpy as np
+
+            self.update({np.dtype(n): n for n in DTYPES})
+        return super().get(key, default)
+
+
+_DTYPE_NAMES = _DtypeNames()
+
+
 def supported_ops() -> list[str]:
     """The ONNX op types gpuplace imports (registry ops named like ONNX's, plus Constant)."""
     return sorted({n for n in REGISTRY if n[:1].isupper() and n != "Opaque"} | {"Constant"})
 
 
 def _dtype_of(value: Any, tensor: str, source: str) -> str:
-    name = str(value.dtype)
-    if name not in DTYPES:
-        raise BadInput(f"{source}: tensor {tensor!r} is {name}, which gpuplace does not support")
+    name: str | None = _DTYPE_NAMES.get(value.dtype)  # a dict lookup: dtype.name is slow
+    if name is None:
+        raise BadInput(
+            f"{source}: tensor {tensor!r} is {value.dtype}, which gpuplace does not support"
+        )
     return name
 
 

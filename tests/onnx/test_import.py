@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -52,7 +53,9 @@ def test_unbound_dims_are_listed_with_the_flag(run: Run, tmp_path: Path) -> None
 def test_a_dim_the_model_lacks_is_refused(run: Run, tmp_path: Path) -> None:
     result = run(*SIM, "plan", save(mlp(), tmp_path), "--dim", "batch=2", "--dim", "seq=4")
     assert result.code == 2
-    assert result.err.endswith(": --dim seq: the model has no dim 'seq'; its symbolic dims: batch\n")
+    assert result.err.endswith(
+        ": --dim seq: the model has no dim 'seq'; its symbolic dims: batch\n"
+    )
 
 
 @pytest.mark.parametrize("bad", ["batch", "batch=0", "batch=x", "=3"])
@@ -131,7 +134,7 @@ def test_external_data_is_refused(tmp_path: Path) -> None:
     m = mlp()
     w = m.graph.initializer[0]
     w.data_location = T.EXTERNAL
-    with pytest.raises(Exception, match="initializer 'fc1.weight' keeps its data in an external"):
+    with pytest.raises(Exception, match=r"initializer 'fc1\.weight' keeps its data in an external"):
         load(save(m, tmp_path), dims={"batch": 2})
 
 
@@ -141,8 +144,15 @@ def test_an_unsupported_op_is_planned_as_estimated_and_refused_by_run(
     path = save(hardmax(), tmp_path)
     planned = run(*SIM, "plan", path, "--dim", "batch=2", "--json")
     assert planned.code == 0, planned.err
-    ops = {o["op"]: o for o in json.loads(planned.out)["placement"]}
+    doc = json.loads(planned.out)
+    ops = {o["op"]: o for o in doc["placement"]}
     assert ops["/head/Hardmax"]["type"] == "Opaque"
+    assert doc["estimated"] == [{"op": "/head/Hardmax", "onnx_type": "Hardmax"}]
+    text = run(*SIM, "plan", path, "--dim", "batch=2")
+    assert text.out.endswith(
+        "\nestimated: /head/Hardmax (Hardmax): no kernel in gpuplace, so their time is a guess "
+        "(one unit of work per output element) and run refuses the model\n"
+    )
     refused = run(*SIM, "run", path, "--dim", "batch=2")
     assert (refused.code, refused.out) == (2, "")
     assert refused.err == (
@@ -176,9 +186,7 @@ def test_names_unnamed_nodes_clashes_and_outputs(tmp_path: Path) -> None:
 def test_wrapper_binds_dims_and_pins_modules(run: Run, tmp_path: Path) -> None:
     save(mlp(), tmp_path)
     wrapper = tmp_path / "w.yaml"
-    wrapper.write_text(
-        "model: m.onnx\ndims: {batch: 8}\ndevices: {fc2: /gpu:1, /fc1: /cpu:0}\n"
-    )
+    wrapper.write_text("model: m.onnx\ndims: {batch: 8}\ndevices: {fc2: /gpu:1, /fc1: /cpu:0}\n")
     graph = load(wrapper)
     devices = {op.name: op.device for op in graph.ops}
     assert devices["/fc2/Gemm"] == devices["fc2.weight"] == "/device:GPU:1"
@@ -271,3 +279,32 @@ def test_weights_are_variables_holding_the_tensor(tmp_path: Path) -> None:
     from onnx import numpy_helper
 
     np.testing.assert_array_equal(var.attrs["value"], numpy_helper.to_array(w))
+
+
+def test_replicate_is_refused_for_a_model(run: Run, tmp_path: Path) -> None:
+    result = run(*SIM, "plan", save(mlp(), tmp_path), "--dim", "batch=2", "--replicate", "2")
+    assert (result.code, result.err) == (2, (
+        "error: --replicate 2: replicates a YAML or JSON spec; an ONNX model is placed as "
+        "exported (bind a larger batch with --dim instead)\n"
+    ))  # fmt: skip
+
+
+def test_without_the_onnx_extra_one_line_names_it(
+    run: Run, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = save(mlp(), tmp_path)
+    monkeypatch.setitem(sys.modules, "onnx", None)  # import onnx raises ImportError
+    result = run(*SIM, "plan", path, "--dim", "batch=2")
+    assert (result.code, result.err) == (
+        2, "error: reading an ONNX model needs the onnx extra: pip install 'gpuplace[onnx]'\n"
+    )  # fmt: skip
+
+
+@needs_mlp
+def test_mem_runs_a_model(run: Run, tmp_path: Path) -> None:
+    path = save(mlp(), tmp_path)
+    np.save(tmp_path / "x.npy", np.ones((4, 4), np.float32))
+    result = run(*SIM, "mem", path, "--dim", "batch=4", "--feed", f"x={tmp_path / 'x.npy'}",
+                 "--json")  # fmt: skip
+    assert result.code == 0, result.err
+    assert json.loads(result.out)["schema_version"]
