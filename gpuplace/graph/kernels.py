@@ -173,9 +173,12 @@ def softmax_along(xp: ModuleType, x: Array, axis: int, log: bool = False) -> Arr
     if x.size == 0:  # nothing to normalise; numpy's max of an empty axis would raise
         return x.copy()
     shifted = x - xp.max(x, axis=axis, keepdims=True)
-    e = xp.exp(shifted)
-    total = xp.sum(e, axis=axis, keepdims=True)
-    return shifted - xp.log(total) if log else e / total
+    if log:
+        shifted -= xp.log(xp.sum(xp.exp(shifted), axis=axis, keepdims=True))
+        return shifted
+    xp.exp(shifted, out=shifted)  # in place: one tensor-sized temporary, not three
+    shifted /= xp.sum(shifted, axis=axis, keepdims=True)
+    return shifted
 
 
 def matmul(xp: ModuleType, inputs: Sequence[Array], attrs: Mapping[str, Any]) -> list[Array]:

@@ -116,13 +116,12 @@ def _windows(xp: ModuleType, x: Array, w: Window, fill: float) -> Iterator[Array
         x = xp.pad(x, widths, constant_values=fill)
     for offset in product(*(range(k) for k in w.kernel)):
         steps = zip(offset, w.dilations, w.out, w.strides, strict=True)
-        yield x[
-            (
-                slice(None),
-                slice(None),
-                *(slice(j * d, j * d + (o - 1) * s + 1, s) for j, d, o, s in steps),
-            )
-        ]
+        index = (
+            slice(None),
+            slice(None),
+            *(slice(j * d, j * d + (o - 1) * s + 1, s) for j, d, o, s in steps),
+        )
+        yield x[index]
 
 
 # --- Conv ------------------------------------------------------------------------------------

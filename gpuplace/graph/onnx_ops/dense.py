@@ -1,13 +1,7 @@
 """ONNX's MLP math: MatMul, Gemm, the elementwise arithmetic and activations, Softmax and
 LogSoftmax, Erf and Gelu, Identity and Dropout (opset 13-20).
 
-Erf has no numpy function, and cupyx/scipy must not be required, so it is computed here from two
-approximations that together hold float32's precision: the Maclaurin series (a polynomial in x^2,
-12 terms) for |x| < 0.5, where erf is small and must be accurate relative to itself, and
-1 - erfc(|x|) from Numerical Recipes' Chebyshev fit of erfc (`erfcc`, fractional error below
-1.2e-7) elsewhere. Against `math.erf` in float64 the relative error is below 1.2e-7 everywhere
-(tests/graph/test_onnx_dense.py checks a grid); float32 inputs are computed in float32, float16
-ones in float32 and rounded back.
+Erf and Gelu are computed in `erf.py` (a rational fit good to a few float32 ulps).
 
 Dropout is inference's: the output is the input, whatever `ratio` says (the ratio and
 training_mode inputs are accepted and not read; a training step's random mask is not modelled).
@@ -16,7 +10,6 @@ training_mode inputs are accepted and not read; a training step's random mask is
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from math import factorial, pi, sqrt
 from types import ModuleType
 from typing import Any
 
@@ -26,6 +19,8 @@ from ..kernels import Array, elementwise, identity, relu, sigmoid, softmax_along
 from ..model import TensorSpec
 from ..opdef import OpDef
 from .common import FLAG, NO_FLOPS, axis_in, broadcast_shapes, choice, onnx_op, per_output
+from .erf import elementwise as erf_elementwise
+from .erf import erf
 
 Attrs = Mapping[str, Any]
 
@@ -168,46 +163,12 @@ def _pow_kernel(xp: ModuleType, inputs: Sequence[Array], attrs: Attrs) -> list[A
     return [xp.power(x, y).astype(x.dtype, copy=False)]
 
 
-_SERIES = tuple(2 / sqrt(pi) * (-1) ** n / (factorial(n) * (2 * n + 1)) for n in range(12))
-_ERFC = (-1.26551223, 1.00002368, 0.37409196, 0.09678418, -0.18628806, 0.27886807,
-         -1.13520398, 1.48851587, -0.82215223, 0.17087277)  # fmt: skip
-
-
-def erf(xp: ModuleType, x: Array) -> Array:
-    """erf(x), elementwise, with xp functions only (see the module docstring for the error)."""
-    half = x.dtype == xp.float16
-    if half:
-        x = x.astype(xp.float32)
-    z = x * x
-    series = _SERIES[-1]
-    for c in _SERIES[-2::-1]:
-        series = series * z + c
-    a = xp.abs(x)
-    t = 1 / (1 + 0.5 * a)
-    poly = _ERFC[-1]
-    for c in _ERFC[-2::-1]:
-        poly = poly * t + c
-    tail = xp.sign(x) * (1 - t * xp.exp(poly - z))
-    out = xp.where(a < 0.5, x * series, tail)
-    return out.astype(xp.float16) if half else out
-
-
 def _erf_kernel(xp: ModuleType, inputs: Sequence[Array], attrs: Attrs) -> list[Array]:
     return [erf(xp, inputs[0])]
 
 
-_ROOT_2_OVER_PI = sqrt(2 / pi)
-
-
 def _gelu(xp: ModuleType, inputs: Sequence[Array], attrs: Attrs) -> list[Array]:
-    """0.5 x (1 + erf(x / sqrt 2)), or with approximate=tanh
-    0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3)))."""
-    x = inputs[0]
-    if attrs["approximate"] == "tanh":
-        inner = xp.tanh(_ROOT_2_OVER_PI * (x + 0.044715 * x * x * x))
-    else:
-        inner = erf(xp, x * (1 / sqrt(2)))
-    return [0.5 * x * (1 + inner)]
+    return [erf_elementwise(xp, inputs[0], attrs["approximate"])]
 
 
 def _softmax_kernel(xp: ModuleType, inputs: Sequence[Array], attrs: Attrs) -> list[Array]:
