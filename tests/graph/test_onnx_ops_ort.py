@@ -11,12 +11,12 @@ import pytest
 from hypothesis import given, settings
 
 from gpuplace.graph.fold import evaluate
+from tests.onnx_ops.helpers import onnxruntime_run
 
 from .onnx_cases import CASES, HOST_CASES, slices
 
 onnx = pytest.importorskip("onnx")
-ort = pytest.importorskip("onnxruntime")
-helper = onnx.helper
+pytest.importorskip("onnxruntime")
 
 OPSET = 18
 # attrs that ONNX passes as tensor inputs after the data inputs, in ONNX's input order
@@ -45,33 +45,14 @@ def run_ort(op: str, data: list[np.ndarray], attrs: dict[str, Any], got: list[An
     """The op run by onnxruntime: gpuplace's folded attrs become initializers."""
     folded = TENSOR_INPUTS.get(op, ())
     node_attrs = {k: v for k, v in attrs.items() if k not in folded}
-    if op in ("ConstantOfShape",) and "value" in node_attrs:
+    if op in ("Constant", "ConstantOfShape") and "value" in node_attrs:
         node_attrs["value"] = onnx.numpy_helper.from_array(np.asarray(node_attrs["value"]))
-    if op == "Constant":
-        node_attrs["value"] = onnx.numpy_helper.from_array(np.asarray(node_attrs["value"]))
-    names = [f"x{i}" for i in range(len(data))]
-    inits = []
     given = [k for k in folded if k in attrs]
-    for k in folded[: folded.index(given[-1]) + 1] if given else ():
-        if k in attrs:
-            inits.append(onnx.numpy_helper.from_array(_tensor_input(op, k, attrs[k], data), k))
-            names.append(k)
-        else:
-            names.append("")
-    outs = [f"y{i}" for i in range(len(got))]
-    node = helper.make_node(op, names, outs, **node_attrs)
-    graph = helper.make_graph(
-        [node], "g",
-        [helper.make_tensor_value_info(f"x{i}", helper.np_dtype_to_tensor_dtype(x.dtype), x.shape)
-         for i, x in enumerate(data)],
-        [helper.make_tensor_value_info(y, helper.np_dtype_to_tensor_dtype(g.dtype), None)
-         for y, g in zip(outs, got, strict=True)],
-        inits,
-    )  # fmt: skip
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)])
-    model.ir_version = 8
-    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
-    return list(session.run(None, {f"x{i}": np.asarray(x) for i, x in enumerate(data)}))
+    constants = [
+        _tensor_input(op, k, attrs[k], data) if k in attrs else None
+        for k in (folded[: folded.index(given[-1]) + 1] if given else ())
+    ]
+    return onnxruntime_run(op, data, node_attrs, constants, opset=OPSET, outputs=len(got))
 
 
 def _check(got: list[Any], want: list[Any]) -> None:

@@ -12,24 +12,35 @@ from typing import Any
 
 from .. import infer as inf
 from .. import kernels as k
-from ..attrs import AttrError
+from ..attrs import INT, AttrError
 from ..infer import Specs, fmt, shape_error
+from ..model import TensorSpec
 from ..opdef import REQUIRED, OpDef
-from .shape_attrs import (
-    DTYPE_TO,
-    FLAG,
-    INTS,
-    ONNX_INT,
-    OPTIONAL_INT,
-    OPTIONAL_INTS,
-    OPTIONAL_SCALAR,
-    PAD_MODE,
-)
-from .shape_rules import axes_in, axis_in, broadcast, no_flops, per_output, spec
+from .common import FLAG, INTS, NO_FLOPS, ONE_PER_OUTPUT, axis_in, broadcast_shapes
+from .shape_attrs import BOUNDS, DTYPE_TO, OPTIONAL_INT, OPTIONAL_INTS, OPTIONAL_SCALAR, PAD_MODE
 
 Attrs = Mapping[str, Any]
 Array = Any
 INT64_MAX = 2**63 - 1
+
+
+def spec(shape: Sequence[int], dtype: str) -> Specs:
+    """One output of this shape and dtype."""
+    return (TensorSpec(tuple(shape), dtype),)
+
+
+def axes_in(
+    name: str, tf_type: str, inputs: Specs, axes: Sequence[int], rank: int, what: str = "axes"
+) -> tuple[int, ...]:
+    """Each of `axes` made non-negative; the op's error for one out of range or given twice."""
+    out = tuple(axis_in(name, tf_type, inputs, a, rank, rank) for a in axes)
+    if len(set(out)) != len(out):
+        twice = next(a for a in out if out.count(a) > 1)
+        raise shape_error(
+            f"{what} {list(axes)} name axis {twice} twice", name, tf_type, inputs,
+            "give each axis once",
+        )  # fmt: skip
+    return out
 
 
 def _clamp(value: int, low: int, high: int) -> int:
@@ -104,7 +115,7 @@ def split_sizes(
     """Split's axis and the size of each part: `split`, or `num_outputs` parts of ceil(d / n)
     with a smaller last one."""
     rank = len(inputs[0].shape)
-    axis = axis_in(name, tf_type, inputs, attrs["axis"], rank)
+    axis = axis_in(name, tf_type, inputs, attrs["axis"], rank, rank)
     size = inputs[0].shape[axis]
     given = attrs.get("split")
     if given is None:
@@ -251,7 +262,7 @@ def infer_expand(name: str, tf_type: str, attrs: Attrs, inputs: Specs) -> Specs:
             f"Expand shape {fmt(target)} holds a negative dimension", name, tf_type, inputs,
             "give dimensions >= 0 (1 keeps the input's)",
         )  # fmt: skip
-    return spec(broadcast(name, tf_type, inputs, (inputs[0].shape, target)), inputs[0].dtype)
+    return spec(broadcast_shapes(name, tf_type, inputs, (inputs[0].shape, target)), inputs[0].dtype)
 
 
 def expand(xp: ModuleType, inputs: Sequence[Array], attrs: Attrs) -> list[Array]:
@@ -335,20 +346,20 @@ def _one(
 ) -> OpDef:  # fmt: skip
     """An ONNX op of one data input (more where `max_inputs` says)."""
     kw.setdefault("max_inputs", 1)
-    kw.setdefault("flops", no_flops)
+    kw.setdefault("flops", NO_FLOPS)
     return OpDef(name, name, infer_fn, compute_fn, attrs, min_inputs=1, **kw)
 
 
 OPS = (
-    _one("Shape", infer_shape, shape, {"start": (ONNX_INT, 0), "end": (OPTIONAL_INT, None)}),
+    _one("Shape", infer_shape, shape, {"start": (INT, 0), "end": (OPTIONAL_INT, None)}),
     _one("Reshape", infer_reshape, reshape, {"shape": (INTS, REQUIRED), "allowzero": (FLAG, 0)}),
     _one("Transpose", inf.transpose, k.transpose, {"perm": (OPTIONAL_INTS, None)}),
-    _one("Concat", inf.concat, k.concat, {"axis": (ONNX_INT, REQUIRED)}, max_inputs=None),
+    _one("Concat", inf.concat, k.concat, {"axis": (INT, REQUIRED)}, max_inputs=None),
     _one("Split", infer_split, split,
-         {"axis": (ONNX_INT, 0), "split": (OPTIONAL_INTS, None), "num_outputs": (OPTIONAL_INT, None)},
+         {"axis": (INT, 0), "split": (OPTIONAL_INTS, None), "num_outputs": (OPTIONAL_INT, None)},
          outputs=_split_outputs, check=_check_split),
     _one("Slice", infer_slice, slice_,
-         {"starts": (INTS, REQUIRED), "ends": (INTS, REQUIRED), "axes": (OPTIONAL_INTS, None),
+         {"starts": (BOUNDS, REQUIRED), "ends": (BOUNDS, REQUIRED), "axes": (OPTIONAL_INTS, None),
           "steps": (OPTIONAL_INTS, None)}),
     _one("Squeeze", infer_squeeze, squeeze, {"axes": (OPTIONAL_INTS, None)}),
     _one("Unsqueeze", infer_unsqueeze, unsqueeze, {"axes": (INTS, REQUIRED)}),
@@ -358,5 +369,5 @@ OPS = (
          {"pads": (INTS, REQUIRED), "mode": (PAD_MODE, "constant"),
           "constant_value": (OPTIONAL_SCALAR, None), "axes": (OPTIONAL_INTS, None)}),
     _one("Cast", infer_cast, cast, {"to": (DTYPE_TO, REQUIRED), "saturate": (FLAG, 1)},
-         flops=per_output),
+         flops=ONE_PER_OUTPUT),
 )  # fmt: skip
