@@ -117,8 +117,8 @@ def hand_back(view: View, prepared: Prepared, fmt: str, output: str | None) -> N
     data = text.encode("utf-8") + (b"" if text.endswith("\n") else b"\n")
     what = "the device map" if fmt == "device-map" else "the tf.device blocks"
     write_output(output, data, what)
-    sim = " (simulated GPUs)" if view.machine.simulated else ""
-    click.echo(f"{what[4:].capitalize()} (strategy {prepared.strategy}){sim} written to "
+    sim = ", simulated GPUs" if view.machine.simulated else ""
+    click.echo(f"{what[4:].capitalize()} (strategy {prepared.strategy}{sim}) written to "
                f"{clip_middle(output)} ({human(len(data))})")  # fmt: skip
 
 

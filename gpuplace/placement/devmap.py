@@ -26,7 +26,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 
-from ..errors import BadInput
+from ..echo import show
+from ..errors import BadInput, Message, Setting
 from ..graph.model import Graph, Op
 
 DOTTED = "."  # Accelerate's keys: module paths of the PyTorch model
@@ -134,9 +135,11 @@ def pin(graph: Graph, device_map: Mapping[str, int | str], gpus: int) -> Pinned:
             wanted[key] = "/device:CPU:0"
         else:
             raise BadInput(
-                f"device map key {key!r}: {value!r} is not a device of this machine; expected a "
-                f"GPU index 0..{gpus - 1} or 'cpu'"
-            )
+                Message(
+                    Setting("device_map", key=key), f": {show(value)} is not a device of this "
+                    f"machine; expected a GPU index 0..{gpus - 1} or 'cpu'",
+                )
+            )  # fmt: skip
     ops: list[Op] = []
     uncovered: list[str] = []
     for op, (_, path) in zip(graph.ops, op_paths(graph), strict=True):

@@ -57,16 +57,21 @@ def device_map_doc(view: View, prepared: Prepared) -> dict[str, Any]:
 
 
 def tf_text(view: View, prepared: Prepared) -> str:
-    """`with tf.device(...)` blocks keyed by name scope, as Python text (see the docstring)."""
+    """`with tf.device(...)` blocks keyed by name scope, as Python text (see the docstring).
+    Every name from the input is written as a JSON string (escaped, on one line), in the code
+    and in the comments alike, so no name can end a comment and start a line of code."""
     m = view.machine
     where = (
-        f"the simulated machine {m.description} (simulated GPUs)" if m.simulated else "this machine"
+        f"the simulated machine {_one_line(m.description)} (simulated GPUs)"
+        if m.simulated
+        else "this machine"
     )
     placed = _placed(prepared, SCOPED)
     names = {name for name, _, _ in placed}
     groups = grouped(((path, device) for _, path, device in placed), SCOPED)
+    source = _one_line(prepared.graph.source)
     lines = [
-        f"# Placement by gpuplace (strategy {prepared.strategy}) of {prepared.graph.source} on {where}.",
+        f"# Placement by gpuplace (strategy {prepared.strategy}) of {source} on {where}.",
         "# One block per name scope whose ops all share a device: build that scope's ops inside it.",
         "import tensorflow as tf",
         "",
@@ -81,13 +86,19 @@ def tf_text(view: View, prepared: Prepared) -> str:
             last = device
         what = f"{count} op{'s' if count != 1 else ''}"
         if count == 1 and scope in names:
-            lines.append(f"    pass  # build op {scope} here")
+            lines.append(f"    pass  # build op {_one_line(scope)} here")
         elif scope:
             lines.append(f"    with tf.name_scope({json.dumps(scope)}):")
-            lines.append(f"        pass  # build name scope {scope}/ here ({what})")
+            lines.append(f"        pass  # build name scope {_one_line(scope + '/')} here ({what})")
         else:
             lines.append(f"    pass  # build the whole graph here ({what})")
     return "\n".join(lines) + "\n"
+
+
+def _one_line(text: str) -> str:
+    """`text` as it reads, when it is plain; else as a JSON string (newlines and other control
+    characters escaped), so that it stays on its line of a comment."""
+    return text if text.isprintable() else json.dumps(text)
 
 
 def _py_dict(items: Mapping[str, str]) -> str:

@@ -126,7 +126,7 @@ def test_o_writes_the_file_atomically_and_says_so(
     size = len(printed.out.encode())
     shown = f"{size} B" if size < 1024 else f"{size / 1024:.1f} KiB"
     assert result.out == (
-        f"{what} (strategy balanced) (simulated GPUs) written to {out} ({shown})\n"
+        f"{what} (strategy balanced, simulated GPUs) written to {out} ({shown})\n"
     )
     assert not out.is_symlink() and out.read_text() == printed.out
     assert not (tmp_path / "elsewhere").exists()
@@ -152,3 +152,23 @@ def test_where_the_file_may_not_go_is_refused_before_anything_runs(
     result = run("--machine", "4xK520", "plan", spec, *args)
     assert (result.code, result.out, result.err) == (2, "", f"error: {error}\n")
     assert sorted(os.listdir(tmp_path)) == before
+
+
+def test_a_hostile_op_name_stays_inside_its_string_and_its_comment(
+    run: Run, tmp_path: Path
+) -> None:
+    onnx = pytest.importorskip("onnx")
+    from onnx import TensorProto, helper
+
+    evil = '/evil\nimport os; os.system("x")\n#/Relu'
+    node = helper.make_node("Relu", ["x"], ["y"], name=evil)
+    io = [helper.make_tensor_value_info(n, TensorProto.FLOAT, [2, 3]) for n in ("x", "y")]
+    graph = helper.make_graph([node], "g", io[:1], io[1:])
+    path = tmp_path / "evil.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), str(path))
+    result = run("--machine", "2xK520", "plan", str(path), "--format", "tf",
+                 "--strategy", "round-robin")  # fmt: skip
+    assert result.code == 0, result.err
+    compile(result.out, "placement.py", "exec")
+    assert not any(line.startswith("import os") for line in result.out.splitlines())
+    assert '    with tf.name_scope("evil\\nimport os; os.system(\\"x\\")\\n#"):' in result.out
