@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import os
 import sys
-import time
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
@@ -30,6 +29,7 @@ for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")  # before numpy loads its BLAS
 
 import numpy as np  # noqa: E402
+from bench_execute import best  # noqa: E402  (bench/ is on sys.path when this script runs)
 
 ROOT = Path(__file__).resolve().parent.parent
 SMOKE = "--smoke" in sys.argv
@@ -54,17 +54,6 @@ def inputs(name: str, dims: dict[str, int], rng: np.random.Generator) -> dict[st
         "input_ids": rng.integers(0, 256, shape, dtype=np.int64),
         "attention_mask": np.ones(shape, dtype=np.int64),
     }
-
-
-def best(repeats: int, *fns: Callable[[], object]) -> list[float]:
-    """Best wall time of each function, run in turn so that drift hits all alike."""
-    times: list[list[float]] = [[] for _ in fns]
-    for _ in range(repeats):
-        for fn, spent in zip(fns, times, strict=True):
-            start = time.perf_counter()
-            fn()
-            spent.append(time.perf_counter() - start)
-    return [min(t) for t in times]
 
 
 def by_hand(path: Path, x: np.ndarray) -> Callable[[], object]:
