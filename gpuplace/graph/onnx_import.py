@@ -36,6 +36,7 @@ from typing import Any
 
 from ..echo import clip_middle, show
 from ..errors import BadInput
+from ..gc_pause import gc_paused
 from ..limits import OPS_ENV, SPEC_SIZE_ENV, Limits, read_bytes
 from .fold import evaluate
 from .model import DTYPES, Config, Graph, Op, TensorRef, TensorSpec
@@ -45,6 +46,7 @@ from .resolve import new_op, new_ref
 from .scope import Names
 
 EXTRA = "pip install 'gpuplace[onnx]'"
+STRIP_BYTES = 1 << 12  # initializers past this go to ONNX's shape inference without their bytes
 FOLD_ELEMENTS = 1 << 16  # a node whose inputs are all known is computed at import up to this size
 # ONNX's TensorProto.DataType -> gpuplace's dtype; other types are refused naming the tensor
 ONNX_DTYPES = {1: "float32", 6: "int32", 7: "int64", 9: "bool", 10: "float16", 11: "float64"}
@@ -128,6 +130,15 @@ def load_onnx(
             "YAML or JSON spec"
         )
     onnx = onnx_module()
+    with gc_paused():  # a large model makes many objects, none of them garbage
+        return _import(onnx, data, name, path, limits, source, dims, devices, config)
+
+
+def _import(
+    onnx: ModuleType, data: bytes, name: str, path: str | os.PathLike[str], limits: Limits,
+    source: str | None, dims: Mapping[str, int] | None, devices: Mapping[str, str] | None,
+    config: Config | None,
+) -> Graph:  # fmt: skip
     model = onnx.ModelProto()
     try:
         model.ParseFromString(data)
@@ -136,7 +147,6 @@ def load_onnx(
             f"{name}: not a readable ONNX model (the protobuf does not parse: {err}); the file "
             "may be truncated or corrupt, export it again"
         ) from None
-    del data
     return Importer(onnx, model, source or os.fspath(path), limits).build(
         dims or {}, devices or {}, config or Config(), Path(path).resolve()
     )
@@ -232,6 +242,8 @@ class Importer:
                 raise self.fail(f"{what} cannot be read: {err}") from None
             self.known[t.name] = value
             self.weights.add(t.name)
+            if raw and len(raw) > STRIP_BYTES:  # shape inference reads its dims, not its bytes
+                t.ClearField("raw_data")
 
     def _bind(self, dims: Mapping[str, int]) -> None:
         """Set each symbolic dim of the graph inputs to its value in `dims`; refuse the unbound
