@@ -68,7 +68,7 @@ def test_self_loop() -> None:
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
-        ("graph: [{name: a, op: matmull}]", "g.yaml:1: op 'a': unknown op 'matmull'; did you mean 'matmul' or 'mul'?"),
+        ("graph: [{name: a, op: matmull}]", "g.yaml:1: op 'a': unknown op 'matmull'; did you mean 'matmul' or 'MatMul' or 'mul'?"),
         ("graph: [{name: a, op: zeros, shape: [1], dtpye: float32}]", "g.yaml:1: op 'a' (zeros): unknown field 'dtpye'; did you mean 'dtype'?"),
         ("grpah: []", "g.yaml:1: unknown top-level key 'grpah'; did you mean 'graph'?"),
         ("graph: [{name: alpha, op: zeros, shape: [1]}, {name: b, op: neg, inputs: [alpah]}]", "g.yaml:1: op 'b': input 'alpah' names no op; did you mean 'alpha'?"),

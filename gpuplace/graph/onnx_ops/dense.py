@@ -1,13 +1,7 @@
 """ONNX's MLP math: MatMul, Gemm, the elementwise arithmetic and activations, Softmax and
 LogSoftmax, Erf and Gelu, Identity and Dropout (opset 13-20).
 
-Erf has no numpy function, and cupyx/scipy must not be required, so it is computed here from two
-approximations that together hold float32's precision: the Maclaurin series (a polynomial in x^2,
-12 terms) for |x| < 0.5, where erf is small and must be accurate relative to itself, and
-1 - erfc(|x|) from Numerical Recipes' Chebyshev fit of erfc (`erfcc`, fractional error below
-1.2e-7) elsewhere. Against `math.erf` in float64 the relative error is below 1.2e-7 everywhere
-(tests/graph/test_onnx_dense.py checks a grid); float32 inputs are computed in float32, float16
-ones in float32 and rounded back.
+Erf and Gelu are computed in `erf.py` (a rational fit good to a few float32 ulps).
 
 Dropout is inference's: the output is the input, whatever `ratio` says (the ratio and
 training_mode inputs are accepted and not read; a training step's random mask is not modelled).
@@ -16,7 +10,6 @@ training_mode inputs are accepted and not read; a training step's random mask is
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from math import factorial, pi, sqrt
 from types import ModuleType
 from typing import Any
 
@@ -25,7 +18,19 @@ from ..infer import ANY, FLOATS, NUMERIC, Specs, binary, check_dtypes, shape_err
 from ..kernels import Array, elementwise, identity, relu, sigmoid, softmax_along
 from ..model import TensorSpec
 from ..opdef import OpDef
-from .common import FLAG, NO_FLOPS, axis_in, broadcast_shapes, choice, onnx_op, per_output
+from .common import (
+    FLAG,
+    NO_FLOPS,
+    axis_in,
+    broadcast_shapes,
+    by_rows,
+    choice,
+    need_rank,
+    onnx_op,
+    per_output,
+)
+from .erf import elementwise as erf_elementwise
+from .erf import erf
 
 Attrs = Mapping[str, Any]
 
@@ -120,8 +125,10 @@ def _pow(name: str, tf_type: str, attrs: Attrs, inputs: Specs) -> Specs:
 
 def _softmax(name: str, tf_type: str, attrs: Attrs, inputs: Specs) -> Specs:
     check_dtypes(name, tf_type, inputs, FLOATS, ("input",))
+    need_rank(name, tf_type, inputs, 0, lambda r: r >= 1, "at least rank 1",
+              f"{tf_type} normalises along an axis; reshape the scalar to [1]")  # fmt: skip
     rank = len(inputs[0].shape)
-    axis_in(name, tf_type, inputs, attrs["axis"], rank, max(rank, 1))
+    axis_in(name, tf_type, inputs, attrs["axis"], rank, rank)
     return inputs
 
 
@@ -168,58 +175,27 @@ def _pow_kernel(xp: ModuleType, inputs: Sequence[Array], attrs: Attrs) -> list[A
     return [xp.power(x, y).astype(x.dtype, copy=False)]
 
 
-_SERIES = tuple(2 / sqrt(pi) * (-1) ** n / (factorial(n) * (2 * n + 1)) for n in range(12))
-_ERFC = (-1.26551223, 1.00002368, 0.37409196, 0.09678418, -0.18628806, 0.27886807,
-         -1.13520398, 1.48851587, -0.82215223, 0.17087277)  # fmt: skip
-
-
-def erf(xp: ModuleType, x: Array) -> Array:
-    """erf(x), elementwise, with xp functions only (see the module docstring for the error)."""
-    half = x.dtype == xp.float16
-    if half:
-        x = x.astype(xp.float32)
-    z = x * x
-    series = _SERIES[-1]
-    for c in _SERIES[-2::-1]:
-        series = series * z + c
-    a = xp.abs(x)
-    t = 1 / (1 + 0.5 * a)
-    poly = _ERFC[-1]
-    for c in _ERFC[-2::-1]:
-        poly = poly * t + c
-    tail = xp.sign(x) * (1 - t * xp.exp(poly - z))
-    out = xp.where(a < 0.5, x * series, tail)
-    return out.astype(xp.float16) if half else out
-
-
 def _erf_kernel(xp: ModuleType, inputs: Sequence[Array], attrs: Attrs) -> list[Array]:
     return [erf(xp, inputs[0])]
 
 
-_ROOT_2_OVER_PI = sqrt(2 / pi)
-
-
 def _gelu(xp: ModuleType, inputs: Sequence[Array], attrs: Attrs) -> list[Array]:
-    """0.5 x (1 + erf(x / sqrt 2)), or with approximate=tanh
-    0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3)))."""
-    x = inputs[0]
-    if attrs["approximate"] == "tanh":
-        inner = xp.tanh(_ROOT_2_OVER_PI * (x + 0.044715 * x * x * x))
-    else:
-        inner = erf(xp, x * (1 / sqrt(2)))
-    return [0.5 * x * (1 + inner)]
+    return [erf_elementwise(xp, inputs[0], attrs["approximate"])]
 
 
 def _softmax_kernel(xp: ModuleType, inputs: Sequence[Array], attrs: Attrs) -> list[Array]:
-    return [softmax_along(xp, inputs[0], attrs["axis"])]
+    return [_softmax_rows(xp, inputs[0], attrs["axis"], log=False)]
 
 
 def _log_softmax_kernel(xp: ModuleType, inputs: Sequence[Array], attrs: Attrs) -> list[Array]:
-    return [softmax_along(xp, inputs[0], attrs["axis"], log=True)]
+    return [_softmax_rows(xp, inputs[0], attrs["axis"], log=True)]
 
 
-def _sqrt(xp: ModuleType, inputs: Sequence[Array], attrs: Attrs) -> list[Array]:
-    return [xp.sqrt(inputs[0])]
+def _softmax_rows(xp: ModuleType, x: Array, axis: int, log: bool) -> Array:
+    """Along the last axis in blocks of rows (`by_rows`); along another in one go."""
+    if axis not in (-1, x.ndim - 1):
+        return softmax_along(xp, x, axis, log)
+    return by_rows(xp, x, x.shape[-1], lambda rows: softmax_along(xp, rows, -1, log))
 
 
 # --- the ops ---------------------------------------------------------------------------------
@@ -243,16 +219,16 @@ OPS: tuple[OpDef, ...] = (
     _binary_op("Mul", elementwise("multiply")),
     _binary_op("Div", _div),
     onnx_op("Pow", _pow, _pow_kernel, min_inputs=2, max_inputs=2),
-    _unary_op("Sqrt", FLOATS, _sqrt),
+    _unary_op("Sqrt", FLOATS, elementwise("sqrt")),
     _unary_op("Neg", NUMERIC, elementwise("negative")),
     _unary_op("Exp", FLOATS, elementwise("exp")),
     _unary_op("Log", FLOATS, elementwise("log")),
     _unary_op("Tanh", FLOATS, elementwise("tanh")),
     _unary_op("Relu", NUMERIC, relu),
     _unary_op("Sigmoid", FLOATS, sigmoid),
-    _unary_op("Erf", FLOATS, _erf_kernel, flops=30.0),
+    _unary_op("Erf", FLOATS, _erf_kernel, flops=25.0),  # erf.py's rational fit
     onnx_op("Gelu", unary(FLOATS), _gelu, {"approximate": (choice("none", "tanh"), "none")},
-            flops=per_output(8.0)),
+            flops=per_output(30.0)),
     onnx_op("Softmax", _softmax, _softmax_kernel, {"axis": (INT, -1)}, flops=per_output(5.0)),
     onnx_op("LogSoftmax", _softmax, _log_softmax_kernel, {"axis": (INT, -1)},
             flops=per_output(5.0)),
