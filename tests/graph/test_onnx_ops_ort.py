@@ -8,12 +8,16 @@ from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from gpuplace.graph.fold import evaluate
+from tests.onnx_ops.helpers import onnxruntime_run
+
+from .onnx_cases import CASES, HOST_CASES, slices
 
 onnx = pytest.importorskip("onnx")
-ort = pytest.importorskip("onnxruntime")
-helper = onnx.helper
+pytest.importorskip("onnxruntime")
 
 OPSET = 18
 # attrs that ONNX passes as tensor inputs after the data inputs, in ONNX's input order
@@ -23,94 +27,6 @@ TENSOR_INPUTS = {
     "CumSum": ("axis",), "Pad": ("pads", "constant_value", "axes"), "Clip": ("min", "max"),
     "TopK": ("K",), "Range": ("start", "limit", "delta"), "ConstantOfShape": ("input",),
 }  # fmt: skip
-ints = np.arange(24, dtype=np.int64).reshape(2, 3, 4)
-floats = np.linspace(-3, 3, 24, dtype=np.float32).reshape(2, 3, 4)
-with_nan = np.array([[1.0, np.nan, np.inf], [-np.inf, 0.0, -2.5]], np.float32)
-mask = np.array([[True, False, True], [False, False, True]])
-other = np.array([True, True, False])
-vocab = np.arange(20, dtype=np.float32).reshape(5, 4)
-
-CASES: list[tuple[str, list[np.ndarray], dict[str, Any]]] = [
-    ("Shape", [floats], {}),
-    ("Shape", [floats], {"start": -2}),
-    ("Shape", [floats], {"start": 1, "end": -1}),
-    ("Shape", [np.float32(2.0)], {}),
-    ("Reshape", [floats], {"shape": [0, -1]}),
-    ("Reshape", [ints], {"shape": [4, 0, 2]}),
-    ("Reshape", [floats], {"shape": [24]}),
-    ("Reshape", [np.zeros((0, 3), np.float32)], {"shape": [3, 0], "allowzero": 1}),
-    ("Transpose", [floats], {}),
-    ("Transpose", [ints], {"perm": [1, 0, 2]}),
-    ("Concat", [floats, floats[:, :1]], {"axis": 1}),
-    ("Concat", [ints, ints, ints], {"axis": -1}),
-    ("Split", [floats], {"axis": 2, "split": [1, 3]}),
-    ("Split", [ints], {"axis": 1, "num_outputs": 2}),
-    ("Split", [floats], {"axis": -1, "num_outputs": 3}),
-    ("Slice", [floats], {"starts": [1], "ends": [100], "axes": [2]}),
-    ("Slice", [ints], {"starts": [-1, 0], "ends": [-100, 3], "axes": [2, 1], "steps": [-1, 2]}),
-    ("Slice", [ints], {"starts": [5, -7], "ends": [-9, 9], "steps": [-2, 1]}),
-    ("Slice", [floats], {"starts": [2], "ends": [2], "axes": [-1]}),
-    ("Slice", [ints], {"starts": [0], "ends": [2**63 - 1], "axes": [0], "steps": [3]}),
-    ("Squeeze", [floats[:1, :, :1]], {}),
-    ("Squeeze", [floats[:1, :, :1]], {"axes": [-1]}),
-    ("Unsqueeze", [floats], {"axes": [0, -1]}),
-    ("Unsqueeze", [np.int64(7)], {"axes": [0]}),
-    ("Expand", [floats[:, :1, :]], {"shape": [3, 1]}),
-    ("Expand", [np.float32(1.5)], {"shape": [2, 2]}),
-    ("Expand", [mask[:, :1]], {"shape": [2, 5]}),
-    ("Tile", [ints[0]], {"repeats": [2, 1]}),
-    ("Pad", [floats], {"pads": [0, 1, 0, 0, 2, -1]}),
-    ("Pad", [ints], {"pads": [1, 1], "constant_value": 7, "axes": [0]}),
-    ("Pad", [floats[0]], {"pads": [1, 2, 1, 0], "mode": "reflect"}),
-    ("Pad", [floats[0]], {"pads": [0, 2, 1, 1], "mode": "edge"}),
-    ("Cast", [floats], {"to": 7}),
-    ("Cast", [ints], {"to": 1}),
-    ("Cast", [with_nan], {"to": 9}),
-    ("Cast", [mask], {"to": 6}),
-    ("Gather", [vocab, np.array([[0, 4, -1], [2, 2, -5]], np.int64)], {}),
-    ("Gather", [floats, np.array([2, 0], np.int32)], {"axis": -1}),
-    ("Gather", [ints[0, 0], np.int64(-2)], {}),
-    ("GatherND", [floats, np.array([[1, 2], [0, -1]], np.int64)], {}),
-    ("GatherND", [floats, np.array([[1], [0]], np.int64)], {"batch_dims": 1}),
-    ("GatherND", [ints, np.array([[[1, 3]], [[2, 0]]], np.int64)], {"batch_dims": 1}),
-    ("CumSum", [ints], {"axis": 1}),
-    ("CumSum", [floats], {"axis": -1, "exclusive": 1}),
-    ("CumSum", [ints], {"axis": 2, "reverse": 1, "exclusive": 1}),
-    ("CumSum", [floats], {"axis": 0, "reverse": 1}),
-    ("TopK", [floats], {"K": 2}),
-    ("TopK", [np.array([[3, 1, 3, 2]], np.int64)], {"K": 3, "axis": 1, "largest": 0}),
-    ("Equal", [ints, np.int64(5)], {}),
-    ("Equal", [mask, other], {}),
-    ("Less", [floats, floats[:, :1]], {}),
-    ("LessOrEqual", [ints[0], ints[1, 0]], {}),
-    ("Greater", [floats, np.float32(0)], {}),
-    ("GreaterOrEqual", [ints, ints[:, :, :1]], {}),
-    ("And", [mask, other], {}),
-    ("Or", [mask, other], {}),
-    ("Xor", [mask, other], {}),
-    ("Not", [mask], {}),
-    ("Where", [mask, with_nan, np.float32(9)], {}),
-    ("Where", [other, ints[:, :1, :3], ints[0, :, :3]], {}),
-    ("IsNaN", [with_nan], {}),
-    ("IsInf", [with_nan], {}),
-    ("IsInf", [with_nan], {"detect_negative": 0}),
-    ("IsInf", [with_nan], {"detect_positive": 0}),
-    ("Max", [floats, floats[:, :1], np.float32(0.5)], {}),
-    ("Min", [ints, ints[::-1]], {}),
-    ("Max", [ints], {}),
-    ("Clip", [floats], {"min": -1.0, "max": 2.0}),
-    ("Clip", [ints], {"max": 10}),
-    ("Clip", [floats], {"min": 1.0, "max": -1.0}),
-]
-HOST_CASES: list[tuple[str, dict[str, Any], dict[str, Any]]] = [  # op, gpuplace attrs, ONNX ones
-    ("Range", {"start": np.int64(3), "limit": np.int64(-8), "delta": np.int64(-3)}, {}),
-    ("Range", {"start": np.float32(0.5), "limit": np.float32(2), "delta": np.float32(0.25)}, {}),
-    ("Range", {"start": np.int32(0), "limit": np.int32(5), "delta": np.int32(1)}, {}),
-    ("ConstantOfShape", {"input": [2, 3]}, {}),
-    ("ConstantOfShape", {"input": [3], "value": np.array([7], np.int64)}, {}),
-    ("Constant", {"value": ints}, {}),
-    ("Constant", {"value": mask}, {}),
-]
 
 
 def _tensor_input(op: str, name: str, value: Any, data: list[np.ndarray]) -> np.ndarray:
@@ -130,33 +46,14 @@ def run_ort(op: str, data: list[np.ndarray], attrs: dict[str, Any], got: list[An
     """The op run by onnxruntime: gpuplace's folded attrs become initializers."""
     folded = TENSOR_INPUTS.get(op, ())
     node_attrs = {k: v for k, v in attrs.items() if k not in folded}
-    if op in ("ConstantOfShape",) and "value" in node_attrs:
+    if op in ("Constant", "ConstantOfShape") and "value" in node_attrs:
         node_attrs["value"] = onnx.numpy_helper.from_array(np.asarray(node_attrs["value"]))
-    if op == "Constant":
-        node_attrs["value"] = onnx.numpy_helper.from_array(np.asarray(node_attrs["value"]))
-    names = [f"x{i}" for i in range(len(data))]
-    inits = []
     given = [k for k in folded if k in attrs]
-    for k in folded[: folded.index(given[-1]) + 1] if given else ():
-        if k in attrs:
-            inits.append(onnx.numpy_helper.from_array(_tensor_input(op, k, attrs[k], data), k))
-            names.append(k)
-        else:
-            names.append("")
-    outs = [f"y{i}" for i in range(len(got))]
-    node = helper.make_node(op, names, outs, **node_attrs)
-    graph = helper.make_graph(
-        [node], "g",
-        [helper.make_tensor_value_info(f"x{i}", helper.np_dtype_to_tensor_dtype(x.dtype), x.shape)
-         for i, x in enumerate(data)],
-        [helper.make_tensor_value_info(y, helper.np_dtype_to_tensor_dtype(g.dtype), None)
-         for y, g in zip(outs, got, strict=True)],
-        inits,
-    )  # fmt: skip
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)])
-    model.ir_version = 8
-    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
-    return list(session.run(None, {f"x{i}": np.asarray(x) for i, x in enumerate(data)}))
+    constants = [
+        _tensor_input(op, k, attrs[k], data) if k in attrs else None
+        for k in (folded[: folded.index(given[-1]) + 1] if given else ())
+    ]
+    return onnxruntime_run(op, data, node_attrs, constants, opset=OPSET, outputs=len(got))
 
 
 def _check(got: list[Any], want: list[Any]) -> None:
@@ -183,3 +80,38 @@ def test_host_op_matches_onnxruntime(op: str, attrs: dict[str, Any], extra: dict
         _check(got, run_ort(op, [], attrs, got))
     else:
         _check(got, run_ort(op, [], {**attrs, **extra}, got))
+
+
+@settings(max_examples=40, deadline=None)
+@given(slices())
+def test_slice_clamping_matches_onnxruntime(case: tuple[np.ndarray, dict[str, list[int]]]) -> None:
+    x, attrs = case
+    got = evaluate("Slice", [x], attrs)
+    _check(got, run_ort("Slice", [x], attrs, got))
+
+
+@st.composite
+def pads(draw: st.DrawFn) -> tuple[np.ndarray, dict[str, Any]]:
+    """An input and Pad attrs that keep every axis whole: crops at most what the axis has."""
+    shape = draw(st.lists(st.integers(1, 4), min_size=1, max_size=3))
+    mode = draw(st.sampled_from(["constant", "edge", "reflect"]))
+    before, after = [], []
+    for d in shape:
+        low = -(d - 1) if mode != "constant" else -d
+        b = draw(st.integers(max(low, -3), 3))
+        e = draw(st.integers(max(low - min(b, 0), -3), 3))
+        if mode == "reflect":  # pads below what is kept
+            kept = d + min(b, 0) + min(e, 0)
+            b, e = min(b, kept - 1), min(e, kept - 1)
+        before.append(b)
+        after.append(e)
+    x = np.arange(int(np.prod(shape)), dtype=np.float32).reshape(shape)
+    return x, {"pads": before + after, "mode": mode, "constant_value": 1.5}
+
+
+@settings(max_examples=30, deadline=None)
+@given(pads())
+def test_pad_matches_onnxruntime(case: tuple[np.ndarray, dict[str, Any]]) -> None:
+    x, attrs = case
+    got = evaluate("Pad", [x], attrs)
+    _check(got, run_ort("Pad", [x], attrs, got))

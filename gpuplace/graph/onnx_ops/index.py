@@ -6,17 +6,18 @@ end; an index out of range fails the run naming the op's type, the index and the
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from math import log2, prod
+from math import isfinite, log2, prod
 from types import ModuleType
 from typing import Any
 
 from ...errors import RuntimeFailure
-from ..attrs import AttrError
-from ..infer import Specs, fmt, shape_error
+from ..attrs import INT, MAX_DIM, AttrError
+from ..infer import INTS as INDEX_TYPES
+from ..infer import NUMERIC, Specs, check_dtypes, fmt, shape_error
 from ..opdef import REQUIRED, OpDef
-from .shape_attrs import FLAG, INTS, ONNX_INT, OPTIONAL_DTYPE, OPTIONAL_SCALAR, SCALAR, TENSOR
-from .shape_rules import INTS as INDEX_TYPES
-from .shape_rules import NUMBERS, axis_in, dtypes, no_flops, per_output, spec
+from .common import FLAG, INTS, NO_FLOPS, ONE_PER_OUTPUT, axis_in
+from .shape import spec
+from .shape_attrs import OPTIONAL_DTYPE, OPTIONAL_SCALAR, SCALAR, TENSOR
 
 Attrs = Mapping[str, Any]
 Array = Any
@@ -30,8 +31,8 @@ def _np() -> ModuleType:
 
 def infer_gather(name: str, tf_type: str, attrs: Attrs, inputs: Specs) -> Specs:
     data, indices = inputs
-    dtypes(name, tf_type, inputs, INDEX_TYPES, (1,))
-    axis = axis_in(name, tf_type, inputs, attrs["axis"], len(data.shape))
+    check_dtypes(name, tf_type, inputs[1:], INDEX_TYPES, ("indices",))
+    axis = axis_in(name, tf_type, inputs, attrs["axis"], len(data.shape), len(data.shape))
     return spec((*data.shape[:axis], *indices.shape, *data.shape[axis + 1 :]), data.dtype)
 
 
@@ -55,7 +56,7 @@ def gather(xp: ModuleType, inputs: Sequence[Array], attrs: Attrs) -> list[Array]
 
 def infer_gather_nd(name: str, tf_type: str, attrs: Attrs, inputs: Specs) -> Specs:
     data, indices = inputs
-    dtypes(name, tf_type, inputs, frozenset({"int64"}), (1,))
+    check_dtypes(name, tf_type, inputs[1:], frozenset({"int64"}), ("indices",))
     b, r, q = attrs["batch_dims"], len(data.shape), len(indices.shape)
     depth = indices.shape[-1] if q else 0
     problem = ""
@@ -88,8 +89,8 @@ def gather_nd(xp: ModuleType, inputs: Sequence[Array], attrs: Attrs) -> list[Arr
 
 
 def infer_cumsum(name: str, tf_type: str, attrs: Attrs, inputs: Specs) -> Specs:
-    dtypes(name, tf_type, inputs, NUMBERS)
-    axis_in(name, tf_type, inputs, attrs["axis"], len(inputs[0].shape))
+    check_dtypes(name, tf_type, inputs, NUMERIC, ("x",))
+    axis_in(name, tf_type, inputs, attrs["axis"], len(inputs[0].shape), len(inputs[0].shape))
     return inputs
 
 
@@ -108,8 +109,8 @@ def cumsum(xp: ModuleType, inputs: Sequence[Array], attrs: Attrs) -> list[Array]
 
 def infer_topk(name: str, tf_type: str, attrs: Attrs, inputs: Specs) -> Specs:
     x = inputs[0]
-    dtypes(name, tf_type, inputs, NUMBERS)
-    axis = axis_in(name, tf_type, inputs, attrs["axis"], len(x.shape))
+    check_dtypes(name, tf_type, inputs, NUMERIC, ("X",))
+    axis = axis_in(name, tf_type, inputs, attrs["axis"], len(x.shape), len(x.shape))
     if not 0 <= attrs["K"] <= x.shape[axis]:
         raise shape_error(
             f"K {attrs['K']} is not in [0, {x.shape[axis]}] (axis {axis})", name, tf_type, inputs,
@@ -142,6 +143,8 @@ def value_dtype(value: Any, given: str | None) -> str:
         return given
     if hasattr(value, "dtype"):
         return str(value.dtype.name)
+    if type(value) is int:
+        return "int64"
     flat = _np().asarray(value)
     return {"b": "bool", "i": "int64"}.get(flat.dtype.kind, "float32")
 
@@ -176,11 +179,12 @@ def constant_of_shape(xp: ModuleType, inputs: Sequence[Array], attrs: Attrs) -> 
 
 
 def range_length(attrs: Attrs) -> int:
-    """ONNX's max(ceil((limit - start) / delta), 0); exact for integers."""
+    """ONNX's max(ceil((limit - start) / delta), 0); exact for integers. At most MAX_DIM
+    (`_check_range` refuses more)."""
     start, limit, delta = (_item(attrs[a]) for a in ("start", "limit", "delta"))
     if type(start) is int and type(limit) is int and type(delta) is int:
-        return max(0, -((start - limit) // delta))
-    return max(0, int(-((start - limit) // delta)))
+        return min(max(0, -((start - limit) // delta)), MAX_DIM + 1)
+    return int(min(max(0.0, -((start - limit) // delta)), MAX_DIM + 1))
 
 
 def _item(value: Any) -> Any:
@@ -194,12 +198,18 @@ def range_dtype(attrs: Attrs) -> str:
 
 
 def _check_range(attrs: dict[str, Any]) -> None:
-    delta = _item(attrs["delta"])
-    if delta == 0 or delta != delta:
-        raise AttrError(f"delta is {delta}; give a step other than 0")
-    if any(abs(_item(attrs[a])) == float("inf") or _item(attrs[a]) != _item(attrs[a])
-           for a in ("start", "limit")):  # fmt: skip
-        raise AttrError("start and limit must be finite numbers")
+    values = [_item(attrs[a]) for a in ("start", "limit", "delta")]
+    if not all(isfinite(v) for v in values):
+        raise AttrError("start, limit and delta must be finite numbers")
+    if values[2] == 0:
+        raise AttrError("delta is 0; give a step other than 0")
+    dtype = range_dtype(attrs)
+    if dtype in INDEX_TYPES:
+        info = _np().iinfo(dtype)
+        if not all(info.min <= v <= info.max for v in values):
+            raise AttrError(f"start, limit and delta must fit {dtype}, in [{info.min}, {info.max}]")
+    if range_length(attrs) > MAX_DIM:
+        raise AttrError(f"{values[0]} to {values[1]} by {values[2]} is more than {MAX_DIM} values")
 
 
 def infer_range(name: str, tf_type: str, attrs: Attrs, inputs: Specs) -> Specs:
@@ -218,19 +228,19 @@ def range_(xp: ModuleType, inputs: Sequence[Array], attrs: Attrs) -> list[Array]
 
 def _host(name: str, infer_fn: Any, compute_fn: Any, attrs: dict[str, Any], **kw: Any) -> OpDef:
     """An op with no inputs here whose value is built on the host."""
-    return OpDef(name, name, infer_fn, compute_fn, attrs, generator=True, flops=no_flops, **kw)
+    return OpDef(name, name, infer_fn, compute_fn, attrs, generator=True, flops=NO_FLOPS, **kw)
 
 
 OPS = (
-    OpDef("Gather", "Gather", infer_gather, gather, {"axis": (ONNX_INT, 0)}, 2, 2,
-          flops=no_flops),
-    OpDef("GatherND", "GatherND", infer_gather_nd, gather_nd, {"batch_dims": (ONNX_INT, 0)}, 2, 2,
-          flops=no_flops),
+    OpDef("Gather", "Gather", infer_gather, gather, {"axis": (INT, 0)}, 2, 2,
+          flops=NO_FLOPS),
+    OpDef("GatherND", "GatherND", infer_gather_nd, gather_nd, {"batch_dims": (INT, 0)}, 2, 2,
+          flops=NO_FLOPS),
     OpDef("CumSum", "CumSum", infer_cumsum, cumsum,
-          {"axis": (ONNX_INT, REQUIRED), "exclusive": (FLAG, 0), "reverse": (FLAG, 0)}, 1, 1,
-          flops=per_output),
+          {"axis": (INT, REQUIRED), "exclusive": (FLAG, 0), "reverse": (FLAG, 0)}, 1, 1,
+          flops=ONE_PER_OUTPUT),
     OpDef("TopK", "TopK", infer_topk, topk,
-          {"K": (ONNX_INT, REQUIRED), "axis": (ONNX_INT, -1), "largest": (FLAG, 1),
+          {"K": (INT, REQUIRED), "axis": (INT, -1), "largest": (FLAG, 1),
            "sorted": (FLAG, 1)}, 1, 1, outputs=2, flops=_topk_flops),
     _host("Constant", infer_constant, constant,
           {"value": (TENSOR, REQUIRED), "dtype": (OPTIONAL_DTYPE, None)}),

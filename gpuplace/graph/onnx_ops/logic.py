@@ -10,11 +10,14 @@ from math import prod
 from types import ModuleType
 from typing import Any
 
-from ..infer import InferFn, Specs, shape_error
+from ..infer import ANY, FLOATS, NUMERIC, InferFn, Specs, check_dtypes, shape_error
 from ..kernels import ComputeFn, elementwise
 from ..opdef import OpDef
-from .shape_attrs import FLAG, OPTIONAL_SCALAR
-from .shape_rules import ALL, BOOL, FLOATS, NUMBERS, broadcast, dtypes, per_output, spec
+from .common import FLAG, ONE_PER_OUTPUT, broadcast_shapes
+from .shape import spec
+from .shape_attrs import OPTIONAL_SCALAR
+
+BOOL = frozenset({"bool"})
 
 Attrs = Mapping[str, Any]
 Array = Any
@@ -24,20 +27,21 @@ def _broadcasting(allowed: frozenset[str], out: str | None) -> InferFn:
     """Inputs of one dtype from `allowed`, broadcast; the output is `out` (None: the inputs')."""
 
     def infer(name: str, tf_type: str, attrs: Attrs, inputs: Specs) -> Specs:
-        dtype = dtypes(name, tf_type, inputs, allowed)
+        check_dtypes(name, tf_type, inputs, allowed)
+        dtype = inputs[0].dtype
         if len(inputs) == 1 or all(s.shape == inputs[0].shape for s in inputs):
             shape = inputs[0].shape
         else:
-            shape = broadcast(name, tf_type, inputs, [s.shape for s in inputs])
+            shape = broadcast_shapes(name, tf_type, inputs, [s.shape for s in inputs])
         return spec(shape, out or dtype)
 
     return infer
 
 
 def infer_where(name: str, tf_type: str, attrs: Attrs, inputs: Specs) -> Specs:
-    dtypes(name, tf_type, inputs, BOOL, (0,))
-    dtype = dtypes(name, tf_type, inputs, ALL, (1, 2))
-    return spec(broadcast(name, tf_type, inputs, [s.shape for s in inputs]), dtype)
+    check_dtypes(name, tf_type, inputs[:1], BOOL, ("condition",))
+    check_dtypes(name, tf_type, inputs[1:], ANY, ("X", "Y"))
+    return spec(broadcast_shapes(name, tf_type, inputs, [s.shape for s in inputs]), inputs[1].dtype)
 
 
 def where(xp: ModuleType, inputs: Sequence[Array], attrs: Attrs) -> list[Array]:
@@ -45,7 +49,7 @@ def where(xp: ModuleType, inputs: Sequence[Array], attrs: Attrs) -> list[Array]:
 
 
 def infer_isinf(name: str, tf_type: str, attrs: Attrs, inputs: Specs) -> Specs:
-    dtypes(name, tf_type, inputs, FLOATS)
+    check_dtypes(name, tf_type, inputs, FLOATS, ("X",))
     return spec(inputs[0].shape, "bool")
 
 
@@ -77,7 +81,8 @@ def _n_minus_one(attrs: Attrs, inputs: Specs, outputs: Specs) -> float:
 
 
 def infer_clip(name: str, tf_type: str, attrs: Attrs, inputs: Specs) -> Specs:
-    dtype = dtypes(name, tf_type, inputs, NUMBERS)
+    check_dtypes(name, tf_type, inputs, NUMERIC, ("input",))
+    dtype = inputs[0].dtype
     for bound in ("min", "max"):
         value = attrs.get(bound)
         if value is not None and dtype not in FLOATS and float(value) != int(value):
@@ -101,18 +106,18 @@ def clip(xp: ModuleType, inputs: Sequence[Array], attrs: Attrs) -> list[Array]:
 
 def _op(name: str, infer_fn: InferFn, compute_fn: ComputeFn, inputs: tuple[int, int | None],
         **kw: Any) -> OpDef:  # fmt: skip
-    kw.setdefault("flops", per_output)
+    kw.setdefault("flops", ONE_PER_OUTPUT)
     return OpDef(name, name, infer_fn, compute_fn, min_inputs=inputs[0], max_inputs=inputs[1],
                  **kw)  # fmt: skip
 
 
-_COMPARABLE = NUMBERS | BOOL
+_COMPARABLE = NUMERIC | BOOL
 OPS = (
     _op("Equal", _broadcasting(_COMPARABLE, "bool"), elementwise("equal"), (2, 2)),
-    _op("Less", _broadcasting(NUMBERS, "bool"), elementwise("less"), (2, 2)),
-    _op("LessOrEqual", _broadcasting(NUMBERS, "bool"), elementwise("less_equal"), (2, 2)),
-    _op("Greater", _broadcasting(NUMBERS, "bool"), elementwise("greater"), (2, 2)),
-    _op("GreaterOrEqual", _broadcasting(NUMBERS, "bool"), elementwise("greater_equal"), (2, 2)),
+    _op("Less", _broadcasting(NUMERIC, "bool"), elementwise("less"), (2, 2)),
+    _op("LessOrEqual", _broadcasting(NUMERIC, "bool"), elementwise("less_equal"), (2, 2)),
+    _op("Greater", _broadcasting(NUMERIC, "bool"), elementwise("greater"), (2, 2)),
+    _op("GreaterOrEqual", _broadcasting(NUMERIC, "bool"), elementwise("greater_equal"), (2, 2)),
     _op("And", _broadcasting(BOOL, None), elementwise("logical_and"), (2, 2)),
     _op("Or", _broadcasting(BOOL, None), elementwise("logical_or"), (2, 2)),
     _op("Xor", _broadcasting(BOOL, None), elementwise("logical_xor"), (2, 2)),
@@ -121,8 +126,8 @@ OPS = (
     _op("IsInf", infer_isinf, isinf, (1, 1),
         attrs={"detect_negative": (FLAG, 1), "detect_positive": (FLAG, 1)}),
     _op("Where", infer_where, where, (3, 3)),
-    _op("Max", _broadcasting(NUMBERS, None), reduce_n("maximum"), (1, None), flops=_n_minus_one),
-    _op("Min", _broadcasting(NUMBERS, None), reduce_n("minimum"), (1, None), flops=_n_minus_one),
+    _op("Max", _broadcasting(NUMERIC, None), reduce_n("maximum"), (1, None), flops=_n_minus_one),
+    _op("Min", _broadcasting(NUMERIC, None), reduce_n("minimum"), (1, None), flops=_n_minus_one),
     _op("Clip", infer_clip, clip, (1, 1),
         attrs={"min": (OPTIONAL_SCALAR, None), "max": (OPTIONAL_SCALAR, None)}),
 )  # fmt: skip

@@ -12,27 +12,40 @@ from typing import Any
 
 from .. import infer as inf
 from .. import kernels as k
-from ..attrs import AttrError
+from ..attrs import INT, AttrError
 from ..infer import Specs, fmt, shape_error
+from ..model import TensorSpec
 from ..opdef import REQUIRED, OpDef
-from .shape_attrs import (
-    DTYPE_TO,
-    FLAG,
-    INTS,
-    ONNX_INT,
-    OPTIONAL_INT,
-    OPTIONAL_INTS,
-    OPTIONAL_SCALAR,
-    PAD_MODE,
-)
-from .shape_rules import axes_in, axis_in, broadcast, no_flops, per_output, spec
+from .common import FLAG, INTS, NO_FLOPS, ONE_PER_OUTPUT, axis_in, broadcast_shapes
+from .shape_attrs import BOUNDS, DTYPE_TO, OPTIONAL_INT, OPTIONAL_INTS, OPTIONAL_SCALAR, PAD_MODE
 
 Attrs = Mapping[str, Any]
 Array = Any
+INT64_MAX = 2**63 - 1
+
+
+def spec(shape: Sequence[int], dtype: str) -> Specs:
+    """One output of this shape and dtype."""
+    return (TensorSpec(tuple(shape), dtype),)
+
+
+def axes_in(
+    name: str, tf_type: str, inputs: Specs, axes: Sequence[int], rank: int, what: str = "axes"
+) -> tuple[int, ...]:
+    """Each of `axes` made non-negative; the op's error for one out of range or given twice."""
+    out = tuple(axis_in(name, tf_type, inputs, a, rank, rank) for a in axes)
+    if len(set(out)) != len(out):
+        twice = next(a for a in out if out.count(a) > 1)
+        raise shape_error(
+            f"{what} {list(axes)} name axis {twice} twice", name, tf_type, inputs,
+            "give each axis once",
+        )  # fmt: skip
+    return out
 
 
 def _clamp(value: int, low: int, high: int) -> int:
-    return max(low, min(value, high))
+    """`value` in [low, high]; `high` where the range is empty (a negative step on an empty axis)."""
+    return min(max(value, low), high)
 
 
 def shape_range(rank: int, attrs: Attrs) -> tuple[int, int]:
@@ -102,7 +115,7 @@ def split_sizes(
     """Split's axis and the size of each part: `split`, or `num_outputs` parts of ceil(d / n)
     with a smaller last one."""
     rank = len(inputs[0].shape)
-    axis = axis_in(name, tf_type, inputs, attrs["axis"], rank)
+    axis = axis_in(name, tf_type, inputs, attrs["axis"], rank, rank)
     size = inputs[0].shape[axis]
     given = attrs.get("split")
     if given is None:
@@ -157,7 +170,9 @@ def slice_bounds(
 ) -> list[tuple[int, int, int, int]]:
     """Slice's (axis, start, end, step) per sliced axis, clamped as ONNX says: negative starts
     and ends count from the end; then for a positive step both are clamped to [0, d], for a
-    negative one start to [0, d - 1] and end to [-1, d - 1]."""
+    negative one start to [0, d - 1] and end to [-1, d - 1]. An end of INT64_MAX with a negative
+    step runs to the start of the axis, as in onnxruntime (exporters write INT64_MAX for "to the
+    end" whatever the direction), where the ONNX text would give nothing."""
     dims = inputs[0].shape
     starts, ends = attrs["starts"], attrs["ends"]
     axes = attrs.get("axes") or tuple(range(len(starts)))
@@ -173,6 +188,8 @@ def slice_bounds(
         if step == 0:
             raise shape_error("Slice step cannot be 0", name, tf_type, inputs, "give steps != 0")
         d = dims[axis]
+        if step < 0 and end == INT64_MAX:
+            end = -1 - d
         start, end = start + d if start < 0 else start, end + d if end < 0 else end
         if step > 0:
             start, end = _clamp(start, 0, d), _clamp(end, 0, d)
@@ -245,7 +262,7 @@ def infer_expand(name: str, tf_type: str, attrs: Attrs, inputs: Specs) -> Specs:
             f"Expand shape {fmt(target)} holds a negative dimension", name, tf_type, inputs,
             "give dimensions >= 0 (1 keeps the input's)",
         )  # fmt: skip
-    return spec(broadcast(name, tf_type, inputs, (inputs[0].shape, target)), inputs[0].dtype)
+    return spec(broadcast_shapes(name, tf_type, inputs, (inputs[0].shape, target)), inputs[0].dtype)
 
 
 def expand(xp: ModuleType, inputs: Sequence[Array], attrs: Attrs) -> list[Array]:
@@ -284,14 +301,17 @@ def pad_widths(name: str, tf_type: str, inputs: Specs, attrs: Attrs) -> list[tup
     for i, a in enumerate(axes):
         before, after = pads[i], pads[i + len(axes)]
         widths[a] = (before, after)
-        low = 0 if attrs["mode"] == "constant" else 1
-        if dims[a] + before + after < low or (
-            attrs["mode"] == "reflect" and max(before, after) >= dims[a]
+        kept = dims[a] + min(before, 0) + min(after, 0)  # what cropping leaves
+        grows = max(before, 0) + max(after, 0) > 0
+        mode = attrs["mode"]
+        if kept < 0 or (mode != "constant" and grows and kept < 1) or (
+            mode == "reflect" and max(before, after) >= kept > 0
         ):
             raise shape_error(
-                f"Cannot pad axis {a} of size {dims[a]} by ({before}, {after}) in mode "
-                f"{attrs['mode']}", name, tf_type, inputs,
-                "crop at most the whole axis; reflect pads less than the axis' size",
+                f"Cannot pad axis {a} of size {dims[a]} by ({before}, {after}) in mode {mode}",
+                name, tf_type, inputs,
+                "crop at most the whole axis; edge and reflect need a value to repeat, and "
+                "reflect pads less than the axis' size",
             )  # fmt: skip
     return widths
 
@@ -329,20 +349,20 @@ def _one(
 ) -> OpDef:  # fmt: skip
     """An ONNX op of one data input (more where `max_inputs` says)."""
     kw.setdefault("max_inputs", 1)
-    kw.setdefault("flops", no_flops)
+    kw.setdefault("flops", NO_FLOPS)
     return OpDef(name, name, infer_fn, compute_fn, attrs, min_inputs=1, **kw)
 
 
 OPS = (
-    _one("Shape", infer_shape, shape, {"start": (ONNX_INT, 0), "end": (OPTIONAL_INT, None)}),
+    _one("Shape", infer_shape, shape, {"start": (INT, 0), "end": (OPTIONAL_INT, None)}),
     _one("Reshape", infer_reshape, reshape, {"shape": (INTS, REQUIRED), "allowzero": (FLAG, 0)}),
     _one("Transpose", inf.transpose, k.transpose, {"perm": (OPTIONAL_INTS, None)}),
-    _one("Concat", inf.concat, k.concat, {"axis": (ONNX_INT, REQUIRED)}, max_inputs=None),
+    _one("Concat", inf.concat, k.concat, {"axis": (INT, REQUIRED)}, max_inputs=None),
     _one("Split", infer_split, split,
-         {"axis": (ONNX_INT, 0), "split": (OPTIONAL_INTS, None), "num_outputs": (OPTIONAL_INT, None)},
+         {"axis": (INT, 0), "split": (OPTIONAL_INTS, None), "num_outputs": (OPTIONAL_INT, None)},
          outputs=_split_outputs, check=_check_split),
     _one("Slice", infer_slice, slice_,
-         {"starts": (INTS, REQUIRED), "ends": (INTS, REQUIRED), "axes": (OPTIONAL_INTS, None),
+         {"starts": (BOUNDS, REQUIRED), "ends": (BOUNDS, REQUIRED), "axes": (OPTIONAL_INTS, None),
           "steps": (OPTIONAL_INTS, None)}),
     _one("Squeeze", infer_squeeze, squeeze, {"axes": (OPTIONAL_INTS, None)}),
     _one("Unsqueeze", infer_unsqueeze, unsqueeze, {"axes": (INTS, REQUIRED)}),
@@ -352,5 +372,5 @@ OPS = (
          {"pads": (INTS, REQUIRED), "mode": (PAD_MODE, "constant"),
           "constant_value": (OPTIONAL_SCALAR, None), "axes": (OPTIONAL_INTS, None)}),
     _one("Cast", infer_cast, cast, {"to": (DTYPE_TO, REQUIRED), "saturate": (FLAG, 1)},
-         flops=per_output),
+         flops=ONE_PER_OUTPUT),
 )  # fmt: skip

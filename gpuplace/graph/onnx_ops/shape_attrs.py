@@ -2,18 +2,18 @@
 
 ONNX attrs arrive from the importer (Python ints, tuples, numpy scalars and arrays) or from a
 YAML spec (lists, numbers): each kind accepts both and normalises to plain Python values, int
-lists to tuples. Flags (`allowzero`, `exclusive`, `keepdims`) are ONNX's ints 0 or 1; true and
-false are taken too. `Cast`'s `to` is the `TensorProto` enum int or a dtype name.
+lists to tuples (int lists and 0/1 flags are `common.py`'s INTS and FLAG). `Cast`'s `to` is
+the `TensorProto` enum int or a dtype name.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 from ...limits import MAX_RANK
-from ..attrs import MAX_DIM, RANK_WHY, Attr, AttrError, accepting, is_number
+from ..attrs import INT, MAX_DIM, Attr, AttrError, is_number
 from ..model import DTYPES
+from .common import INTS, choice
 
 # TensorProto.DataType: the enum ONNX writes in Cast's `to` and in every tensor's type
 ONNX_TYPES = {
@@ -33,38 +33,16 @@ def is_int(value: object) -> bool:
     )
 
 
-def _sequence(value: Any) -> Sequence[Any] | None:
-    """A list, tuple or 1-d numpy array as a sequence of items, else None."""
-    if type(value) in (list, tuple):
-        return value  # type: ignore[no-any-return]
-    if hasattr(value, "dtype") and getattr(value, "ndim", 0) == 1:
-        return list(value)
-    return None
-
-
-def _ints(value: Any) -> tuple[int, ...]:
-    items = _sequence(value)
-    if items is None or not all(is_int(d) and -MAX_DIM - 1 <= d <= MAX_DIM for d in items):
-        raise AttrError("a list of integers, e.g. [0, -1]")
-    if len(items) > 2 * MAX_RANK:
-        raise AttrError(f"at most {2 * MAX_RANK} integers ({RANK_WHY}), got {len(items)}")
-    return tuple(int(d) for d in items)
-
-
 def _optional_ints(value: Any) -> tuple[int, ...] | None:
-    return None if value is None else _ints(value)
+    return None if value is None else INTS.check(value)
 
 
-def _flag(value: Any) -> int:
-    if type(value) is bool or (is_int(value) and value in (0, 1)):
-        return int(value)
-    raise AttrError("0 or 1 (or false or true)")
-
-
-def _int(value: Any) -> int:
-    if is_int(value) and -MAX_DIM - 1 <= value <= MAX_DIM:
-        return int(value)
-    raise AttrError("an integer, e.g. 0 or -1")
+def _bounds(value: Any) -> tuple[int, ...]:
+    """Slice's starts and ends: INTS, with INT64_MIN (which exporters write for "before the
+    start") taken as -INT64_MAX, which clamps the same on any axis."""
+    if type(value) in (list, tuple):
+        value = [-MAX_DIM if type(d) is int and d == -MAX_DIM - 1 else d for d in value]
+    return INTS.check(value)  # type: ignore[no-any-return]
 
 
 def _scalar(value: Any) -> Any:
@@ -121,25 +99,13 @@ def _tensor(value: Any) -> Any:
     raise AttrError("an array, a number or a rectangular (nested) list of numbers")
 
 
-def _mode(value: Any) -> str:
-    if value in PAD_MODES:
-        return str(value)
-    raise AttrError(f"one of {', '.join(PAD_MODES)}")
-
-
-PAD_MODES = ("constant", "reflect", "edge", "wrap")
-_INT_SCHEMA = {"type": "integer"}
-_INTS_SCHEMA = {"type": "array", "items": _INT_SCHEMA}
 _NUM_SCHEMA = {"type": ["number", "boolean"]}
-INTS = Attr(_ints, _INTS_SCHEMA)
-OPTIONAL_INTS = Attr(_optional_ints, {"anyOf": [_INTS_SCHEMA, {"type": "null"}]})
-FLAG = Attr(_flag, {"anyOf": [{"enum": [0, 1]}, {"type": "boolean"}]})
-ONNX_INT = Attr(_int, _INT_SCHEMA)
-OPTIONAL_INT = Attr(lambda v: None if v is None else _int(v), {"type": ["integer", "null"]})
+OPTIONAL_INTS = Attr(_optional_ints, {"anyOf": [INTS.schema, {"type": "null"}]})
+BOUNDS = Attr(_bounds, {"type": "array", "items": {"type": "integer"}})
+OPTIONAL_INT = Attr(lambda v: None if v is None else INT.check(v), {"type": ["integer", "null"]})
 SCALAR = Attr(_scalar, _NUM_SCHEMA)
 OPTIONAL_SCALAR = Attr(_optional_scalar, {"type": ["number", "boolean", "null"]})
 DTYPE_TO = Attr(_dtype_to, {"anyOf": [{"type": "integer"}, {"enum": list(DTYPES)}]})
 OPTIONAL_DTYPE = Attr(_optional_dtype, {"anyOf": [{"enum": list(DTYPES)}, {"type": "null"}]})
 TENSOR = Attr(_tensor, {"$ref": "#/$defs/value"})
-PAD_MODE = Attr(_mode, {"enum": list(PAD_MODES)})
-TEXT = Attr(accepting(lambda v: type(v) is str, "a string"), {"type": "string"})
+PAD_MODE = choice("constant", "reflect", "edge")
