@@ -304,8 +304,10 @@ def pad_widths(name: str, tf_type: str, inputs: Specs, attrs: Attrs) -> list[tup
         kept = dims[a] + min(before, 0) + min(after, 0)  # what cropping leaves
         grows = max(before, 0) + max(after, 0) > 0
         mode = attrs["mode"]
-        if kept < 0 or (mode != "constant" and grows and kept < 1) or (
-            mode == "reflect" and max(before, after) >= kept > 0
+        if (
+            kept < 0
+            or (mode != "constant" and grows and kept < 1)
+            or (mode == "reflect" and max(before, after) >= kept > 0)
         ):
             raise shape_error(
                 f"Cannot pad axis {a} of size {dims[a]} by ({before}, {after}) in mode {mode}",
