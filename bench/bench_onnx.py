@@ -13,15 +13,13 @@ nodes, one run each (bench/README.md).
 
 from __future__ import annotations
 
-import gc
 import sys
 import tempfile
-import time
-from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 import onnx
+from bench_load import best  # bench/ is on sys.path when this script runs
 from onnx import TensorProto, helper, numpy_helper
 
 from gpuplace import Options
@@ -60,16 +58,6 @@ def write_model(nodes: int, folder: Path) -> Path:
     path = folder / f"stack{nodes}.onnx"
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
     return path
-
-
-def best(fn: Callable[[], object], runs: int) -> float:
-    times = []
-    for _ in range(runs):
-        gc.collect()
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return min(times)
 
 
 def main() -> None:

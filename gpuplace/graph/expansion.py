@@ -51,7 +51,7 @@ class _Counter:
             kind = item.get("op") if type(item) is dict else 1
             if kind is None:
                 count += self.block(item)
-            elif kind == "split":
+            elif kind == "split" or kind == "Split":  # TF's and ONNX's
                 count += _split_outputs(item, self.limit)
             else:
                 count += 1
@@ -94,13 +94,14 @@ class _Counter:
 
 
 def _split_outputs(item: dict[str, Any], limit: int) -> int:
-    """A split's outputs, from `num_split` or `sizes` as written (the walk checks them)."""
-    pieces = item.get("num_split")
+    """A split's outputs, from `num_split` or `sizes` as written (ONNX's Split: `num_outputs`
+    or `split`; the walk checks them)."""
+    pieces = item.get("num_split", item.get("num_outputs"))
     if type(pieces) is not int:
-        sizes = item.get("sizes")
+        sizes = item.get("sizes", item.get("split"))
         pieces = len(sizes) if type(sizes) is list else 1
     if pieces > limit:
-        name = item.get("name")
-        label = f"op {name!r} (split)" if type(name) is str else "a split op"
+        name, kind = item.get("name"), item["op"]
+        label = f"op {name!r} ({kind})" if type(name) is str else f"a {kind} op"
         raise SpecError(f"{label}: {pieces:,} outputs, {_past(limit)}", item)
     return max(pieces, 1)

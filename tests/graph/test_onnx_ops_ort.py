@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 import pytest
 from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from gpuplace.graph.fold import evaluate
 from tests.onnx_ops.helpers import onnxruntime_run
@@ -87,3 +88,30 @@ def test_slice_clamping_matches_onnxruntime(case: tuple[np.ndarray, dict[str, li
     x, attrs = case
     got = evaluate("Slice", [x], attrs)
     _check(got, run_ort("Slice", [x], attrs, got))
+
+
+@st.composite
+def pads(draw: st.DrawFn) -> tuple[np.ndarray, dict[str, Any]]:
+    """An input and Pad attrs that keep every axis whole: crops at most what the axis has."""
+    shape = draw(st.lists(st.integers(1, 4), min_size=1, max_size=3))
+    mode = draw(st.sampled_from(["constant", "edge", "reflect"]))
+    before, after = [], []
+    for d in shape:
+        low = -(d - 1) if mode != "constant" else -d
+        b = draw(st.integers(max(low, -3), 3))
+        e = draw(st.integers(max(low - min(b, 0), -3), 3))
+        if mode == "reflect":  # pads below what is kept
+            kept = d + min(b, 0) + min(e, 0)
+            b, e = min(b, kept - 1), min(e, kept - 1)
+        before.append(b)
+        after.append(e)
+    x = np.arange(int(np.prod(shape)), dtype=np.float32).reshape(shape)
+    return x, {"pads": before + after, "mode": mode, "constant_value": 1.5}
+
+
+@settings(max_examples=30, deadline=None)
+@given(pads())
+def test_pad_matches_onnxruntime(case: tuple[np.ndarray, dict[str, Any]]) -> None:
+    x, attrs = case
+    got = evaluate("Pad", [x], attrs)
+    _check(got, run_ort("Pad", [x], attrs, got))

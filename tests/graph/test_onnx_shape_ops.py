@@ -18,8 +18,9 @@ import gpuplace
 from gpuplace.errors import BadInput, RuntimeFailure
 from gpuplace.graph import TensorSpec, get_op, loads
 from gpuplace.graph.fold import evaluate
+from tests.onnx_ops.helpers import ours
 
-from .onnx_cases import CASES, slices
+from .onnx_cases import CASES, HOST_CASES, slices
 from .test_ops import RecordingXp
 
 FAST = settings(max_examples=60, deadline=None)
@@ -241,6 +242,13 @@ ERRORS = [
      "data's leading axes after batch_dims"),
     ("Range", [], {"start": 0, "limit": 4, "delta": 0},
      "op 'Range' (Range): delta is 0; give a step other than 0"),
+    ("Range", [], {"start": 0, "limit": 1e308, "delta": 1e-308},
+     "op 'Range' (Range): 0 to 1e+308 by 1e-308 is more than 9223372036854775807 values"),
+    ("Range", [], {"start": 0, "limit": 2**64, "delta": 1},
+     "op 'Range' (Range): start, limit and delta must fit int64, in [-9223372036854775808, "
+     "9223372036854775807]"),
+    ("Range", [], {"start": 0, "limit": float("nan"), "delta": 1},
+     "op 'Range' (Range): start, limit and delta must be finite numbers"),
     ("Pad", [np.zeros(2)], {"pads": [1]},
      "pads has 1 entries for 1 axes for 'Pad' (op: 'Pad') with input shapes: [2]. Fix: give 2: "
      "every axis's start, then every axis's end"),
@@ -265,6 +273,13 @@ def test_an_index_out_of_range_fails_the_run_naming_the_op() -> None:
         evaluate("Gather", [np.zeros(3), np.array([3])], {})
     with pytest.raises(RuntimeFailure, match=r"^GatherND: an index is out of range for data"):
         evaluate("GatherND", [np.zeros((2, 2)), np.array([[0, -3]])], {})
+
+
+def test_split_outputs_count_against_the_op_limit() -> None:
+    spec = "graph: [{name: c, op: Constant, value: [1]}, {name: r, op: Split, inputs: [c], %s}]"
+    with pytest.raises(BadInput, match=r"op 'r' \(Split\): 100,000,000 outputs, more than the"):
+        loads(spec % "num_outputs: 100000000")
+    assert len(loads(spec % "split: [1, 0, 0]").by_name()["r"].outputs) == 3
 
 
 def test_evaluate_refuses_what_the_op_cannot_take() -> None:
@@ -297,6 +312,18 @@ CUPY_HAS = {  # each is in cupy's API as in numpy's (https://docs.cupy.dev/en/st
     "equal", "less", "less_equal", "greater", "greater_equal", "logical_and", "logical_or",
     "logical_xor", "logical_not", "isnan", "isinf", "inf", "zeros", "maximum", "minimum",
 }  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("op", "inputs", "attrs"),
+    [*CASES, *((op, [], attrs) for op, attrs, _ in HOST_CASES), *(c[:3] for c in SCALARS)],
+    ids=lambda v: v if isinstance(v, str) else "",
+)
+def test_kernels_make_what_the_shape_rule_says(
+    op: str, inputs: list[Any], attrs: dict[str, Any]
+) -> None:
+    """The executor trusts the rule: each output's shape and dtype are the kernel's exactly."""
+    ours(op, [np.asarray(x) for x in inputs], attrs)
 
 
 def test_device_kernels_call_only_what_cupy_also_has() -> None:

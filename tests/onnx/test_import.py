@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 from onnx import TensorProto as T
 from onnx import helper as h
+from onnx import numpy_helper
 
 from gpuplace.graph import load
 from gpuplace.graph.onnx_import import supported_ops
@@ -276,8 +277,6 @@ def test_weights_are_variables_holding_the_tensor(tmp_path: Path) -> None:
     graph = load(save(m, tmp_path))
     var = graph.by_name()["w"]
     assert var.type == "variable"
-    from onnx import numpy_helper
-
     np.testing.assert_array_equal(var.attrs["value"], numpy_helper.to_array(w))
 
 
@@ -308,3 +307,34 @@ def test_mem_runs_a_model(run: Run, tmp_path: Path) -> None:
                  "--json")  # fmt: skip
     assert result.code == 0, result.err
     assert json.loads(result.out)["schema_version"]
+
+
+def test_a_shape_onnx_disagrees_with_names_the_node(tmp_path: Path) -> None:
+    m = mlp()
+    m.graph.value_info.append(h.make_tensor_value_info("h2", T.FLOAT, ["batch", 7]))
+    with pytest.raises(Exception) as info:
+        load(save(m, tmp_path), dims={"batch": 2})
+    assert str(info.value) == (
+        f"{tmp_path / 'm.onnx'}: node '/act/Relu' (Relu): output 'h2': gpuplace infers float32 "
+        "[2, 8], ONNX shape inference float32 ['?', 7]; this is a bug in gpuplace's Relu or in "
+        "the model: please report it with the model"
+    )
+
+
+@pytest.mark.skipif(not has_ops("Range", "Add"), reason="needs Range and Add")
+def test_an_int32_range_folds_to_an_int32_constant(run: Run, tmp_path: Path) -> None:
+    i32 = lambda name, v: numpy_helper.from_array(np.asarray(v, dtype=np.int32), name)  # noqa: E731
+    nodes = [h.make_node("Range", ["s", "l", "d"], ["r"], name="/Range"),
+             h.make_node("Add", ["r", "x"], ["y"], name="/Add")]  # fmt: skip
+    m = model(nodes, [h.make_tensor_value_info("x", T.INT32, [4])],
+              [h.make_tensor_value_info("y", T.INT32, [4])],
+              [i32("s", 1), i32("l", 9), i32("d", 2)])  # fmt: skip
+    graph = load(save(m, tmp_path))
+    assert [(op.name, op.type, op.outputs[0].dtype) for op in graph.ops] == [
+        ("x", "placeholder", "int32"), ("r", "constant", "int32"), ("/Add", "Add", "int32"),
+        ("y", "identity", "int32"),
+    ]  # fmt: skip
+    np.testing.assert_array_equal(graph.by_name()["r"].attrs["value"], [1, 3, 5, 7])
+    result = run(*SIM, "run", str(tmp_path / "m.onnx"), "--feed", "x=[1, 1, 1, 1]", "--verify")
+    assert result.code == 0, result.err
+    assert "y:\n[2 4 6 8]\n" in result.out

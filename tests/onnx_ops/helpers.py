@@ -4,12 +4,14 @@ and the same op through onnxruntime as a one-node model built with onnx.helper."
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from textwrap import dedent
 from typing import Any
 
 import numpy as np
 import pytest
 
-from gpuplace.graph import TensorSpec, get_op
+from gpuplace.errors import BadInput
+from gpuplace.graph import TensorSpec, get_op, loads
 
 
 def ours(op_type: str, inputs: Sequence[np.ndarray], attrs: Mapping[str, Any] | None = None,
@@ -75,3 +77,10 @@ def onnxruntime_run(op_type: str, inputs: Sequence[np.ndarray], attrs: Mapping[s
         model.SerializeToString(), options, providers=["CPUExecutionProvider"]
     )
     return list(session.run(None, dict(zip(names, inputs, strict=True))))
+
+
+def load_error(text: str) -> str:
+    """The one-line BadInput that loading the spec `text` (as g.yaml) raises."""
+    with pytest.raises(BadInput) as info:
+        loads(dedent(text).lstrip("\n"), "g.yaml")
+    return str(info.value)

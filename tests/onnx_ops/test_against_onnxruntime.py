@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from gpuplace.graph import list_ops
+from tests.graph.test_ops import RecordingXp
 from tests.onnx_ops.helpers import onnxruntime_run, ours
 
 RNG = np.random.default_rng(11)
@@ -68,6 +69,7 @@ CASES = [
          {"group": 2, "strides": [2, 1], "pads": [1, 0, 2, 1], "dilations": [1, 2]}),
     Case("Conv", [f32(1, 4, 7, 6), f32(4, 1, 3, 3)], {"group": 4, "auto_pad": "SAME_UPPER", "strides": [2, 2]}),
     Case("Conv", [f32(1, 4, 7, 6), f32(4, 1, 2, 2)], {"group": 4, "auto_pad": "SAME_LOWER"}),
+    Case("Conv", [f32(2, 3, 7, 6), f32(6, 1, 3, 3), f32(6)], {"group": 3, "pads": [1, 0, 1, 2]}),
     Case("Conv", [f32(1, 3, 7, 6), f32(2, 3, 3, 3)], {"auto_pad": "VALID", "strides": [2, 2]}),
     Case("Conv", [f32(2, 3, 9), f32(4, 3, 3), f32(4)], {"pads": [1, 1]}),
     Case("Conv", [f32(1, 2, 5, 4, 3), f32(3, 2, 2, 2, 2)], {}),
@@ -123,17 +125,8 @@ XP_CALLS = {
     "abs", "add", "asarray", "divide", "exp", "float16", "float32", "floor_divide", "log",
     "matmul", "max", "maximum", "mean", "multiply", "negative", "ones", "pad", "power", "reshape",
     "sign", "sqrt", "stack", "subtract", "sum", "tanh", "where", "clip", "empty_like",
-    "ascontiguousarray", "__name__",
+    "ascontiguousarray", "__name__", "broadcast_to",
 }  # fmt: skip
-
-
-class RecordingXp:
-    def __init__(self) -> None:
-        self.calls: set[str] = set()
-
-    def __getattr__(self, name: str) -> Any:
-        self.calls.add(name)
-        return getattr(np, name)
 
 
 def test_kernels_call_only_what_cupy_also_has() -> None:

@@ -4,7 +4,6 @@ sizes as a property against ONNX's formula; errors; FLOPs."""
 from __future__ import annotations
 
 from math import ceil, floor
-from textwrap import dedent
 from typing import Any
 
 import numpy as np
@@ -13,8 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gpuplace.errors import BadInput
-from gpuplace.graph import loads
-from tests.onnx_ops.helpers import flops, ours, spec
+from tests.onnx_ops.helpers import flops, load_error, ours, spec
 
 RNG = np.random.default_rng(3)
 
@@ -55,6 +53,7 @@ def loop_conv(x: np.ndarray, w: np.ndarray, b: np.ndarray | None, stride: tuple[
         (3, 4, (3, 3), (1, 1), (0, 0, 0, 0), (1, 1), 1),
         (4, 6, (3, 2), (2, 1), (1, 0, 2, 1), (1, 2), 2),
         (4, 4, (3, 3), (2, 2), (1, 1, 1, 1), (1, 1), 4),  # depthwise
+        (2, 6, (2, 3), (1, 2), (0, 1, 1, 0), (2, 1), 2),  # depthwise, 3 outputs per channel
         (2, 3, (1, 1), (1, 1), (0, 0, 0, 0), (1, 1), 1),
     ],
 )
@@ -178,14 +177,8 @@ def test_flop_counts() -> None:
     assert flops("BatchNormalization", [(2, 3, 4), (3,), (3,), (3,), (3,)]) == 2 * 24
 
 
-def error(text: str) -> str:
-    with pytest.raises(BadInput) as info:
-        loads(dedent(text).lstrip("\n"), "g.yaml")
-    return str(info.value)
-
-
 def test_errors_name_the_node_and_the_fix() -> None:
-    assert error("""
+    assert load_error("""
         graph:
           - {name: x, op: zeros, shape: [1, 3, 8, 8]}
           - {name: w, op: zeros, shape: [4, 2, 3, 3]}
@@ -195,12 +188,15 @@ def test_errors_name_the_node_and_the_fix() -> None:
         "(op: 'Conv') with input shapes: [1,3,8,8], [4,2,3,3]. Fix: W is M x C/group x k1 x ... "
         "with M divisible by group; here C/group = 3"
     )
-    assert "kernel_shape [5] does not fit 2 spatial dimensions for 'p' (op: 'MaxPool')" in error("""
+    assert (
+        "kernel_shape [5] does not fit 2 spatial dimensions for 'p' (op: 'MaxPool')"
+        in load_error("""
         graph:
           - {name: x, op: zeros, shape: [1, 3, 8, 8]}
           - {name: p, op: MaxPool, inputs: [x], kernel_shape: [5]}
         """)
-    assert error("""
+    )
+    assert load_error("""
         graph:
           - {name: x, op: zeros, shape: [1, 3, 8, 8]}
           - {name: p, op: MaxPool, inputs: [x]}
@@ -208,7 +204,7 @@ def test_errors_name_the_node_and_the_fix() -> None:
         "g.yaml:3: op 'p' (MaxPool) needs 'kernel_shape'; MaxPool takes: auto_pad, dilations, "
         "pads, strides, kernel_shape, ceil_mode, storage_order"
     )
-    assert "training_mode=1 is not supported" in error("""
+    assert "training_mode=1 is not supported" in load_error("""
         graph:
           - {name: x, op: zeros, shape: [1, 3, 2, 2]}
           - {name: v, op: ones, shape: [3]}

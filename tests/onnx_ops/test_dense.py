@@ -4,7 +4,6 @@ einsum, Python's integer and math functions; shape rules as properties; errors; 
 from __future__ import annotations
 
 import math
-from textwrap import dedent
 
 import numpy as np
 import pytest
@@ -12,9 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gpuplace.errors import BadInput
-from gpuplace.graph import loads
 from gpuplace.graph.onnx_ops.erf import BLOCK, erf
-from tests.onnx_ops.helpers import flops, ours, spec
+from tests.onnx_ops.helpers import flops, load_error, ours, spec
 
 RNG = np.random.default_rng(7)
 
@@ -168,14 +166,8 @@ def test_flop_counts() -> None:
     assert flops("Identity", [(10, 10)]) == flops("Dropout", [(10, 10)]) == 0
 
 
-def error(text: str) -> str:
-    with pytest.raises(BadInput) as info:
-        loads(dedent(text).lstrip("\n"), "g.yaml")
-    return str(info.value)
-
-
 def test_errors_name_the_node_the_op_and_the_fix() -> None:
-    assert error("""
+    assert load_error("""
         graph:
           - {name: a, op: zeros, shape: [2, 3]}
           - {name: b, op: zeros, shape: [2, 3]}
@@ -185,20 +177,38 @@ def test_errors_name_the_node_the_op_and_the_fix() -> None:
         "shapes: [2,3], [2,3]. Fix: A' is M x K and B' is K x N; set transA or transB so the "
         "inner dimensions agree"
     )
-    assert error("""
+    assert load_error("""
         graph:
           - {name: a, op: zeros, shape: [2, 3]}
           - {name: c, op: Gelu, inputs: [a], approximate: fast}
         """) == (
         "g.yaml:3: op 'c' (Gelu): approximate: 'fast' is not accepted; expected one of none, tanh"
     )
-    assert "for 'c' (op: 'Softmax')" in error("""
+    assert (
+        "Shape must be at least rank 1 but is rank 0 (input 0) for 's' (op: 'Softmax')"
+        in load_error("""
+        graph:
+          - {name: a, op: zeros, shape: []}
+          - {name: s, op: Softmax, inputs: [a]}
+        """)
+    )
+    assert "axis 2 out of range for input with 2 dimensions for 'c' (op: 'Softmax')" in load_error("""
         graph:
           - {name: a, op: zeros, shape: [2, 3]}
           - {name: c, op: Softmax, inputs: [a], axis: 2}
         """)
-    assert "Value for attr 'T' of int32" in error("""
+    assert "Value for attr 'T' of int32" in load_error("""
         graph:
           - {name: a, op: zeros, shape: [2], dtype: int32}
           - {name: c, op: Sqrt, inputs: [a]}
         """)
+
+
+@pytest.mark.parametrize("width", [1, 7, 129, 40000])
+def test_softmax_in_blocks_of_rows_matches_one_pass(width: int) -> None:
+    """Past `BLOCK` elements the host works in blocks of rows (odd widths halve with a tail)."""
+    x = normal(3, (2 * BLOCK) // width + 3, width) * 10
+    e = np.exp(x - x.max(axis=-1, keepdims=True))
+    want = e / e.sum(axis=-1, keepdims=True)
+    assert np.allclose(ours("Softmax", [x])[0], want, rtol=1e-5, atol=1e-7)
+    assert np.allclose(ours("LogSoftmax", [x])[0], np.log(want), rtol=1e-5, atol=1e-5)

@@ -6,16 +6,13 @@ from __future__ import annotations
 
 import statistics
 from math import prod, sqrt
-from textwrap import dedent
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gpuplace.errors import BadInput
-from gpuplace.graph import loads
-from tests.onnx_ops.helpers import flops, ours, spec
+from tests.onnx_ops.helpers import flops, load_error, ours, spec
 
 RNG = np.random.default_rng(5)
 
@@ -83,14 +80,8 @@ def test_flop_counts() -> None:
     assert flops("Flatten", [(4, 8)]) == 0
 
 
-def error(text: str) -> str:
-    with pytest.raises(BadInput) as info:
-        loads(dedent(text).lstrip("\n"), "g.yaml")
-    return str(info.value)
-
-
 def test_errors_name_the_node_and_the_fix() -> None:
-    assert error("""
+    assert load_error("""
         graph:
           - {name: x, op: zeros, shape: [2, 3, 4]}
           - {name: s, op: ones, shape: [3]}
@@ -101,13 +92,25 @@ def test_errors_name_the_node_and_the_fix() -> None:
         "the input's dimensions from axis -1"
     )
     assert "Invalid reduction dimension 3 for input with 3 dimensions. for 'r' (op: " \
-        "'ReduceSum')" in error("""
+        "'ReduceSum')" in load_error("""
         graph:
           - {name: x, op: zeros, shape: [2, 3, 4]}
           - {name: r, op: ReduceSum, inputs: [x], axes: [3]}
         """)  # fmt: skip
-    assert "axis 4 out of range for input with 3 dimensions for 'f' (op: 'Flatten')" in error("""
+    assert "axis 4 out of range for input with 3 dimensions for 'f' (op: 'Flatten')" in load_error("""
         graph:
           - {name: x, op: zeros, shape: [2, 3, 4]}
           - {name: f, op: Flatten, inputs: [x], axis: 4}
         """)
+
+
+def test_layer_norm_in_blocks_of_rows_matches_one_pass() -> None:
+    """Past `BLOCK` elements the host works in blocks of rows; Scale broadcasts over axis 1."""
+    x = normal(5, 3, 4000) * 3 + 1
+    scale, bias = normal(1, 4000), normal(4000)
+    got = ours("LayerNormalization", [x, scale, bias], {"axis": 1})[0]
+    wide = x.astype(np.float64).reshape(5, -1)
+    norm = (wide - wide.mean(1, keepdims=True)) / np.sqrt(wide.var(1, keepdims=True) + 1e-5)
+    want = norm.reshape(x.shape) * scale + bias
+    assert np.allclose(got, want, atol=1e-4)
+    assert ours("LayerNormalization", [np.zeros((2, 0), np.float32)])[0].shape == (2, 0)

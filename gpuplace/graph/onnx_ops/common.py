@@ -5,16 +5,18 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from math import prod
+from types import ModuleType
 from typing import Any
 
 from ...limits import MAX_RANK
 from ..attrs import MAX_DIM, Attr, AttrError, accepting
 from ..infer import InferFn, Specs, check_dtypes, shape_error
-from ..kernels import ComputeFn
+from ..kernels import Array, ComputeFn
 from ..model import FlopsFn, TensorSpec
 from ..opdef import EMPTY, OpDef
 
 MAX_INTS = 2 * MAX_RANK  # pads hold a begin and an end per spatial axis
+BLOCK = 1 << 15  # elements per host block: 128 KiB of float32 per temporary, a few fit L2
 
 
 def _ints(value: Any) -> tuple[int, ...]:
@@ -118,3 +120,19 @@ def broadcast_shapes(
             )  # fmt: skip
         out.append(dims.pop() if dims else 1)
     return tuple(reversed(out))
+
+
+def by_rows(xp: ModuleType, x: Array, inner: int, fn: Callable[[Array], Array]) -> Array:
+    """`fn` (shape-keeping, row by row: rows are x's last `inner` elements) over blocks of
+    about `BLOCK` elements on the host, so that its passes stay in the CPU's cache; in one go
+    on a GPU (cupy), or when x is small."""
+    if xp.__name__ != "numpy" or x.size <= BLOCK or inner < 1:
+        return fn(x)
+    rows = xp.ascontiguousarray(x).reshape(-1, inner)
+    step = max(1, BLOCK // inner)
+    first = fn(rows[:step])
+    out = xp.empty(rows.shape, dtype=first.dtype)
+    out[:step] = first
+    for start in range(step, rows.shape[0], step):
+        out[start : start + step] = fn(rows[start : start + step])
+    return out.reshape(x.shape)

@@ -273,7 +273,9 @@ def _batch_norm_kernel(xp: ModuleType, inputs: Sequence[Array], attrs: Attrs) ->
     a = scale / xp.sqrt(var + x.dtype.type(attrs["epsilon"]))
     b = bias - mean * a
     shape = (-1, *(1,) * (x.ndim - 2))
-    return [x * a.reshape(shape) + b.reshape(shape)]
+    y = x * a.reshape(shape)
+    y += b.reshape(shape)
+    return [y]
 
 
 _WINDOW = {

@@ -18,7 +18,17 @@ from ..infer import ANY, FLOATS, NUMERIC, Specs, binary, check_dtypes, shape_err
 from ..kernels import Array, elementwise, identity, relu, sigmoid, softmax_along
 from ..model import TensorSpec
 from ..opdef import OpDef
-from .common import FLAG, NO_FLOPS, axis_in, broadcast_shapes, choice, onnx_op, per_output
+from .common import (
+    FLAG,
+    NO_FLOPS,
+    axis_in,
+    broadcast_shapes,
+    by_rows,
+    choice,
+    need_rank,
+    onnx_op,
+    per_output,
+)
 from .erf import elementwise as erf_elementwise
 from .erf import erf
 
@@ -115,8 +125,10 @@ def _pow(name: str, tf_type: str, attrs: Attrs, inputs: Specs) -> Specs:
 
 def _softmax(name: str, tf_type: str, attrs: Attrs, inputs: Specs) -> Specs:
     check_dtypes(name, tf_type, inputs, FLOATS, ("input",))
+    need_rank(name, tf_type, inputs, 0, lambda r: r >= 1, "at least rank 1",
+              f"{tf_type} normalises along an axis; reshape the scalar to [1]")  # fmt: skip
     rank = len(inputs[0].shape)
-    axis_in(name, tf_type, inputs, attrs["axis"], rank, max(rank, 1))
+    axis_in(name, tf_type, inputs, attrs["axis"], rank, rank)
     return inputs
 
 
@@ -172,15 +184,18 @@ def _gelu(xp: ModuleType, inputs: Sequence[Array], attrs: Attrs) -> list[Array]:
 
 
 def _softmax_kernel(xp: ModuleType, inputs: Sequence[Array], attrs: Attrs) -> list[Array]:
-    return [softmax_along(xp, inputs[0], attrs["axis"])]
+    return [_softmax_rows(xp, inputs[0], attrs["axis"], log=False)]
 
 
 def _log_softmax_kernel(xp: ModuleType, inputs: Sequence[Array], attrs: Attrs) -> list[Array]:
-    return [softmax_along(xp, inputs[0], attrs["axis"], log=True)]
+    return [_softmax_rows(xp, inputs[0], attrs["axis"], log=True)]
 
 
-def _sqrt(xp: ModuleType, inputs: Sequence[Array], attrs: Attrs) -> list[Array]:
-    return [xp.sqrt(inputs[0])]
+def _softmax_rows(xp: ModuleType, x: Array, axis: int, log: bool) -> Array:
+    """Along the last axis in blocks of rows (`by_rows`); along another in one go."""
+    if axis not in (-1, x.ndim - 1):
+        return softmax_along(xp, x, axis, log)
+    return by_rows(xp, x, x.shape[-1], lambda rows: softmax_along(xp, rows, -1, log))
 
 
 # --- the ops ---------------------------------------------------------------------------------
@@ -204,16 +219,16 @@ OPS: tuple[OpDef, ...] = (
     _binary_op("Mul", elementwise("multiply")),
     _binary_op("Div", _div),
     onnx_op("Pow", _pow, _pow_kernel, min_inputs=2, max_inputs=2),
-    _unary_op("Sqrt", FLOATS, _sqrt),
+    _unary_op("Sqrt", FLOATS, elementwise("sqrt")),
     _unary_op("Neg", NUMERIC, elementwise("negative")),
     _unary_op("Exp", FLOATS, elementwise("exp")),
     _unary_op("Log", FLOATS, elementwise("log")),
     _unary_op("Tanh", FLOATS, elementwise("tanh")),
     _unary_op("Relu", NUMERIC, relu),
     _unary_op("Sigmoid", FLOATS, sigmoid),
-    _unary_op("Erf", FLOATS, _erf_kernel, flops=30.0),
+    _unary_op("Erf", FLOATS, _erf_kernel, flops=25.0),  # erf.py's rational fit
     onnx_op("Gelu", unary(FLOATS), _gelu, {"approximate": (choice("none", "tanh"), "none")},
-            flops=per_output(8.0)),
+            flops=per_output(30.0)),
     onnx_op("Softmax", _softmax, _softmax_kernel, {"axis": (INT, -1)}, flops=per_output(5.0)),
     onnx_op("LogSoftmax", _softmax, _log_softmax_kernel, {"axis": (INT, -1)},
             flops=per_output(5.0)),

@@ -10,7 +10,7 @@ near 0. Measured against `math.erf` (tests/onnx_ops/test_dense.py checks a grid 
 few float32 ulps) computed in float32, which is how float32 inputs are computed; float16
 inputs are computed in float32 and rounded back.
 
-On the host the work goes in blocks of `BLOCK` elements, each evaluated in place, so that
+On the host the work goes in blocks of `common.BLOCK` elements, each evaluated in place, so that
 the ~25 passes of the polynomials stay in the CPU's cache instead of streaming the whole
 tensor through memory each time; a GPU's library (cupy) takes the tensor in one block.
 """
@@ -21,8 +21,8 @@ from math import pi, sqrt
 from types import ModuleType
 
 from ..kernels import Array
+from .common import BLOCK
 
-BLOCK = 1 << 15  # 128 KiB of float32 per temporary: the few of them fit a core's L2
 _P = (-1.60960333262415e-02, -2.95459980854025e-03, -7.34990630326855e-04,
       -5.69250639462346e-05, -2.10102402082508e-06, 2.77068142495902e-08,
       -2.72614225801306e-10)  # fmt: skip

@@ -6,12 +6,12 @@ end; an index out of range fails the run naming the op's type, the index and the
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from math import log2, prod
+from math import isfinite, log2, prod
 from types import ModuleType
 from typing import Any
 
 from ...errors import RuntimeFailure
-from ..attrs import INT, AttrError
+from ..attrs import INT, MAX_DIM, AttrError
 from ..infer import INTS as INDEX_TYPES
 from ..infer import NUMERIC, Specs, check_dtypes, fmt, shape_error
 from ..opdef import REQUIRED, OpDef
@@ -143,6 +143,8 @@ def value_dtype(value: Any, given: str | None) -> str:
         return given
     if hasattr(value, "dtype"):
         return str(value.dtype.name)
+    if type(value) is int:
+        return "int64"
     flat = _np().asarray(value)
     return {"b": "bool", "i": "int64"}.get(flat.dtype.kind, "float32")
 
@@ -177,11 +179,12 @@ def constant_of_shape(xp: ModuleType, inputs: Sequence[Array], attrs: Attrs) -> 
 
 
 def range_length(attrs: Attrs) -> int:
-    """ONNX's max(ceil((limit - start) / delta), 0); exact for integers."""
+    """ONNX's max(ceil((limit - start) / delta), 0); exact for integers. At most MAX_DIM
+    (`_check_range` refuses more)."""
     start, limit, delta = (_item(attrs[a]) for a in ("start", "limit", "delta"))
     if type(start) is int and type(limit) is int and type(delta) is int:
-        return max(0, -((start - limit) // delta))
-    return max(0, int(-((start - limit) // delta)))
+        return min(max(0, -((start - limit) // delta)), MAX_DIM + 1)
+    return int(min(max(0.0, -((start - limit) // delta)), MAX_DIM + 1))
 
 
 def _item(value: Any) -> Any:
@@ -195,12 +198,18 @@ def range_dtype(attrs: Attrs) -> str:
 
 
 def _check_range(attrs: dict[str, Any]) -> None:
-    delta = _item(attrs["delta"])
-    if delta == 0 or delta != delta:
-        raise AttrError(f"delta is {delta}; give a step other than 0")
-    if any(abs(_item(attrs[a])) == float("inf") or _item(attrs[a]) != _item(attrs[a])
-           for a in ("start", "limit")):  # fmt: skip
-        raise AttrError("start and limit must be finite numbers")
+    values = [_item(attrs[a]) for a in ("start", "limit", "delta")]
+    if not all(isfinite(v) for v in values):
+        raise AttrError("start, limit and delta must be finite numbers")
+    if values[2] == 0:
+        raise AttrError("delta is 0; give a step other than 0")
+    dtype = range_dtype(attrs)
+    if dtype in INDEX_TYPES:
+        info = _np().iinfo(dtype)
+        if not all(info.min <= v <= info.max for v in values):
+            raise AttrError(f"start, limit and delta must fit {dtype}, in [{info.min}, {info.max}]")
+    if range_length(attrs) > MAX_DIM:
+        raise AttrError(f"{values[0]} to {values[1]} by {values[2]} is more than {MAX_DIM} values")
 
 
 def infer_range(name: str, tf_type: str, attrs: Attrs, inputs: Specs) -> Specs:

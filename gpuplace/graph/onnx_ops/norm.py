@@ -20,7 +20,7 @@ from ..infer import FLOATS, Specs, reduce, shape_error
 from ..kernels import Array, reduction
 from ..model import TensorSpec
 from ..opdef import OpDef
-from .common import FLAG, NO_FLOPS, axis_in, onnx_op, per_input, per_output, same_dtype
+from .common import FLAG, NO_FLOPS, axis_in, by_rows, onnx_op, per_input, per_output, same_dtype
 
 Attrs = Mapping[str, Any]
 
@@ -49,20 +49,31 @@ def _layer_norm(name: str, tf_type: str, attrs: Attrs, inputs: Specs) -> Specs:
 
 
 def _layer_norm_kernel(xp: ModuleType, inputs: Sequence[Array], attrs: Attrs) -> list[Array]:
+    """Over rows of the normalised dimensions, in blocks of rows on the host (`by_rows`)."""
     x = inputs[0]
+    if x.size == 0:
+        return [x.copy()]
+    shape = x.shape[attrs["axis"] % x.ndim :]
+    inner = prod(shape)
+    params = [xp.broadcast_to(p, shape).reshape(inner) for p in inputs[1:]]
+    rows = xp.reshape(x, (-1, inner))
+    out = by_rows(xp, rows, inner, lambda block: _normalise(xp, block, params, attrs["epsilon"]))
+    return [out.reshape(x.shape)]
+
+
+def _normalise(xp: ModuleType, x: Array, params: Sequence[Array], epsilon: float) -> Array:
+    """Each row of `x` to mean 0 and variance 1, then times Scale plus B (`params`)."""
     dtype = x.dtype
     if dtype == xp.float16:
         x = x.astype(xp.float32)
-    axis = attrs["axis"] % x.ndim
-    axes = tuple(range(axis, x.ndim))
-    centred = x - xp.mean(x, axis=axes, keepdims=True)
-    variance = xp.mean(centred * centred, axis=axes, keepdims=True)
-    centred /= xp.sqrt(variance + x.dtype.type(attrs["epsilon"]))  # in place from here on
-    if len(inputs) > 1:
-        centred *= inputs[1]
-    if len(inputs) > 2:
-        centred += inputs[2]
-    return [centred.astype(dtype, copy=False)]
+    centred = x - xp.mean(x, axis=-1, keepdims=True)
+    variance = xp.mean(centred * centred, axis=-1, keepdims=True)
+    centred /= xp.sqrt(variance + x.dtype.type(epsilon))  # in place from here on
+    if params:
+        centred *= params[0]
+    if len(params) > 1:
+        centred += params[1]
+    return centred.astype(dtype, copy=False)
 
 
 # --- reductions ------------------------------------------------------------------------------

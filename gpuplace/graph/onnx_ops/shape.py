@@ -301,14 +301,19 @@ def pad_widths(name: str, tf_type: str, inputs: Specs, attrs: Attrs) -> list[tup
     for i, a in enumerate(axes):
         before, after = pads[i], pads[i + len(axes)]
         widths[a] = (before, after)
-        low = 0 if attrs["mode"] == "constant" else 1
-        if dims[a] + before + after < low or (
-            attrs["mode"] == "reflect" and max(before, after) >= dims[a]
+        kept = dims[a] + min(before, 0) + min(after, 0)  # what cropping leaves
+        grows = max(before, 0) + max(after, 0) > 0
+        mode = attrs["mode"]
+        if (
+            kept < 0
+            or (mode != "constant" and grows and kept < 1)
+            or (mode == "reflect" and max(before, after) >= kept > 0)
         ):
             raise shape_error(
-                f"Cannot pad axis {a} of size {dims[a]} by ({before}, {after}) in mode "
-                f"{attrs['mode']}", name, tf_type, inputs,
-                "crop at most the whole axis; reflect pads less than the axis' size",
+                f"Cannot pad axis {a} of size {dims[a]} by ({before}, {after}) in mode {mode}",
+                name, tf_type, inputs,
+                "crop at most the whole axis; edge and reflect need a value to repeat, and "
+                "reflect pads less than the axis' size",
             )  # fmt: skip
     return widths
 
