@@ -252,6 +252,10 @@ ERRORS = [
     ("Pad", [np.zeros(2)], {"pads": [1]},
      "pads has 1 entries for 1 axes for 'Pad' (op: 'Pad') with input shapes: [2]. Fix: give 2: "
      "every axis's start, then every axis's end"),
+    ("Reshape", [np.zeros(1)], {"shape": [1] * 65},
+     "The output would have 65 dimensions for 'Reshape' (op: 'Reshape') with input shapes: [1]. "
+     "Fix: arrays have at most 64 (numpy's limit; TensorFlow allows 254, but every array here is "
+     "numpy's)"),
     ("TopK", [np.zeros(2)], {"K": 3},
      "K 3 is not in [0, 2] (axis 0) for 'TopK' (op: 'TopK') with input shapes: [2]. Fix: ask for "
      "at most 2 entries"),
@@ -273,6 +277,16 @@ def test_an_index_out_of_range_fails_the_run_naming_the_op() -> None:
         evaluate("Gather", [np.zeros(3), np.array([3])], {})
     with pytest.raises(RuntimeFailure, match=r"^GatherND: an index is out of range for data"):
         evaluate("GatherND", [np.zeros((2, 2)), np.array([[0, -3]])], {})
+
+
+def test_no_op_builds_more_dimensions_than_numpy_has() -> None:
+    big = np.zeros([1] * 64)
+    for op, inputs, attrs in [("Unsqueeze", [big], {"axes": [0]}),
+                              ("Expand", [big], {"shape": [1] * 65}),
+                              ("Gather", [big, np.zeros((1, 1), np.int64)], {}),
+                              ("ConstantOfShape", [], {"input": [1] * 65})]:  # fmt: skip
+        with pytest.raises(BadInput, match=f"^The output would have 65 dimensions for '{op}'"):
+            evaluate(op, inputs, attrs)
 
 
 def test_split_outputs_count_against_the_op_limit() -> None:
