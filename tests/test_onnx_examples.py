@@ -69,3 +69,22 @@ def test_the_device_map_of_balanced_puts_each_branch_s_modules_on_one_gpu(run: R
     assert {device_map[f"up.{i}"] for i in range(8)} == {0, 1, 2, 3}
     for i in range(8):  # a branch's two layers share a GPU: no copy of its activations
         assert device_map[f"up.{i}"] == device_map[f"down.{i}"]
+
+
+@pytest.mark.parametrize(
+    ("name", "shape"), [("mlp", (4, 32)), ("cnn", (2, 3, 32, 32)), ("branches", (4, 16))]
+)
+def test_the_example_runs_spread_and_agrees_with_onnxruntime(
+    run: Run, tmp_path: Path, name: str, shape: tuple[int, ...]
+) -> None:
+    pytest.importorskip("onnxruntime")
+    import numpy as np
+
+    x = tmp_path / "x.npy"
+    np.save(x, np.random.default_rng(0).standard_normal(shape, dtype=np.float32))
+    result = run("--machine", "4xK520", "run", str(EXAMPLES / f"{name}.onnx"), "--dim",
+                 f"batch={shape[0]}", "--feed", f"x={x}", "--verify", "--strategy", "balanced")  # fmt: skip
+    assert result.code == 0, result.err
+    verified = [line for line in result.out.splitlines() if line.startswith("verify logits:")]
+    assert len(verified) == 2 and all(line.endswith(": ok") for line in verified)
+    assert "vs onnxruntime" in verified[1]
