@@ -94,6 +94,13 @@ class Options:
                     ": expected symbolic dim names mapped to sizes >= 1, e.g. {'batch': 32}",
                 )
             )
+        if self.device_map is not None and not all(isinstance(k, str) for k in self.device_map):
+            raise BadInput(
+                Message(
+                    Setting("device_map", self.device_map),
+                    ": expected module paths (str) mapped to GPU indices or 'cpu', e.g. {'model': 0}",
+                )
+            )
         if not isinstance(self.feeds, Mapping) or not all(isinstance(k, str) for k in self.feeds):
             raise BadInput(
                 Message(

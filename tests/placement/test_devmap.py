@@ -136,3 +136,16 @@ def test_pin_requests_each_op_s_device_from_the_longest_key() -> None:
     )
     with pytest.raises(BadInput, match="'disk' is not a device"):
         pin(graph, {"": "disk"}, gpus=2)
+
+
+def test_options_refuse_a_device_map_with_keys_that_are_not_module_paths() -> None:
+    from gpuplace import Options
+
+    with pytest.raises(BadInput) as caught:
+        Options(device_map={0: 1})  # type: ignore[dict-item]
+    assert str(caught.value) == (
+        "Options.device_map={0: 1}: expected module paths (str) mapped to GPU indices or 'cpu', "
+        "e.g. {'model': 0}"
+    )
+    with pytest.raises(BadInput, match=r"^Options.device_map=\['model'\]: expected module paths"):
+        Options(device_map=["model"])  # type: ignore[arg-type]
