@@ -8,7 +8,7 @@ BIN     = $(VENV)/bin
 comma  := ,
 # One stamp per set of extras, so a new EXTRAS value installs what it adds.
 stamp   = $(VENV)/.installed-$(or $(subst $(comma),-,$(1)),base)
-EXTRAS_DEMO = $(EXTRAS)
+EXTRAS_DEMO = onnx$(if $(EXTRAS),$(comma)$(EXTRAS))
 EXTRAS_TEST = test$(if $(EXTRAS),$(comma)$(EXTRAS))
 STAMP_DEMO  = $(call stamp,$(EXTRAS_DEMO))
 STAMP       = $(call stamp,$(EXTRAS_TEST))
@@ -33,6 +33,7 @@ demo: $(STAMP_DEMO)
 	CUDA_VISIBLE_DEVICES=2,0 $(BIN)/gpuplace --machine 4xK20m devices --check
 	$(BIN)/gpuplace --machine 4xK520 mem examples/guide/04_multi_tower.yaml --compare --memory-fraction 0.3
 	$(BIN)/gpuplace --machine 4xK520 plan examples/big_model.yaml --strategy balanced
+	$(BIN)/gpuplace --machine 4xK520 plan examples/onnx/branches.onnx --dim batch=262144 --strategy balanced --format device-map
 
 lint: $(STAMP)
 	$(BIN)/ruff check gpuplace tests bench examples tools

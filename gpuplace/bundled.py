@@ -19,7 +19,7 @@ from .echo import show
 from .errors import BadInput, RuntimeFailure
 from .fileio import write_atomic
 
-_SUFFIXES = (".yaml", ".py")
+_SUFFIXES = (".yaml", ".py", ".onnx")
 _MAX_FILES = 1000  # the bundle holds a handful; a bound in case the package folder is tampered with
 
 

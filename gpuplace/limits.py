@@ -94,6 +94,11 @@ def read_text(path: str | os.PathLike[str], limit: int, cannot: str, hint: str) 
         ) from None
 
 
+def read_bytes(path: str | os.PathLike[str], limit: int, cannot: str, hint: str) -> bytes:
+    """The bytes of the file at `path`, bounded and refused as `read_text` does (an ONNX model)."""
+    return _read_bytes(path, limit, cannot, hint)
+
+
 def _read_bytes(path: str | os.PathLike[str], limit: int, cannot: str, hint: str) -> bytes:
     if "\0" in os.fspath(path):
         raise BadInput(f"{cannot}: the path holds a NUL character (\\0)")

@@ -20,6 +20,8 @@ _FIELD_TYPES: dict[str, tuple[tuple[type, ...], str]] = {
     "memory_fraction": ((int, float), "a number in (0, 1], e.g. 0.4"),
     "memory_limit": ((str, int), "a size per GPU, e.g. '64MiB' (or int bytes)"),
     "virtual_gpus": ((str,), "text such as 'GPU:0=2GiB,2GiB'"),
+    "max_memory": ((str,), "text such as 'GPU:0=10GiB,GPU:1=10GiB,CPU=30GiB'"),
+    "device_map": ((Mapping,), "module paths mapped to GPU indices or 'cpu', e.g. {'model': 0}"),
     "replicate": ((int, str), "a number of GPUs (2 or more) or 'all'"),
     "out_dir": ((str, os.PathLike), "a folder, e.g. 'out'"),
     "allow_writes_anywhere": ((bool,), "True or False"),
@@ -36,11 +38,18 @@ class Options:
         nested list.
     allow_growth, memory_fraction (0 < F <= 1), memory_limit (per GPU: '64MiB', or int bytes),
         virtual_gpus ('GPU:0=2GiB,2GiB;GPU:1=1GiB'): TensorFlow's GPU memory policies.
+    max_memory ('GPU:0=10GiB,GPU:1=10GiB,CPU=30GiB', Accelerate's max_memory): a memory limit
+        for each GPU named (the others keep theirs) and a cap on what CPU:0 may hold.
     strategy: 'tensorflow' (TensorFlow's placer, the default), 'balanced' or 'round-robin'.
     replicate: data parallelism over N GPUs (an int >= 2, or 'all'), as Keras' multi_gpu_model.
     out_dir: the folder a spec's `save` paths start at (default: the spec's folder);
     allow_writes_anywhere: let `save` paths be absolute, start with `~`, climb out with `..` or
         go through symbolic links (by default a spec writes only under that folder).
+    dims: an ONNX model's symbolic dims by name, e.g. {'batch': 32} (as `--dim batch=32`).
+    device_map: an Accelerate-shaped device map ({'model.layers.0': 0, 'lm_head': 'cpu'}, as
+        `plan --format device-map` writes or `infer_auto_device_map` returns): each op asks for
+        the device of the longest module prefix that covers it (`placement/devmap.py: pin`), to
+        judge that map under gpuplace's placer, memory and cost model.
 
     A value of the wrong type is refused here (BadInput); values are checked against the spec
     and the machine by `prepare`.
@@ -53,10 +62,13 @@ class Options:
     memory_fraction: float | None = None
     memory_limit: str | int | None = None
     virtual_gpus: str | None = None
+    max_memory: str | None = None
     strategy: str | None = None
     replicate: int | str | None = None
     out_dir: str | os.PathLike[str] | None = None
     allow_writes_anywhere: bool = False
+    dims: Mapping[str, int] = field(default_factory=dict)
+    device_map: Mapping[str, int | str] | None = None
 
     def __post_init__(self) -> None:
         """Refuse a value of the wrong type (a str for a bool, a list for feeds) here, where
@@ -73,6 +85,22 @@ class Options:
                     f": not a placement strategy; expected one of {', '.join(map(repr, STRATEGIES))}",
                 )
             )
+        if not isinstance(self.dims, Mapping) or not all(
+            isinstance(k, str) and type(v) is int and v >= 1 for k, v in self.dims.items()
+        ):
+            raise BadInput(
+                Message(
+                    Setting("dims", self.dims),
+                    ": expected symbolic dim names mapped to sizes >= 1, e.g. {'batch': 32}",
+                )
+            )
+        if self.device_map is not None and not all(isinstance(k, str) for k in self.device_map):
+            raise BadInput(
+                Message(
+                    Setting("device_map", self.device_map),
+                    ": expected module paths (str) mapped to GPU indices or 'cpu', e.g. {'model': 0}",
+                )
+            )
         if not isinstance(self.feeds, Mapping) or not all(isinstance(k, str) for k in self.feeds):
             raise BadInput(
                 Message(
@@ -86,6 +114,7 @@ class Options:
         return {
             "allow_growth": self.allow_growth, "memory_fraction": self.memory_fraction,
             "memory_limit": self.memory_limit, "virtual_gpus": self.virtual_gpus,
+            "max_memory": self.max_memory,
         }  # fmt: skip
 
 

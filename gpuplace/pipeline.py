@@ -25,11 +25,12 @@ from .devices.rates import load_rates
 from .errors import BadInput, Message, Setting, Term, Text
 from .graph import apply_feeds, load
 from .graph.model import Config, Graph
+from .graph.onnx_import import refuse_opaque
 from .graph.prune import needed, prune
 from .limits import read_limits
 from .memory.fit import check_fits, check_host_memory, device_limits
 from .memory.ledger import OutOfMemory
-from .memory.policy import Policy, logical_gpus, resolve_policy
+from .memory.policy import Policy, capped_host, logical_gpus, resolve_policy
 from .memory.pools import (
     DeviceMemory,
     check_reservations,
@@ -42,6 +43,7 @@ from .memory.pools import (
 )
 from .options import Options, check_feed_names, check_replicas, replicate_count
 from .placement import place_cluster
+from .placement.devmap import pin
 from .placement.model import Placement
 from .placement.strategies import place_with
 from .results import Outcome, PlanEstimate, PolicyRun, Prepared, Reservation
@@ -130,15 +132,20 @@ def prepare(
         return n
 
     writes = {"out_dir": options.out_dir, "allow_writes_anywhere": options.allow_writes_anywhere}
-    graph = load(path, gpus=gpus, replicate=count, limits=read_limits(env), **writes)
+    graph = load(
+        path, gpus=gpus, replicate=count, limits=read_limits(env), dims=options.dims, **writes
+    )
     keep = needed(graph)
     if feeds:
+        refuse_opaque(graph)
         check_feed_names(graph, options.feeds)
         graph = apply_feeds(_unneeded_fed(graph, keep, options.feeds), options.feeds)
     policy = resolve_policy(graph.config.gpu_options, flags, env)
     found = resolve_cluster(cluster, graph, view, env, connect)
     per_task = {} if found is None else task_gpus(found, policy)
     logical = tuple(logical_gpus(view.gpus, policy)) if found is None else per_task[found.master]
+    if options.device_map is not None:
+        graph = pin(graph, options.device_map, len(logical)).graph
     soft = options.allow_soft_placement
     if soft is None:
         soft = graph.config.allow_soft_placement
@@ -149,8 +156,9 @@ def prepare(
     whole_graph = strategy == "tensorflow"  # TF's placer sees every op; the others weigh work
     if keep is not None and not whole_graph:
         graph, dropped = _pruned(graph, keep)
+    host = capped_host(view.machine.host, policy)
     if found is None:
-        placement = place_with(strategy, graph, logical, view.machine.host, soft, rates.by_uuid)
+        placement = place_with(strategy, graph, logical, host, soft, rates.by_uuid)
     else:
         placement = place_on_cluster(strategy, graph, found, per_task, soft, rates.by_uuid)
     if keep is not None and whole_graph:  # placed whole; the run needs fewer
@@ -158,7 +166,7 @@ def prepare(
         graph, dropped = _pruned(graph, keep)
         placement = _kept(placement, keep)
     if found is None:
-        check_fits(graph, placement, device_limits(view, logical))
+        check_fits(graph, placement, device_limits(host, logical))
     else:
         check_fits(graph, placement, cluster_limits(found, per_task))
     log = options.log_device_placement
@@ -283,7 +291,10 @@ def predict_memory(
     _expect_view(view, "predict_memory")
     named = None if prepared.cluster is None else task_devices(prepared)
     laid = _layout(prepared)
-    prediction = predict(prepared.graph, prepared.placement, prepared.logical, laid, named)
+    prediction = predict(
+        prepared.graph, prepared.placement, prepared.logical, laid, named,
+        prepared.policy.cpu_limit,
+    )  # fmt: skip
     oom = prediction.oom
     if oom is not None:
         if named is None:
@@ -336,7 +347,8 @@ def estimate_plan(prepared: Prepared, view: View) -> PlanEstimate:
     _expect_view(view, "estimate_plan")
     if prepared.cluster is not None:
         return _estimate_cluster(prepared)
-    models = device_models(prepared.logical, view.machine.host, prepared.rates.by_uuid)
+    host = capped_host(view.machine.host, prepared.policy)
+    models = device_models(prepared.logical, host, prepared.rates.by_uuid)
     tf = prepared.placement if prepared.strategy == "tensorflow" else None  # TF's own: reuse it
     est, bounds = estimate_with_bounds(
         prepared.graph, prepared.placement, models,
@@ -386,7 +398,7 @@ def execute_prepared(
     check_host_memory(peak.nbytes, peak.op, view.host_available)
     check_reservations(logical)
     names = [CPU0, *(full_name("GPU", g.index) for g in logical)]
-    books = {lg.device: lg for lg in ledgers(names, logical)}
+    books = {lg.device: lg for lg in ledgers(names, logical, cpu_limit=prepared.policy.cpu_limit)}
     prepare_pools(logical, backs)
     try:
         result = run(schedule, [books[d] for d in schedule.devices])
@@ -406,6 +418,7 @@ def verify(prepared: Prepared, result: RunResult | Outcome, view: View) -> list[
     execute_prepared returned, or its `.result`): one Verified per fetch (`ok` when within
     the dtype's tolerance: 1e-2 float16, 1e-4 float32, 1e-9 float64, exact for integers).
 
+    An imported ONNX model is also run by onnxruntime when it is installed (`Verified.against`).
     The reference run has no side effects: `save` ops are skipped and `print` ops forward their
     input without printing (the run being checked already wrote and printed)."""
     from .execute.executor import RunResult
@@ -417,7 +430,12 @@ def verify(prepared: Prepared, result: RunResult | Outcome, view: View) -> list[
         result = result.result
     what = "verify: result must be a RunResult"
     _expect(result, RunResult, what, "what gpuplace.execute_prepared(...) returns, or its .result")
-    return verify_values(prepared.graph, result.values, view.machine.host.simulated)
+    checked = verify_values(prepared.graph, result.values, view.machine.host.simulated)
+    if prepared.graph.onnx_model is None:
+        return checked
+    from .execute.onnx_reference import onnxruntime_checks
+
+    return checked + onnxruntime_checks(prepared.graph, result.values)
 
 
 def compared_options(options: Options) -> list[tuple[str, Options]]:

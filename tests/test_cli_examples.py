@@ -15,7 +15,7 @@ from tests.conftest import Run
 ROOT = Path(__file__).resolve().parents[1]
 BUNDLE = sorted(
     str(p.relative_to(ROOT / "examples")) for p in (ROOT / "examples").rglob("*")
-    if p.is_file() and p.suffix in (".yaml", ".py") and "__pycache__" not in p.parts
+    if p.is_file() and p.suffix in (".yaml", ".py", ".onnx") and "__pycache__" not in p.parts
 )  # fmt: skip
 
 

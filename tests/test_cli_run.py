@@ -284,7 +284,7 @@ def test_verify_names_the_overflow_behind_an_infinite_mismatch(
     assert doc["verify"] == [
         {"fetch": "s", "dtype": dtype, "max_rel_error": "inf", "ok": False,
          "tolerance": 1e-2 if dtype == "float16" else 1e-4,
-         "hint": f"{dtype} overflows above {limit}"}
+         "hint": f"{dtype} overflows above {limit}", "against": "float64 CPU"}
     ]  # fmt: skip
 
 

@@ -28,8 +28,8 @@ CLUSTER_HELP = (
     "GPUPLACE_CLUSTER. Simulated clusters: --machine '2x(4xV100-16GB)' or 4xV100-16GB+1xT4."
 )
 DEBUG_HELP = "Show tracebacks for errors (the exit code stays the same)."
-MEMORY_FLAGS = ("allow_growth", "memory_fraction", "memory_limit", "virtual_gpus", "strategy",
-                "replicate", "out_dir", "allow_writes_anywhere")  # fmt: skip
+MEMORY_FLAGS = ("allow_growth", "memory_fraction", "memory_limit", "virtual_gpus", "max_memory",
+                "strategy", "replicate", "out_dir", "allow_writes_anywhere", "dims")  # fmt: skip
 
 
 def count_flag(ctx: click.Context, param: click.Parameter, value: str | None) -> int | None:
@@ -82,6 +82,25 @@ def global_options(command: F) -> F:
     return cast(F, wrapper)
 
 
+def _dims_flag(ctx: click.Context, param: click.Parameter, values: Sequence[str]) -> dict[str, int]:
+    """`--dim NAME=N` items by name; each dim bound once, to a whole number >= 1."""
+    dims: dict[str, int] = {}
+    for item in values:
+        name, eq, text = item.partition("=")
+        count = parse_count(text.strip()) if eq else None
+        if not name or count is None or count < 1:
+            raise BadInput(
+                f"--dim {show(item, TEXT_CHARS)}: expected NAME=N with N a whole number >= 1 "
+                "(e.g. --dim batch=32)"
+            )
+        if name in dims and dims[name] != count:
+            raise BadInput(
+                f"--dim {clip(name)} is given twice ({dims[name]} and {count}); bind each dim once"
+            )
+        dims[name] = count
+    return dims
+
+
 def memory_options(f: Any) -> Any:
     """The flags run, plan and mem share, each an `Options` field: memory policy (overrides
     config.gpu_options), --replicate and --strategy (overrides config.placement), and where the
@@ -97,6 +116,9 @@ def memory_options(f: Any) -> Any:
                      help="Memory limit per GPU (e.g. 64MiB), preallocated unless growing."),
         click.option("--virtual-gpus", "virtual_gpus", metavar="SPEC",
                      help="Logical GPUs: GPU:0=2GiB,2GiB splits GPU:0 into two (';' between GPUs)."),
+        click.option("--max-memory", "max_memory", metavar="SPEC",
+                     help="Accelerate's max_memory: GPU:0=10GiB,GPU:1=10GiB,CPU=30GiB caps each "
+                          "device named (a memory limit per GPU; CPU: what CPU:0 may hold)."),
         click.option("--replicate", "replicate", metavar="N|all",
                      help="Data-parallel: split the top-level placeholders over N GPUs (or all) and "
                           "merge the outputs on the CPU, as Keras' multi_gpu_model."),
@@ -109,6 +131,8 @@ def memory_options(f: Any) -> Any:
         click.option("--allow-writes-anywhere", "allow_writes_anywhere", is_flag=True,
                      help="Let the spec's save paths be absolute, start with ~, climb out with "
                           "'..' or go through symbolic links."),
+        click.option("--dim", "dims", multiple=True, metavar="NAME=N", callback=_dims_flag,
+                     help="Bind an ONNX model's symbolic dim (e.g. --dim batch=32); repeatable."),
     ]  # fmt: skip
     for option in reversed(options):
         f = option(f)

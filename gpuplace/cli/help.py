@@ -19,7 +19,8 @@ SECTIONS: tuple[tuple[str, frozenset[str]], ...] = (
     ("Placement", frozenset({"soft", "strategy", "replicate"})),
     ("Running", frozenset({"feed", "verify", "force", "compare"})),
     ("Memory policy (TensorFlow's gpu_options)",
-     frozenset({"allow_growth", "memory_fraction", "memory_limit", "virtual_gpus"})),
+     frozenset({"allow_growth", "memory_fraction", "memory_limit", "virtual_gpus",
+                "max_memory"})),
     ("Checks", frozenset({"require_gpus", "min_memory", "check", "presets"})),
     ("Files the spec writes", frozenset({"out_dir", "allow_writes_anywhere"})),
 )  # fmt: skip

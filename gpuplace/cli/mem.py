@@ -178,7 +178,7 @@ def _needs_graph(feed: tuple[str, ...], kw: dict[str, Any]) -> None:
         )
 
 
-_POLICY_FLAGS = ("allow_growth", "memory_fraction", "memory_limit", "virtual_gpus")
+_POLICY_FLAGS = ("allow_growth", "memory_fraction", "memory_limit", "virtual_gpus", "max_memory")
 
 
 def _policy(kw: dict[str, Any], compare: bool) -> Options | None:

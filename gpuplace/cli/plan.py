@@ -3,7 +3,7 @@ the estimated makespan against its lower bounds."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -21,6 +21,10 @@ from .flags import (
 from .help import Command
 from .output import draw_table, stages, terminal_width, warn, warn_prepared
 
+if TYPE_CHECKING:
+    from ..devices.model import View
+    from ..results import Prepared
+
 
 @click.command(
     cls=Command,
@@ -30,10 +34,10 @@ from .output import draw_table, stages, terminal_width, warn, warn_prepared
 @click.argument("spec", metavar="GRAPH.yaml")
 @SOFT
 @JSON
-@click.option("--format", "fmt", type=click.Choice(["text", "json", "dot", "html"]), default=None,
-              help="Output format; dot is a Graphviz graph (render: gpuplace plan G.yaml --format dot | dot -Tsvg > plan.svg); html writes a report to -o.")  # fmt: skip
-@click.option("-o", "--output", "output", metavar="FILE.html",
-              help="Where --format html writes its report (one self-contained file).")  # fmt: skip
+@click.option("--format", "fmt", type=click.Choice(["text", "json", "dot", "html", "device-map", "tf"]), default=None,
+              help="Output format; dot is a Graphviz graph (render: gpuplace plan G.yaml --format dot | dot -Tsvg > plan.svg); html writes a report to -o; device-map is JSON in Accelerate's device_map shape; tf is Python with tf.device blocks by name scope.")  # fmt: skip
+@click.option("-o", "--output", "output", metavar="FILE",
+              help="Where --format html writes its report (one self-contained file), or --format device-map / tf their file (else printed).")  # fmt: skip
 @WIDE
 @memory_options
 @global_options
@@ -52,7 +56,7 @@ def plan(app: AppContext, /, spec: str, soft: bool | None, as_json: bool, fmt: s
             f"--json conflicts with --format {fmt}: --json is short for --format json; give one "
             "of them"
         )
-    if fmt == "html" or output is not None:
+    if fmt in ("html", "device-map", "tf") or output is not None:
         from .plan_html import check_output
 
         check_output(fmt, output, spec)
@@ -73,6 +77,8 @@ def plan(app: AppContext, /, spec: str, soft: bool | None, as_json: bool, fmt: s
         from .plan_html import write_report
 
         write_report(app, view, spec, options, (prepared, memory, est), output)
+    elif fmt in ("device-map", "tf"):
+        hand_back(view, prepared, fmt, output)
     elif fmt == "dot":
         from ..report.dot import to_dot
 
@@ -90,6 +96,31 @@ def plan(app: AppContext, /, spec: str, soft: bool | None, as_json: bool, fmt: s
     if oom is not None:
         raise oom
     check_reservations(prepared.logical)  # what run checks before it starts
+
+
+def hand_back(view: View, prepared: Prepared, fmt: str, output: str | None) -> None:
+    """--format device-map / tf: printed, or written to -o (atomically) with one line saying so."""
+    from ..echo import clip_middle
+    from ..report.devmap import device_map_doc, tf_text
+    from ..report.records import json_text
+    from ..units import human
+
+    text = (
+        json_text(device_map_doc(view, prepared))
+        if fmt == "device-map"
+        else tf_text(view, prepared)
+    )
+    if output is None:
+        click.echo(text, nl=not text.endswith("\n"))
+        return
+    from .plan_html import write_output
+
+    data = text.encode("utf-8") + (b"" if text.endswith("\n") else b"\n")
+    what = "the device map" if fmt == "device-map" else "the tf.device blocks"
+    write_output(output, data, what)
+    sim = ", simulated GPUs" if view.machine.simulated else ""
+    click.echo(f"{what[4:].capitalize()} (strategy {prepared.strategy}{sim}) written to "
+               f"{clip_middle(output)} ({human(len(data))})")  # fmt: skip
 
 
 def run_anyway(spec: str) -> str:

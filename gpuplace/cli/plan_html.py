@@ -1,5 +1,6 @@
 """`gpuplace plan --format html -o FILE.html`: where the report goes, and the second placement
-it draws beside the one asked for.
+it draws beside the one asked for; where `--format device-map -o FILE.json` and `--format tf
+-o FILE.py` go (the same checks; without -o those two print).
 
 The page always compares: TensorFlow's placement beside `balanced` (when the strategy in effect
 is tensorflow, the default) or beside the strategy asked for (`--strategy balanced` or
@@ -33,23 +34,32 @@ if TYPE_CHECKING:
     from .context import AppContext
 
 SUFFIXES = (".html", ".htm")
+# the formats -o writes: (what the file is, its suffixes, an example name)
+WRITTEN = {
+    "html": ("the report is an HTML page", SUFFIXES, "plan.html"),
+    "device-map": ("the device map is JSON", (".json",), "device_map.json"),
+    "tf": ("the tf.device blocks are Python", (".py",), "placement.py"),
+}
 
 
 def check_output(fmt: str | None, output: str | None, spec: str) -> None:
-    """Refuse, before any work, an -o without --format html, --format html without -o, and a
-    path the report cannot be written to or must not replace: the graph spec itself (see the
+    """Refuse, before any work, an -o with a format that prints, --format html without -o, and
+    a path the file cannot be written to or must not replace: the graph spec itself (see the
     module docstring)."""
-    if fmt != "html":
+    if fmt not in WRITTEN:
         raise BadInput(
-            f"-o {clip_middle(str(output))}: only --format html writes a file (the other formats "
-            "print); add --format html, or drop -o"
+            f"-o {clip_middle(str(output))}: only --format html, device-map or tf write a file "
+            "(the other formats print); add one of them, or drop -o"
         )
     if output is None:
+        if fmt != "html":
+            return
         raise BadInput("--format html writes one file: name it with -o (e.g. -o plan.html)")
+    what, suffixes, example = WRITTEN[fmt]
     shown = clip_middle(output) if output else "''"
-    fix = "name a file ending in .html (e.g. -o plan.html)"
-    if not output.lower().endswith(SUFFIXES):
-        raise BadInput(f"-o {shown}: the report is an HTML page; {fix}")
+    fix = f"name a file ending in {suffixes[0]} (e.g. -o {example})"
+    if not output.lower().endswith(suffixes):
+        raise BadInput(f"-o {shown}: {what}; {fix}")
     try:
         mode = os.lstat(output).st_mode
     except FileNotFoundError:
@@ -62,13 +72,13 @@ def check_output(fmt: str | None, output: str | None, spec: str) -> None:
         raise BadInput(f"-o {shown}: is not a regular file (a FIFO, device or socket); {fix}")
     if mode is not None and os.path.realpath(output) == os.path.realpath(spec):
         raise BadInput(
-            f"-o {shown}: is the graph spec being planned; name another file (e.g. -o plan.html)"
+            f"-o {shown}: is the graph spec being planned; name another file (e.g. -o {example})"
         )
     parent = os.path.dirname(output)
     if parent and not os.path.isdir(parent):
         raise BadInput(
             f"-o {shown}: the folder {clip_middle(parent)} does not exist; create it first, or "
-            "write the report somewhere that exists"
+            f"write the {'report' if fmt == 'html' else 'file'} somewhere that exists"
         )
 
 
@@ -77,7 +87,6 @@ def write_report(
     asked: tuple[Prepared, list[DeviceMemory], PlanEstimate], output: str,
 ) -> None:  # fmt: skip
     """Place the graph the other way too, render both and write the page to `output`."""
-    from ..fileio import write_atomic
     from ..pipeline import estimate_plan, predict_memory, prepare
     from ..report.html import Side, plan_html
     from ..report.html.trace import trace
@@ -96,11 +105,18 @@ def write_report(
     else:
         sides.insert(0 if other == "tensorflow" else 1, side)
     page = plan_html(view, sides, missing).encode("utf-8")
-    try:
-        write_atomic(output, lambda f: f.write(page))
-    except OSError as exc:
-        raise RuntimeFailure(
-            f"-o {clip_middle(output)}: cannot write the report: {exc.strerror or exc}"
-        ) from exc
+    write_output(output, page, "the report")
     shown = " beside ".join(s.prepared.strategy for s in sides)
     click.echo(f"Plan report ({shown}) written to {clip_middle(output)} ({human(len(page))})")
+
+
+def write_output(output: str, data: bytes, what: str) -> None:
+    """Write `data` to the user's -o file, atomically; RuntimeFailure naming it when it fails."""
+    from ..fileio import write_atomic
+
+    try:
+        write_atomic(output, lambda f: f.write(data))
+    except OSError as exc:
+        raise RuntimeFailure(
+            f"-o {clip_middle(output)}: cannot write {what}: {exc.strerror or exc}"
+        ) from exc

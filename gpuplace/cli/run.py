@@ -140,7 +140,10 @@ def run(app: AppContext, /, spec: str, log: bool | None, log_format: str | None,
         result = outcome.result
         checked: list[Verified] = []
         if verify:
-            stage("verifying against a float64 CPU run")
+            stage(
+                "verifying against a float64 CPU run"
+                + (" and onnxruntime" if prepared.graph.onnx_model else "")
+            )
             checked = _verify(prepared, result, view)
     if save is not None:
         _save(save, result.values)
@@ -154,7 +157,7 @@ def run(app: AppContext, /, spec: str, log: bool | None, log_format: str | None,
     bad = [c for c in checked if not c.ok]
     if bad:
         raise CheckFailed(sample([
-            f"--verify: {c.fetch} differs from the float64 CPU run by {c.max_rel_error:.2e} "
+            f"--verify: {c.fetch} differs from the {c.against} run by {c.max_rel_error:.2e} "
             f"(relative; tolerance for {c.dtype} is {c.tolerance:.0e})"
             + (f"; {c.hint}" if c.hint else "") for c in bad
         ], "; ", width=LINE_CHARS))  # fmt: skip
@@ -238,7 +241,7 @@ def _print_run(app: AppContext, view: View, prepared: Prepared, result: RunResul
         click.echo(f"ran {sample(prepared.graph.targets)}; nothing fetched to show or verify")
     for c in checked:
         verdict = "ok" if c.ok else "MISMATCH" + (f" ({c.hint})" if c.hint else "")
-        click.echo(f"verify {c.fetch}: max relative error {c.max_rel_error:.1e} vs float64 CPU "
+        click.echo(f"verify {c.fetch}: max relative error {c.max_rel_error:.1e} vs {c.against} "
                    f"({c.dtype}, tolerance {c.tolerance:.0e}): {verdict}")  # fmt: skip
 
 

@@ -109,15 +109,17 @@ def predict(
     logical: Sequence[LogicalGpu],
     laid: Layout | None = None,
     named: Mapping[str, LogicalGpu | None] | None = None,
+    cpu_limit: int | None = None,
 ) -> Prediction:
     """Peaks without limits (what each device would need), then the first OOM with them.
     `laid`: the layout of this graph and placement (`placed_layout`), when already planned;
-    `named`: across hosts, every task's devices (see `cluster_layout`) instead of `logical`."""
+    `named`: across hosts, every task's devices (see `cluster_layout`) instead of `logical`;
+    `cpu_limit`: what CPU:0 may hold (None: unlimited)."""
     if laid is None:
         laid = placed_layout(graph, placement, logical)
     names = device_names(logical) if named is None else list(named)
     by_name = None if named is None else {n: g for n, g in named.items() if g is not None}
-    unlimited = ledgers(names, logical, by_name)
+    unlimited = ledgers(names, logical, by_name, cpu_limit)
     limits = {lg.device: lg.limit for lg in unlimited}
     for lg in unlimited:
         lg.limit = None
@@ -127,4 +129,4 @@ def predict(
     memory = summary(unlimited, {})
     if all(m.limit is None or m.peak <= m.limit for m in memory):
         return Prediction(memory, None)
-    return Prediction(memory, charge(laid, ledgers(names, logical, by_name)))
+    return Prediction(memory, charge(laid, ledgers(names, logical, by_name, cpu_limit)))

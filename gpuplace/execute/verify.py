@@ -36,6 +36,7 @@ class Verified:
     tolerance: float
     ok: bool
     hint: str = ""  # why it differs, when gpuplace can tell (float16 overflow, ...)
+    against: str = "float64 CPU"  # the reference: the float64 CPU run, or onnxruntime's
 
 
 class _Float64:
@@ -61,10 +62,10 @@ def verify_values(graph: Graph, values: Mapping[str, Any], simulated: bool) -> l
     devices = {op.name: CPU0 for op in graph.ops}
     cpu = NumpyBackend("/device:CPU:0", simulated=simulated)
     reference = execute(graph, devices, {CPU0: cpu}, lambda t: _Float64(get_op(t)), effects=False)
-    return [_compare(name, value, reference.values[name]) for name, value in values.items()]
+    return [compare(name, value, reference.values[name]) for name, value in values.items()]
 
 
-def _compare(name: str, value: Any, reference: Any) -> Verified:
+def compare(name: str, value: Any, reference: Any, against: str = "float64 CPU") -> Verified:
     ref = np.asarray(reference, dtype=np.float64)
     got = np.asarray(value, dtype=np.float64)
     with np.errstate(invalid="ignore", over="ignore"):  # inf - inf: equal values, no warning
@@ -79,4 +80,4 @@ def _compare(name: str, value: Any, reference: Any) -> Verified:
     hint = ""
     if not ok and dtype in OVERFLOWS and bool(np.any(~np.isfinite(got) & np.isfinite(ref))):
         hint = f"{dtype} overflows above {OVERFLOWS[dtype]}"
-    return Verified(name, dtype, err, tol, ok, hint)
+    return Verified(name, dtype, err, tol, ok, hint, against)

@@ -76,6 +76,17 @@ def from_attrs(name: str, tf_type: str, attrs: Mapping[str, Any], inputs: Specs)
     return (TensorSpec(attrs["shape"], attrs["dtype"]),)
 
 
+def opaque(name: str, tf_type: str, attrs: Mapping[str, Any], inputs: Specs) -> Specs:
+    """An imported ONNX op gpuplace has no kernel for: the outputs ONNX's shape inference gave."""
+    outs = attrs.get("outputs")
+    if type(outs) is not tuple or not all(type(o) is TensorSpec for o in outs):
+        raise BadInput(
+            f"op '{name}' (Opaque): stands for an ONNX op gpuplace cannot run; only the ONNX "
+            "importer makes it (gpuplace plan model.onnx)"
+        )
+    return outs
+
+
 def unary(allowed: frozenset[str]) -> InferFn:
     """Elementwise one-input ops: same shape and dtype as the input."""
 

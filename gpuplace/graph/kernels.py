@@ -31,6 +31,8 @@ def _np() -> ModuleType:
 def constant(xp: ModuleType, inputs: Sequence[Array], attrs: Mapping[str, Any]) -> list[Array]:
     np = _np()
     value, shape, dtype = attrs["value"], attrs["shape"], attrs["dtype"]
+    if isinstance(value, np.ndarray):  # an imported tensor (graph/onnx_import.py): no copy
+        return [value]
     if type(value) is list:
         return [np.asarray(value, dtype=dtype).reshape(shape)]
     return [np.full(shape, value, dtype=dtype)]
@@ -56,6 +58,11 @@ def random_normal(xp: ModuleType, inputs: Sequence[Array], attrs: Mapping[str, A
     rng = _np().random.default_rng(attrs["seed"])
     values = rng.normal(attrs["mean"], attrs["stddev"], size=attrs["shape"])
     return [values.astype(attrs["dtype"])]
+
+
+def opaque(xp: ModuleType, inputs: Sequence[Array], attrs: Mapping[str, Any]) -> list[Array]:
+    """An imported op gpuplace has no kernel for; `run` refuses it before anything runs."""
+    raise BadInput(f"op {attrs.get('onnx_type', 'Opaque')} has no kernel in gpuplace")
 
 
 def placeholder(xp: ModuleType, inputs: Sequence[Array], attrs: Mapping[str, Any]) -> list[Array]:

@@ -25,6 +25,7 @@ from ..parse_json import json_lines
 from .config import read_config
 from .expansion import count_ops
 from .model import Config, Graph, Op, TensorRef, TensorSpec
+from .onnx_import import is_onnx_path, load_onnx
 from .ops import suggest
 from .replicate import FlagSettings, Synthetic, replica_error
 from .resolve import Inputs, Lookup, direct, new_op, new_ref, order, resolve_inputs
@@ -33,6 +34,7 @@ from .walk import Entry, Walker
 from .writes import WriteRules, write_rules
 
 TOP_KEYS = ("config", "graph", "fetch", "cluster")
+WRAPPER_KEYS = ("model", "dims", "devices", "config")  # an ONNX model wrapped (docs/onnx.md)
 EXAMPLE = "e.g. graph: [{name: a, op: constant, value: 1.0}]"
 
 
@@ -41,6 +43,9 @@ def load(path: str | Path, **options: Any) -> Graph:
     (`save`'s at `out_dir` when given); `options` are `loads`' keywords. A file larger than
     `limits.spec_bytes` is refused before it is read."""
     path = Path(path)
+    if is_onnx_path(path):
+        _no_replicate(options.get("replicate"))
+        return load_onnx(path, dims=options.get("dims"), limits=options.get("limits"))
     limit = (options.get("limits") or Limits()).spec_bytes
     hint = f"set {SPEC_SIZE_ENV} to raise the limit (e.g. {SPEC_SIZE_ENV}=4GiB)"
     text = read_text(path, limit, "cannot read spec", hint)
@@ -57,6 +62,7 @@ def loads(
     out_dir: str | os.PathLike[str] | None = None,
     allow_writes_anywhere: bool = False,
     limits: Limits | None = None,
+    dims: Mapping[str, int] | None = None,
 ) -> Graph:
     """Load spec text; `source` names it in messages, `base` anchors relative paths (cwd).
 
@@ -66,11 +72,16 @@ def loads(
     writes under `out_dir` if given, else under `base`, and nowhere else unless
     `allow_writes_anywhere` (`writes.py`: refused here, before anything runs). `limits` bound
     what the text may expand to (`Limits()`: the defaults; `read_limits(env)`: as the
-    environment sets them).
+    environment sets them). `dims` binds an ONNX model's symbolic dims (`--dim batch=8`), over
+    a wrapper's `dims:` (a spec with `model: file.onnx`, see `_wrapper`).
     """
     base = os.path.abspath(base or os.curdir)
     extra = Extra(
-        gpus, replicate, write_rules(base, out_dir, allow_writes_anywhere), limits or Limits()
+        gpus,
+        replicate,
+        write_rules(base, out_dir, allow_writes_anywhere),
+        limits or Limits(),
+        dims or {},
     )
     with gc_paused():
         doc = parse(text, source, extra.limits.aliases)
@@ -154,6 +165,7 @@ class Extra(NamedTuple):
     replicate: int | str | None
     writes: WriteRules
     limits: Limits
+    dims: Mapping[str, int]
 
 
 def _wrap_replicate(items: list[Any], count: int | str) -> list[Any]:
@@ -184,6 +196,8 @@ def _build(doc: Document, source: str, base: str, extra: Extra) -> Graph:
     data = doc.data
     if type(data) is not dict:
         raise SpecError(f"expected a mapping with 'graph:' (a list of ops), got {show(data)}")
+    if "model" in data:
+        return _wrapper(data, source, base, extra)
     for key in data:
         if key not in TOP_KEYS:
             raise SpecError(f"unknown top-level key {show(key)}{suggest(key, TOP_KEYS)}", data)
@@ -232,6 +246,48 @@ def _cluster(data: dict[str, Any], source: str) -> ClusterDescription | None:
     except BadInput as err:
         message = str(err).removeprefix("cluster: ")  # the loader adds the file and line
         raise SpecError(message, block if type(block) is dict else data) from None
+
+
+def _wrapper(data: dict[str, Any], source: str, base: str, extra: Extra) -> Graph:
+    """`model: bert.onnx` with `dims: {batch: 8}`, `devices: {encoder.layer.0: /gpu:1}` and
+    `config:`: the ONNX model, its dims bound (`--dim` wins) and ops pinned."""
+    for key in data:
+        if key not in WRAPPER_KEYS:
+            raise SpecError(
+                f"unknown key {show(key)} beside 'model:'{suggest(key, WRAPPER_KEYS)}", data
+            )
+    model, dims, devices = data["model"], data.get("dims") or {}, data.get("devices") or {}
+    if type(model) is not str or not model:
+        raise SpecError(f"model: expected the path of an .onnx file, got {show(model)}", data)
+    if type(dims) is not dict or not all(
+        type(k) is str and type(v) is int and v >= 1 for k, v in dims.items()
+    ):
+        raise SpecError(
+            f"dims: expected names mapped to sizes >= 1, e.g. {{batch: 8}}, got {show(dims)}", data
+        )
+    if type(devices) is not dict:
+        raise SpecError(
+            f"devices: expected op names or module paths mapped to devices, e.g. "
+            f"{{encoder.layer.0: /gpu:1}}, got {show(devices)}",
+            data,
+        )
+    config = read_config(data.get("config"), data)
+    _no_replicate(extra.replicate)
+    path = os.path.join(base, os.path.expanduser(model))
+    return load_onnx(
+        path, dims={**dims, **extra.dims}, devices=devices, config=config, limits=extra.limits
+    )
+
+
+def _no_replicate(replicate: int | str | None) -> None:
+    """`--replicate` splits a spec's placeholders; an ONNX model has no replicate block yet."""
+    if replicate is not None:
+        raise BadInput(
+            Message(
+                Setting("replicate", replicate), ": replicates a YAML or JSON spec; an ONNX "
+                "model is placed as exported (bind a larger batch with --dim instead)",
+            )
+        )  # fmt: skip
 
 
 def _infer(

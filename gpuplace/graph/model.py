@@ -63,6 +63,9 @@ class Op:
     outputs: tuple[TensorSpec, ...] = ()
     colocate_with: str | None = None
     line: int | None = None  # line in the spec file, for messages
+    # the module an imported op belongs to: the PyTorch module path of an ONNX node
+    # (`/encoder/layer.0/attn/MatMul` -> `encoder.layer.0.attn`), else "" (graph/onnx_import.py)
+    module: str = ""
 
 
 # `config.placement.strategy` (and `--strategy`): how ops without a device are placed
@@ -92,6 +95,7 @@ class Graph:
     targets: tuple[str, ...] = ()  # ops without outputs named in `fetch:` (save): run, no value
     fetch_given: bool | None = None  # the spec had `fetch:` (None: unknown, e.g. built in code)
     cluster: ClusterDescription | None = None  # the spec's `cluster:` block, if any
+    onnx_model: str | None = None  # the ONNX file the graph was imported from (run --verify)
 
     def by_name(self) -> dict[str, Op]:
         return {op.name: op for op in self.ops}

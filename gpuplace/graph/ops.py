@@ -177,6 +177,8 @@ _OPS = (
         min_inputs=1, max_inputs=1),
     *onnx_shape.OPS, *onnx_index.OPS, *onnx_logic.OPS,  # Reshape, Gather, Where, ...
     *onnx_nn.OPS,  # the ONNX operators (graph/onnx_ops/): Gemm, Conv, LayerNormalization, ...
+    # an imported ONNX op without a kernel here: planned from ONNX's shapes, never run
+    OpDef("Opaque", "Opaque", inf.opaque, k.opaque, max_inputs=None),
 )  # fmt: skip
 REGISTRY: Mapping[str, OpDef] = MappingProxyType({d.name: d for d in _OPS})
 OP_META: Mapping[str, OpMeta] = REGISTRY  # what the placer needs; mypy checks OpDef fits OpMeta

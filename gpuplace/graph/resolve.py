@@ -188,9 +188,8 @@ def _cycle(entries: list[Entry], inputs: list[Inputs], waiting: list[int]) -> No
 # not the frozen dataclass __init__, which sets each field through `object.__setattr__`: half
 # the time, a tenth of loading a large spec. A test checks they equal `Op(...)`/`TensorRef(...)`.
 _new = object.__new__
-_OP_NAME, _OP_TYPE, _OP_INPUTS, _OP_DEVICE, _OP_ATTRS, _OP_OUTPUTS, _OP_COLOCATE, _OP_LINE = (
-    getattr(Op, f.name).__set__ for f in fields(Op)
-)
+(_OP_NAME, _OP_TYPE, _OP_INPUTS, _OP_DEVICE, _OP_ATTRS, _OP_OUTPUTS, _OP_COLOCATE, _OP_LINE,
+ _OP_MODULE) = (getattr(Op, f.name).__set__ for f in fields(Op))  # fmt: skip
 _REF_OP, _REF_INDEX = (getattr(TensorRef, f.name).__set__ for f in fields(TensorRef))
 
 
@@ -203,8 +202,9 @@ def new_op(
     outputs: tuple[TensorSpec, ...],
     colocate_with: str | None,
     line: int | None,
+    module: str = "",
 ) -> Op:
-    """`Op(name, type_, inputs, device, attrs, outputs, colocate_with, line)`, built faster."""
+    """`Op(name, type_, inputs, device, attrs, outputs, colocate_with, line, module)`, faster."""
     op = _new(Op)
     _OP_NAME(op, name)
     _OP_TYPE(op, type_)
@@ -214,6 +214,7 @@ def new_op(
     _OP_OUTPUTS(op, outputs)
     _OP_COLOCATE(op, colocate_with)
     _OP_LINE(op, line)
+    _OP_MODULE(op, module)
     return op
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from ..devices.model import LogicalGpu, View
+from ..devices.model import Host, LogicalGpu
 from ..devices.names import full_name
 from ..errors import Message, RuntimeFailure, Term
 from ..graph.model import Graph
@@ -13,9 +13,9 @@ from ..placement.model import Placement
 from ..units import human
 
 
-def device_limits(view: View, logical: Sequence[LogicalGpu]) -> dict[str, int | None]:
+def device_limits(host: Host, logical: Sequence[LogicalGpu]) -> dict[str, int | None]:
     """The memory each device may use: the host's for CPU:0, the policy's limit for GPU:i."""
-    sizes: dict[str, int | None] = {full_name("CPU", 0): view.machine.host.memory_total}
+    sizes: dict[str, int | None] = {full_name("CPU", 0): host.memory_total}
     for g in logical:
         sizes[full_name("GPU", g.index)] = g.limit
     return sizes

@@ -9,22 +9,26 @@
 - `per_process_gpu_memory_fraction` F: limit = total x F, preallocated unless growth is on.
 - `memory_limit` (per GPU) and virtual devices (`--virtual-gpus GPU:0=2GiB,2GiB`): logical GPUs
   with their own limits, numbered across the visible GPUs as TensorFlow numbers them.
+- `max_memory` (`--max-memory GPU:0=10GiB,GPU:1=10GiB,CPU=30GiB`, Accelerate's `max_memory`): a
+  memory limit for each GPU it names (as `memory_limit` for one GPU; the others keep theirs) and
+  a cap on what the CPU may hold.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ..devices.model import LogicalGpu, VisibleGpu
+from ..devices.model import Host, LogicalGpu, VisibleGpu
 from ..echo import TEXT_CHARS, sample, show
 from ..errors import BadInput, Message, Part, Setting, Text
 from ..units import GiB, MiB, human, parse_count, parse_size
 
 ENV_GROWTH = "TF_FORCE_GPU_ALLOW_GROWTH"
 VIRTUAL_GPUS = Setting("virtual_gpus")
+MAX_MEMORY = Setting("max_memory")
 
 
 def min_system_memory(available: int, cc_major: int | None) -> int:
@@ -50,6 +54,8 @@ class Policy:
     virtual: Mapping[int, tuple[int, ...]] = field(default_factory=dict)  # cuda index -> limits
     warnings: tuple[Text, ...] = ()
     virtual_source: Part = VIRTUAL_GPUS  # where `virtual` came from, for messages
+    per_gpu: Mapping[int, int] = field(default_factory=dict)  # max_memory: cuda index -> limit
+    cpu_limit: int | None = None  # max_memory's CPU entry: what CPU:0 may hold
 
     def name(self) -> str:
         """A short label for tables: `default`, `allow_growth`, `fraction 0.4`, ..."""
@@ -60,6 +66,8 @@ class Policy:
             parts.append(f"limit {self.memory_limit // MiB} MiB")
         if self.virtual:
             parts.append("virtual GPUs")
+        if self.per_gpu or self.cpu_limit is not None:
+            parts.append("max_memory")
         if self.allow_growth:
             parts.append("allow_growth")
         return " + ".join(parts) or "default"
@@ -116,6 +124,55 @@ def parse_virtual(text: str, where: Part = VIRTUAL_GPUS) -> dict[int, tuple[int,
         given[index] = part.strip()
         out[index] = sizes
     return out
+
+
+_MAX_ENTRY = re.compile(r"^\s*(?:/?(?:device:)?(gpu|cpu|cuda)(?::([0-9]+))?|([0-9]+))\s*=\s*(.*)$",
+                        re.IGNORECASE)  # fmt: skip
+
+
+def parse_max_memory(text: str, where: Part = MAX_MEMORY) -> tuple[dict[int, int], int | None]:
+    """`GPU:0=10GiB,GPU:1=10GiB,CPU=30GiB` (Accelerate's `max_memory`; `0=10GiB` and `cpu=...`
+    too) -> ({0: 10 GiB, 1: 10 GiB}, 30 GiB); errors name `where` and the entry."""
+    gpus: dict[int, int] = {}
+    cpu: int | None = None
+    seen: dict[str, str] = {}
+    for part in text.split(","):
+        entry = part.strip()
+        match = _MAX_ENTRY.match(part)
+        kind = "" if match is None else (match.group(1) or "gpu").lower()
+        number = None if match is None else match.group(2) or match.group(3)
+        index = None if number is None else parse_count(number)
+        if match is None or (kind == "cpu") != (number is None) or (number and index is None):
+            raise BadInput(
+                Message(
+                    where, f": cannot read {show(entry, TEXT_CHARS)}; expected DEVICE=SIZE with "
+                    "DEVICE GPU:N (or N) or CPU, several separated by ',' "
+                    "(e.g. GPU:0=10GiB,GPU:1=10GiB,CPU=30GiB)",
+                )
+            )  # fmt: skip
+        assert match is not None
+        key = "CPU" if kind == "cpu" else f"GPU:{index}"
+        if key in seen:
+            raise BadInput(
+                Message(
+                    where, f": {key} is given twice ({show(seen[key], TEXT_CHARS)} and "
+                    f"{show(entry, TEXT_CHARS)}); give each device once",
+                )
+            )  # fmt: skip
+        seen[key] = entry
+        size = parse_size(match.group(4).strip(), Setting("max_memory", key=key))
+        if size <= 0:
+            raise BadInput(
+                Message(
+                    where, f": {show(entry, TEXT_CHARS)}: a device needs memory > 0 to hold "
+                    f"anything; give it a size (e.g. {key}=10GiB), or leave it out",
+                )
+            )  # fmt: skip
+        if kind == "cpu":
+            cpu = size
+        else:
+            gpus[int(index or 0)] = size
+    return gpus, cpu
 
 
 def _virtual_from_config(raw: object) -> dict[int, tuple[int, ...]]:
@@ -238,13 +295,35 @@ def resolve_policy(
             "It's invalid to set both virtual devices and per_process_gpu_memory_fraction at the "
             "same time (TensorFlow's config.proto): give each logical GPU its memory instead"
         )
+    per_gpu: dict[int, int] = {}
+    cpu_limit = None
+    if flags.get("max_memory") is not None:
+        per_gpu, cpu_limit = parse_max_memory(str(flags["max_memory"]))
+        for other in ("memory_fraction", "virtual_gpus"):
+            if per_gpu and flags.get(other) is not None:
+                raise BadInput(
+                    Message(
+                        Setting("max_memory", flags["max_memory"], quote=True), " conflicts "
+                        "with ", Setting(other), ": both set the GPUs' memory; give one of them",
+                    )
+                )  # fmt: skip
     warnings = tuple(w for w in (warning, overridden) if w)
-    return Policy(growth, fraction, limit, virtual, warnings, source)
+    return Policy(growth, fraction, limit, virtual, warnings, source, per_gpu, cpu_limit)
+
+
+def capped_host(host: Host, policy: Policy) -> Host:
+    """The host as placement and estimates see it: its memory capped by max_memory's CPU entry."""
+    cap = policy.cpu_limit
+    if cap is None or (host.memory_total is not None and host.memory_total <= cap):
+        return host
+    return replace(host, memory_total=cap)
 
 
 def _default_limit(gpu: VisibleGpu, policy: Policy) -> int:
     total = gpu.memory_total or 0
     free = gpu.memory_free if gpu.memory_free is not None else total
+    if gpu.cuda_index in policy.per_gpu:
+        return policy.per_gpu[gpu.cuda_index]
     if policy.memory_limit is not None:
         return policy.memory_limit
     if policy.fraction is not None:
@@ -289,6 +368,10 @@ def logical_gpus(gpus: Sequence[VisibleGpu], policy: Policy) -> list[LogicalGpu]
     """TensorFlow's GPU:0..n-1 under `policy`: virtual devices in order per visible GPU."""
     source = policy.virtual_source
     unknown = sorted(set(policy.virtual) - {g.cuda_index for g in gpus})
+    capped = sorted(set(policy.per_gpu) - {g.cuda_index for g in gpus})
+    if capped:
+        source = MAX_MEMORY
+        unknown = capped
     if unknown:
         sees = f"{len(gpus)} GPU{'s' if len(gpus) != 1 else ''}" + (
             f" (GPU:0..GPU:{len(gpus) - 1})" if len(gpus) > 1 else " (GPU:0)" if gpus else ""

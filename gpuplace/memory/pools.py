@@ -37,16 +37,18 @@ def ledgers(
     devices: Sequence[str],
     logical: Sequence[LogicalGpu],
     by_name: Mapping[str, LogicalGpu] | None = None,
+    cpu_limit: int | None = None,
 ) -> list[Ledger]:
     """One ledger per device in `devices` order; GPUs carry their limit and reservation
-    (`by_name`: each GPU's full name, for a cluster's tasks; default: this process's)."""
+    (`by_name`: each GPU's full name, for a cluster's tasks; default: this process's), CPU:0
+    `cpu_limit` (max_memory's CPU cap; None: unlimited)."""
     if by_name is None:
         by_name = {full_name("GPU", g.index): g for g in logical}
     out = []
     for device in devices:
         g = by_name.get(device)
         out.append(
-            Ledger(device)
+            Ledger(device, cpu_limit if device == full_name("CPU", 0) else None)
             if g is None
             else Ledger(device, g.limit, reserve=g.reserve, growth=g.growth)
         )

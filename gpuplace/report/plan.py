@@ -8,6 +8,7 @@ from typing import Any
 from ..devices.cluster import task_label
 from ..devices.cluster_spec import network_of
 from ..devices.model import View
+from ..echo import sample
 from ..memory.pools import DeviceMemory
 from ..placement.cost import DASK_HOP
 from ..placement.loads import DeviceLoad, device_loads, planned_copies
@@ -54,6 +55,27 @@ def makespan_line(est: PlanEstimate) -> str:
         f"{_ms(b.stages) if b.stages else '- (no op every path crosses)'}; "
         f"makespan / bound {ratio:.2f}"
     )
+
+
+def estimated_ops(prepared: Prepared) -> list[dict[str, str]]:
+    """The imported ops gpuplace has no kernel for (`Opaque`): their cost is estimated."""
+    return [
+        {"op": op.name, "onnx_type": str(op.attrs.get("onnx_type", ""))}
+        for op in prepared.graph.ops
+        if op.type == "Opaque"
+    ]
+
+
+def estimated_lines(prepared: Prepared) -> list[str]:
+    """One line naming the ops whose time is estimated (none: no line)."""
+    found = estimated_ops(prepared)
+    if not found:
+        return []
+    named = sample([f"{e['op']} ({e['onnx_type']})" for e in found])
+    return [
+        f"estimated: {named}: no kernel in gpuplace, so their time is a guess (one unit of work "
+        "per output element) and run refuses the model"
+    ]
 
 
 def rates_line(prepared: Prepared) -> str:
@@ -144,6 +166,7 @@ def plan_plain(
         *_tail(prepared, copies, est),
         rates_line(prepared),
         makespan_line(est),
+        *estimated_lines(prepared),
     ])  # fmt: skip
 
 
@@ -170,6 +193,7 @@ def plan_fitted(
         *_tail(prepared, copies, est),
         rates_line(prepared),
         makespan_line(est),
+        *estimated_lines(prepared),
     ])  # fmt: skip
 
 
@@ -192,6 +216,7 @@ def plan_json(
                      "stage_bound_seconds": est.bounds.stages,
                      "makespan_over_bound": makespan_ratio(est)},
         "copies": copy_records(copies),
+        "estimated": estimated_ops(prepared),
         "devices": [
             {"device": d.device, "ops": d.ops, "output_bytes": d.output_bytes,
              "copies_in": d.copies_in, "copy_bytes_in": d.copy_bytes_in,

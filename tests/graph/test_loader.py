@@ -254,6 +254,7 @@ def test_new_op_and_new_ref_equal_the_dataclasses() -> None:
         (TensorSpec((1,)),),
         "a",
         3,
+        "encoder.layer.0",
     )
     assert new_op(*args) == Op(*args)
     assert [getattr(new_op(*args), f.name) for f in fields(Op)] == list(args)

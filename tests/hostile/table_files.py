@@ -136,3 +136,15 @@ CASES += [
          2, r"is the graph spec", {"g.html": MATMUL}),
     Case("html-folder", "held", (*HTML, "d.html"), 2, "is a folder", {"g.yaml": MATMUL, "d.html": Folder()}),
 ]  # fmt: skip
+
+# `plan --format device-map -o FILE.json` and `--format tf -o FILE.py`: the same rules as the page
+DEVMAP = (*SIM, "plan", "g.yaml", "--format", "device-map", "-o")
+CASES += [
+    Case("devmap-symlink-file", "files", (*DEVMAP, "map.json"), 0, r"written to map\.json",
+         {"g.yaml": MATMUL, "map.json": Link("victim.txt"), "victim.txt": OLD},
+         outputs=("map.json",)),
+    Case("devmap-dev-full", "held", (*DEVMAP, "/dev/full"), 2, r"\.json", {"g.yaml": MATMUL}),
+    Case("devmap-folder", "held", (*DEVMAP, "d.json"), 2, "is a folder", {"g.yaml": MATMUL, "d.json": Folder()}),
+    Case("tf-spec-as-output", "files", (*SIM, "plan", "g.py", "--format", "tf", "-o", "g.py"),
+         2, r"is the graph spec", {"g.py": MATMUL}),
+]  # fmt: skip

@@ -21,9 +21,10 @@ from tests.hostile.sandbox import ForkServer, Outcome
 from tests.hostile.table_errors import CASES as ERRORS
 from tests.hostile.table_files import CASES as FILES
 from tests.hostile.table_memory import CASES as MEMORY
+from tests.hostile.table_onnx import CASES as ONNX
 from tests.hostile.table_screens import CASES as SCREENS
 
-ALL: list[Case] = [*FILES, *MEMORY, *ERRORS, *SCREENS]
+ALL: list[Case] = [*FILES, *MEMORY, *ERRORS, *SCREENS, *ONNX]
 
 
 def _param(case: Case) -> object:

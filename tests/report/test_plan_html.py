@@ -176,7 +176,7 @@ def test_an_oom_plan_writes_the_page_then_fails_as_the_text_plan_does(
 SIM = ("--machine", "4xK520", "plan", TOWERS)
 FIX = "name a file ending in .html (e.g. -o plan.html)"
 REFUSED = [
-    (("-o", "x.html"), "-o x.html: only --format html writes a file (the other formats print); add --format html, or drop -o"),
+    (("-o", "x.html"), "-o x.html: only --format html, device-map or tf write a file (the other formats print); add one of them, or drop -o"),
     (("--format", "html"), "--format html writes one file: name it with -o (e.g. -o plan.html)"),
     (("--format", "html", "-o", "g.yaml"), f"-o g.yaml: the report is an HTML page; {FIX}"),
     (("--format", "html", "-o", ""), f"-o '': the report is an HTML page; {FIX}"),

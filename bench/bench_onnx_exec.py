@@ -1,0 +1,125 @@
+"""Executing an imported ONNX model on the CPU: gpuplace's run against onnxruntime's (issue 14).
+
+For each example model (gpuplace/examples/onnx/, made by tools/make_onnx_examples.py) with its
+batch bound: the same random input fed to `gpuplace` (the Python API: `prepare` with the feeds,
+then `execute_prepared` on this machine's CPU, everything on CPU:0) and to an onnxruntime
+InferenceSession on its CPU provider, both on one thread (OPENBLAS_NUM_THREADS=1 and the same
+for the other BLAS libraries numpy may use, set before numpy loads unless already set; ORT's
+intra- and inter-op threads 1: on a shared 2-core machine more threads measure the neighbours),
+best of N wall time,
+the outputs checked to agree (float32 tolerance) before anything is timed. Printed: both times
+and `ratio` = gpuplace / onnxruntime. Goal: <= 1.5 on the MLP, the CNN and the transformer.
+For the MLP also the same Gemm and Relu written by hand in numpy (`numpy`), which splits the
+ratio into what the executor adds (gpuplace / numpy) and what numpy's BLAS costs against
+onnxruntime's own kernels (numpy / onnxruntime).
+A model gpuplace cannot run yet (an op without a kernel) is reported as skipped, with why.
+
+Run: .venv/bin/python bench/bench_onnx_exec.py [--smoke]
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable
+from functools import partial
+from pathlib import Path
+
+for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")  # before numpy loads its BLAS
+
+import numpy as np  # noqa: E402
+from bench_execute import best  # noqa: E402  (bench/ is on sys.path when this script runs)
+
+ROOT = Path(__file__).resolve().parent.parent
+SMOKE = "--smoke" in sys.argv
+REPEATS = 2 if SMOKE else 15
+GOAL = 1.5
+
+# model, dims, inputs: name -> (shape from dims, dtype, high for integers)
+MODELS = [
+    ("mlp", {"batch": 64 if SMOKE else 4096}),
+    ("cnn", {"batch": 4 if SMOKE else 64}),
+    ("gpt2_tiny", {"batch": 2 if SMOKE else 8, "seq": 16 if SMOKE else 128}),
+]
+
+
+def inputs(name: str, dims: dict[str, int], rng: np.random.Generator) -> dict[str, np.ndarray]:
+    if name == "mlp":
+        return {"x": rng.standard_normal((dims["batch"], 32), dtype=np.float32)}
+    if name == "cnn":
+        return {"x": rng.standard_normal((dims["batch"], 3, 32, 32), dtype=np.float32)}
+    shape = (dims["batch"], dims["seq"])
+    return {
+        "input_ids": rng.integers(0, 256, shape, dtype=np.int64),
+        "attention_mask": np.ones(shape, dtype=np.int64),
+    }
+
+
+def by_hand(path: Path, x: np.ndarray) -> Callable[[], object]:
+    """The MLP's Gemm (transB=1) + bias and Relu layers as plain numpy calls."""
+    import onnx
+    from onnx import numpy_helper
+
+    weights = {t.name: numpy_helper.to_array(t) for t in onnx.load(str(path)).graph.initializer}
+    layers = [(weights[f"model.layers.{i}.fc.weight"], weights[f"model.layers.{i}.fc.bias"])
+              for i in range(3)]  # fmt: skip
+    head = (weights["head.weight"], weights["head.bias"])
+
+    def run() -> np.ndarray:
+        h = x
+        for w, b in layers:
+            h = np.maximum(h @ w.T + b, 0)
+        return h @ head[0].T + head[1]
+
+    return run
+
+
+def main() -> int:
+    import onnxruntime as ort
+
+    import gpuplace
+    from gpuplace.errors import GpuplaceError
+    from gpuplace.pipeline import execute_prepared, prepare
+
+    # CUDA_VISIBLE_DEVICES empty: the process sees no GPU, so CPU:0 runs everything
+    view = gpuplace.view(gpuplace.discover("1xK520"), {"CUDA_VISIBLE_DEVICES": ""})
+    rng = np.random.default_rng(0)
+    for name, dims in MODELS:
+        path = ROOT / "gpuplace" / "examples" / "onnx" / f"{name}.onnx"
+        feeds = inputs(name, dims, rng)
+        shown = ", ".join(f"{k}={v}" for k, v in dims.items())
+        so = ort.SessionOptions()
+        so.intra_op_num_threads = so.inter_op_num_threads = 1
+        session = ort.InferenceSession(str(path), so, providers=["CPUExecutionProvider"])
+        options = gpuplace.Options(dims=dims, feeds=feeds)
+        try:
+            prepared = prepare(str(path), view, options, {})
+            ours = execute_prepared(prepare(str(path), view, options, {}), view)
+        except GpuplaceError as exc:
+            print(f"{name} ({shown}): skipped: gpuplace cannot run it yet: {str(exc)[:160]}")
+            continue
+        theirs = session.run(None, feeds)[0]
+        got = next(iter(ours.result.values.values()))
+        np.testing.assert_allclose(got, theirs, rtol=1e-4, atol=1e-4)
+
+        run_gpuplace = partial(execute_prepared, prepared, view)
+        run_ort = partial(session.run, None, feeds)
+        hand = [by_hand(path, feeds["x"])] if name == "mlp" else []
+        t_ours, t_ort, *t_hand = best(REPEATS, run_gpuplace, run_ort, *hand)
+        for t_np in t_hand:
+            print(
+                f"{name} ({shown}): numpy by hand {t_np * 1e3:.3f} ms: gpuplace / numpy ratio "
+                f"{t_ours / t_np:.2f}, numpy / onnxruntime ratio {t_np / t_ort:.2f}"
+            )
+        ratio = t_ours / t_ort
+        mark = "ok" if ratio <= GOAL else f"over the goal {GOAL}"
+        print(
+            f"{name} ({shown}): gpuplace {t_ours * 1e3:.3f} ms, onnxruntime {t_ort * 1e3:.3f} ms "
+            f"(best of {REPEATS}): ratio {ratio:.2f} ({mark})"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
