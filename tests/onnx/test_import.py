@@ -338,3 +338,24 @@ def test_an_int32_range_folds_to_an_int32_constant(run: Run, tmp_path: Path) -> 
     result = run(*SIM, "run", str(tmp_path / "m.onnx"), "--feed", "x=[1, 1, 1, 1]", "--verify")
     assert result.code == 0, result.err
     assert "y:\n[2 4 6 8]\n" in result.out
+
+
+@needs_mlp
+def test_the_python_api_takes_a_model_and_its_dims(tmp_path: Path) -> None:
+    import gpuplace
+
+    path = save(mlp(), tmp_path)
+    view = gpuplace.view(gpuplace.load_machine("2xK520"), {})
+    options = gpuplace.Options(dims={"batch": 3}, feeds={"x": np.ones((3, 4), np.float32)})
+    prepared = gpuplace.prepare(path, view, options, {})
+    outcome = gpuplace.execute_prepared(prepared, view)
+    assert outcome.result.values["y"].shape == (3, 3)
+    assert [op.module for op in prepared.graph.ops if op.type == "Gemm"] == ["fc2"]
+
+
+@pytest.mark.parametrize("dims", [{"batch": 0}, {"batch": "8"}, {"batch": True}, ["batch"]])
+def test_options_dims_are_checked(dims: object) -> None:
+    import gpuplace
+
+    with pytest.raises(gpuplace.BadInput, match=r"Options.dims=.*: expected symbolic dim names"):
+        gpuplace.Options(dims=dims)  # type: ignore[arg-type]
