@@ -11,7 +11,7 @@ from types import ModuleType
 from typing import Any
 
 from ..echo import show
-from ..errors import BadInput
+from ..errors import BadInput, Message, Part, Setting
 from ..limits import OPS_ENV, Limits
 from .fold import evaluate
 from .model import Config, Graph, Op, TensorRef, TensorSpec
@@ -107,14 +107,24 @@ class Importer:
         unknown = sorted(set(dims) - seen)
         if unknown:
             have = f"its symbolic dims: {', '.join(sorted(seen))}" if seen else "it has none"
-            raise self.fail(f"--dim {unknown[0]}: the model has no dim {unknown[0]!r}; {have}")
+            raise BadInput(
+                Message(
+                    f"{self.source}: ", Setting("dims", key=unknown[0]),
+                    f": the model has no dim {unknown[0]!r}; {have}",
+                )
+            )  # fmt: skip
         if missing:
-            flags = " ".join(f"--dim {d}=N" for d in dict.fromkeys(m[0] for m in missing))
+            named = list(dict.fromkeys(m[0] for m in missing))
+            flags: list[Part] = []
+            for d in named:
+                flags += [" ", Setting("dims", "N", key=d)] if d != "?" else []
             listed = "; ".join(f"{d} ({where})" for d, where in missing)
-            raise self.fail(
-                f"unbound symbolic dims: {listed}; bind them with {flags} (or dims: in a YAML "
-                "wrapper, see docs/onnx.md)"
-            )
+            raise BadInput(
+                Message(
+                    f"{self.source}: unbound symbolic dims: {listed}; bind them with",
+                    *flags, " (or dims: in a YAML wrapper, see docs/onnx.md)",
+                )
+            )  # fmt: skip
         for i in inputs:
             for d in i.type.tensor_type.shape.dim:
                 if d.HasField("dim_param"):
