@@ -196,6 +196,13 @@ class Importer:
         if opdef is None:
             self._opaque(label, node, data, inferred, placer)
             return
+        unknown = [a for a in attrs if a not in opdef.attrs]
+        if unknown:  # normalize would drop it, and with it what it changes
+            takes = ", ".join(opdef.attrs) or "none"
+            raise self.fail(
+                f"node {label!r} ({kind}): attribute {unknown[0]!r} is not one of {kind}'s "
+                f"(it takes: {takes}); the exporter wrote an attribute ONNX does not define"
+            )
         if self._fold(label, node, data, attrs):
             return
         try:

@@ -359,3 +359,15 @@ def test_options_dims_are_checked(dims: object) -> None:
 
     with pytest.raises(gpuplace.BadInput, match=r"Options.dims=.*: expected symbolic dim names"):
         gpuplace.Options(dims=dims)  # type: ignore[arg-type]
+
+
+def test_an_attribute_the_op_does_not_have_is_refused(tmp_path: Path) -> None:
+    node = h.make_node("Relu", ["x"], ["y"], name="r", alpha=0.5)
+    m = model([node], [h.make_tensor_value_info("x", T.FLOAT, [2])],
+              [h.make_tensor_value_info("y", T.FLOAT, [2])])  # fmt: skip
+    with pytest.raises(Exception) as info:
+        load(save(m, tmp_path))
+    assert str(info.value) == (
+        f"{tmp_path / 'm.onnx'}: node 'r' (Relu): attribute 'alpha' is not one of Relu's (it "
+        "takes: none); the exporter wrote an attribute ONNX does not define"
+    )
