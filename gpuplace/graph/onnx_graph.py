@@ -229,8 +229,11 @@ class Importer:
                 "from data at run time, but gpuplace needs it at import to know shapes; "
                 "bind every symbolic dim (--dim) or export the model with static shapes"
             )
-        if attr in SCALAR_INPUTS:  # a numpy scalar: Range's dtype is its inputs'
-            return value.reshape(-1)[0] if value.size else None
+        if attr in SCALAR_INPUTS:
+            if not value.size:
+                return None
+            one = value.reshape(-1)[0]
+            return one if kind == "Range" else one.item()  # Range's dtype is its inputs'
         return [v.item() for v in value.reshape(-1)]
 
     def _fold(self, label: str, node: Any, data: list[str], attrs: dict[str, Any]) -> bool:

@@ -371,3 +371,15 @@ def test_an_attribute_the_op_does_not_have_is_refused(tmp_path: Path) -> None:
         f"{tmp_path / 'm.onnx'}: node 'r' (Relu): attribute 'alpha' is not one of Relu's (it "
         "takes: none); the exporter wrote an attribute ONNX does not define"
     )
+
+
+def test_a_cumsum_axis_from_an_int32_initializer(run: Run, tmp_path: Path) -> None:
+    axis = numpy_helper.from_array(np.asarray(-1, dtype=np.int32), "axis")
+    node = h.make_node("CumSum", ["x", "axis"], ["y"], name="/CumSum")
+    m = model([node], [h.make_tensor_value_info("x", T.INT64, [2, 3])],
+              [h.make_tensor_value_info("y", T.INT64, [2, 3])], [axis])  # fmt: skip
+    path = save(m, tmp_path)
+    assert load(path).by_name()["/CumSum"].attrs["axis"] == -1
+    result = run(*SIM, "run", path, "--feed", "x=[[1, 1, 1], [1, 2, 3]]", "--verify")
+    assert result.code == 0, result.err
+    assert "y:\n[[1 2 3]\n [1 3 6]]\n" in result.out
