@@ -68,6 +68,16 @@ def test_conv_against_a_direct_loop(c: int, m: int, k: tuple[int, int], stride: 
     assert np.allclose(no_bias, loop_conv(x, w, None, stride, pads, dil, group), atol=1e-5)
 
 
+def test_conv_builds_its_columns_a_few_images_at_a_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With room for one image's columns, five images go one by one: same result."""
+    from gpuplace.graph.onnx_ops import conv
+
+    x, w, b = normal(5, 2, 6, 5), normal(3, 2, 3, 3), normal(3)
+    monkeypatch.setattr(conv, "COLS_BYTES", 2 * 9 * 4 * 3 * 4)  # one image: C * K * L * 4 B
+    got = ours("Conv", [x, w, b], {"strides": [1, 1]})[0]
+    assert np.allclose(got, loop_conv(x, w, b, (1, 1), (0, 0, 0, 0), (1, 1), 1), atol=1e-5)
+
+
 def test_same_padding_puts_the_odd_pad_at_the_end_or_the_start() -> None:
     x, w = normal(1, 1, 5, 5), normal(1, 1, 2, 2)
     upper = ours("Conv", [x, w], {"auto_pad": "SAME_UPPER"})[0]

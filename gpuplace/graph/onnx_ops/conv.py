@@ -3,7 +3,8 @@
 form of BatchNormalization (opset 13-20).
 
 Windows are taken as strided views of the padded input, one per kernel offset (`_windows`):
-Conv stacks them into columns and multiplies (im2col + one batched xp.matmul per group), the
+Conv stacks them into columns and multiplies (im2col + one batched xp.matmul per group; the
+columns, kernel-size times the input, are built for a few images at a time), the
 pools fold them with xp.maximum or a sum. AveragePool's divisor is the same sum taken over a
 mask of ones: ones over the input only (count_include_pad=0), or over the input and its pads
 (=1), never over the cells that ceil_mode's last window reaches past the pads, as onnxruntime.
@@ -37,6 +38,7 @@ from .common import (
 )
 
 Attrs = Mapping[str, Any]
+COLS_BYTES = 64 << 20  # Conv's im2col columns at most this (but one image's) at a time
 AUTO_PAD = choice("NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID")
 
 
@@ -165,14 +167,21 @@ def _conv_flops(attrs: Attrs, ins: Specs, outs: Specs) -> float:
 
 
 def _conv_kernel(xp: ModuleType, inputs: Sequence[Array], attrs: Attrs) -> list[Array]:
+    """im2col + one batched matmul per group, for as many images at a time as keep the
+    columns within `COLS_BYTES` (at least one image)."""
     x, weights = inputs[0], inputs[1]
     specs = tuple(TensorSpec(tuple(a.shape), a.dtype.name) for a in inputs)
     w = _conv_window("", "Conv", attrs, specs)
     n, c, m, g = x.shape[0], x.shape[1], weights.shape[0], attrs["group"]
-    cols = xp.stack(list(_windows(xp, x, w, 0.0)), axis=2)  # N, C, K, *out
-    cols = cols.reshape(n, g, (c // g) * prod(w.kernel), prod(w.out))
-    y = xp.matmul(weights.reshape(g, m // g, -1), cols)  # N, g, M/g, L
-    y = y.reshape(n, m, *w.out)
+    per_image = c * prod(w.kernel) * prod(w.out) * x.dtype.itemsize
+    step = max(1, COLS_BYTES // max(per_image, 1))
+    grouped = weights.reshape(g, m // g, -1)
+    y = xp.empty((n, m, *w.out), dtype=x.dtype)
+    for start in range(0, n, step):
+        images = x[start : start + step]
+        cols = xp.stack(list(_windows(xp, images, w, 0.0)), axis=2)  # n, C, K, *out
+        cols = cols.reshape(len(images), g, (c // g) * prod(w.kernel), prod(w.out))
+        y[start : start + step] = xp.matmul(grouped, cols).reshape(len(images), m, *w.out)
     if len(inputs) == 3:
         y += inputs[2].reshape(m, *(1,) * len(w.out))
     return [y]
