@@ -1,7 +1,7 @@
 """ONNX's indexing and value-making operators (opset 13-20): Gather, GatherND, CumSum, TopK, and
 the host-built Constant, ConstantOfShape and Range (no inputs here: the importer folds them
 away when their inputs are known; a YAML spec may write them). Negative indices count from the
-end; an index out of range fails the run naming the op's type, the index and the axis."""
+end; an index out of range fails the run (RuntimeFailure) naming the op type and the axis."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from ..infer import INTS as INDEX_TYPES
 from ..infer import NUMERIC, Specs, check_dtypes, fmt, shape_error
 from ..opdef import REQUIRED, OpDef
 from .common import FLAG, INTS, NO_FLOPS, ONE_PER_OUTPUT, axis_in
-from .shape import spec
+from .shape import ranked, spec
 from .shape_attrs import OPTIONAL_DTYPE, OPTIONAL_SCALAR, SCALAR, TENSOR
 
 Attrs = Mapping[str, Any]
@@ -33,7 +33,8 @@ def infer_gather(name: str, tf_type: str, attrs: Attrs, inputs: Specs) -> Specs:
     data, indices = inputs
     check_dtypes(name, tf_type, inputs[1:], INDEX_TYPES, ("indices",))
     axis = axis_in(name, tf_type, inputs, attrs["axis"], len(data.shape), len(data.shape))
-    return spec((*data.shape[:axis], *indices.shape, *data.shape[axis + 1 :]), data.dtype)
+    out = (*data.shape[:axis], *indices.shape, *data.shape[axis + 1 :])
+    return ranked(name, tf_type, inputs, out, data.dtype)
 
 
 def _in_range(xp: ModuleType, indices: Array, dims: Any, op: str, where: str) -> Array:
@@ -71,7 +72,8 @@ def infer_gather_nd(name: str, tf_type: str, attrs: Attrs, inputs: Specs) -> Spe
             f"GatherND cannot index: {problem}", name, tf_type, inputs,
             "indices[..., :] picks entries along data's leading axes after batch_dims",
         )  # fmt: skip
-    return spec((*indices.shape[:-1], *data.shape[b + depth :]), data.dtype)
+    out = (*indices.shape[:-1], *data.shape[b + depth :])
+    return ranked(name, tf_type, inputs, out, data.dtype)
 
 
 def gather_nd(xp: ModuleType, inputs: Sequence[Array], attrs: Attrs) -> list[Array]:
@@ -170,7 +172,7 @@ def infer_constant_of_shape(name: str, tf_type: str, attrs: Attrs, inputs: Specs
             tf_type, inputs, "give dimensions >= 0",
         )  # fmt: skip
     value = attrs.get("value", 0.0)
-    return spec(attrs["input"], value_dtype(value, attrs.get("dtype")))
+    return ranked(name, tf_type, inputs, attrs["input"], value_dtype(value, attrs.get("dtype")))
 
 
 def constant_of_shape(xp: ModuleType, inputs: Sequence[Array], attrs: Attrs) -> list[Array]:

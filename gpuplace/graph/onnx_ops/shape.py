@@ -10,9 +10,10 @@ from math import prod
 from types import ModuleType
 from typing import Any
 
+from ...limits import MAX_RANK
 from .. import infer as inf
 from .. import kernels as k
-from ..attrs import INT, AttrError
+from ..attrs import INT, RANK_WHY, AttrError
 from ..infer import Specs, fmt, shape_error
 from ..model import TensorSpec
 from ..opdef import REQUIRED, OpDef
@@ -27,6 +28,17 @@ INT64_MAX = 2**63 - 1
 def spec(shape: Sequence[int], dtype: str) -> Specs:
     """One output of this shape and dtype."""
     return (TensorSpec(tuple(shape), dtype),)
+
+
+def ranked(name: str, tf_type: str, inputs: Specs, shape: Sequence[int], dtype: str) -> Specs:
+    """`spec(shape, dtype)` for a shape the op builds from its attrs and inputs, refused past
+    numpy's MAX_RANK dimensions (an array of more cannot exist)."""
+    if len(shape) > MAX_RANK:
+        raise shape_error(
+            f"The output would have {len(shape)} dimensions", name, tf_type, inputs,
+            f"arrays have at most {MAX_RANK} ({RANK_WHY})",
+        )  # fmt: skip
+    return spec(shape, dtype)
 
 
 def axes_in(
@@ -101,7 +113,7 @@ def infer_reshape(name: str, tf_type: str, attrs: Attrs, inputs: Specs) -> Specs
             f"Cannot reshape to {fmt(attrs['shape'])}: {out}", name, tf_type, inputs,
             "give a shape with as many elements as the input (0 copies a dimension, -1 infers one)",
         )  # fmt: skip
-    return spec(out, inputs[0].dtype)
+    return ranked(name, tf_type, inputs, out, inputs[0].dtype)
 
 
 def reshape(xp: ModuleType, inputs: Sequence[Array], attrs: Attrs) -> list[Array]:
@@ -238,7 +250,7 @@ def unsqueezed(name: str, tf_type: str, inputs: Specs, attrs: Attrs) -> tuple[in
 
 
 def infer_unsqueeze(name: str, tf_type: str, attrs: Attrs, inputs: Specs) -> Specs:
-    return spec(unsqueezed(name, tf_type, inputs, attrs), inputs[0].dtype)
+    return ranked(name, tf_type, inputs, unsqueezed(name, tf_type, inputs, attrs), inputs[0].dtype)
 
 
 def to_shape_of(xp: ModuleType, inputs: Sequence[Array], attrs: Attrs, infer_fn: Any) -> Array:
@@ -262,7 +274,8 @@ def infer_expand(name: str, tf_type: str, attrs: Attrs, inputs: Specs) -> Specs:
             f"Expand shape {fmt(target)} holds a negative dimension", name, tf_type, inputs,
             "give dimensions >= 0 (1 keeps the input's)",
         )  # fmt: skip
-    return spec(broadcast_shapes(name, tf_type, inputs, (inputs[0].shape, target)), inputs[0].dtype)
+    out = broadcast_shapes(name, tf_type, inputs, (inputs[0].shape, target))
+    return ranked(name, tf_type, inputs, out, inputs[0].dtype)
 
 
 def expand(xp: ModuleType, inputs: Sequence[Array], attrs: Attrs) -> list[Array]:
