@@ -4,8 +4,8 @@ against onnxruntime's CPU kernels, one op at a time, measured in one run.
 The ops a BERT-base layer and its embeddings and masks run (batch 16, 128 tokens, 768 wide, 12
 heads, a 30522-word vocabulary): gpuplace's compute (attrs checked once, as the executor does)
 and a one-node onnxruntime session built with onnx.helper, where the attrs gpuplace folds are
-initializers. Both on one thread, timed in CPU time, best of `--repeats` (the method of
-bench_onnx_ops.py, whose timer this uses). A kernel that returns a view (Transpose, Slice) is
+initializers. Both on one thread, timed in CPU time, best of 7 taken in turn (bench_execute's
+`best`, as bench_onnx_ops.py does). A kernel that returns a view (Transpose, Slice) is
 timed with a copy to contiguous memory, as onnxruntime's output is. The ratio is gpuplace /
 onnxruntime. Needs onnx and onnxruntime (the `test` extra).
 """
@@ -18,15 +18,16 @@ import sys
 for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
 
+import time  # noqa: E402
 from collections.abc import Callable  # noqa: E402
 from typing import Any  # noqa: E402
 
 import numpy as np  # noqa: E402
-from bench_onnx_ops import REPEATS, best  # noqa: E402
-
-from gpuplace.graph import get_op  # noqa: E402
+from bench_execute import best  # noqa: E402  # bench/ is on sys.path when this script runs
+from bench_onnx_ops import gpuplace_fn  # noqa: E402
 
 SMOKE = "--smoke" in sys.argv
+REPEATS = 1 if SMOKE else 7
 N, T, D, H, V = (2, 8, 16, 2, 50) if SMOKE else (16, 128, 768, 12, 30522)
 # attrs gpuplace folds that ONNX passes as int64 tensor inputs after the data, in ONNX's order
 TENSOR_INPUTS = {"Reshape": ("shape",), "Slice": ("starts", "ends", "axes"), "Expand": ("shape",),
@@ -59,12 +60,12 @@ def cases() -> list[tuple[str, list[np.ndarray], dict[str, Any]]]:
     ]  # fmt: skip
 
 
-def gpuplace_fn(
+def contiguous_fn(
     op_type: str, inputs: list[np.ndarray], attrs: dict[str, Any]
-) -> Callable[[], object]:
-    op = get_op(op_type)
-    checked = op.normalize("bench", attrs)
-    return lambda: [np.ascontiguousarray(y) for y in op.compute(np, inputs, checked)]
+) -> Callable[[], list[np.ndarray]]:
+    """bench_onnx_ops' kernel call, its outputs made contiguous (views copied, as onnxruntime's)."""
+    compute = gpuplace_fn(op_type, inputs, attrs)
+    return lambda: [np.ascontiguousarray(y) for y in compute()]
 
 
 def one_node_model(op_type: str, inputs: list[np.ndarray], attrs: dict[str, Any],
@@ -93,7 +94,7 @@ def measure(
     ort: Any, op_type: str, inputs: list[np.ndarray], attrs: dict[str, Any]
 ) -> tuple[float, float]:
     """CPU seconds of gpuplace's kernel and of onnxruntime's, after checking they agree."""
-    ours = gpuplace_fn(op_type, inputs, attrs)
+    ours = contiguous_fn(op_type, inputs, attrs)
     options = ort.SessionOptions()
     options.intra_op_num_threads = options.inter_op_num_threads = 1
     model = one_node_model(op_type, inputs, attrs, len(ours()))
@@ -102,7 +103,8 @@ def measure(
     for got, want in zip(ours(), session.run(None, feed), strict=True):
         assert got.shape == want.shape and got.dtype == want.dtype, (op_type, got.shape)
         assert np.allclose(got, want), op_type
-    return best(ours), best(lambda: session.run(None, feed))
+    a, b = best(REPEATS, ours, lambda: session.run(None, feed), clock=time.process_time)
+    return a, b
 
 
 def main() -> int:

@@ -193,6 +193,11 @@ SCALARS = [
     ("Tile", [np.array([True])], {"repeats": [3]}, np.array([True] * 3)),
     ("IsNaN", [np.float32(np.nan)], {}, np.bool_(True)),
     ("CumSum", [np.array([1, 2], np.int64)], {"axis": -1}, np.array([1, 3])),
+    ("Transpose", [np.int64(3)], {}, np.int64(3)),
+    ("Pad", [np.bool_(True)], {"pads": []}, np.bool_(True)),
+    ("Cast", [np.array([True, False])], {"to": 1}, np.array([1.0, 0.0], np.float32)),
+    ("Greater", [np.array([1, 5], np.int32), np.int32(2)], {}, np.array([False, True])),
+    ("Xor", [np.bool_(True), np.array([True, False])], {}, np.array([False, True])),
 ]
 
 
@@ -270,6 +275,51 @@ def test_errors_name_the_op_and_the_fix(op: str, inputs: list[Any], attrs: dict[
     with pytest.raises(BadInput) as err:
         evaluate(op, inputs, attrs)
     assert str(err.value) == message
+
+
+MORE_ERRORS = [  # (op, inputs, attrs, what the message says)
+    ("Reshape", [np.zeros(2)], {"shape": [-2, 1]}, "shape holds integers >= -1, at most one"),
+    ("Reshape", [np.zeros(2)], {"shape": [0, -1], "allowzero": 1}, "cannot hold both 0 and -1"),
+    ("Reshape", [np.zeros(2)], {"shape": [2, 0]}, "shape[1] is 0 (copy the input's dimension) "
+     "but the input has 1"),
+    ("Reshape", [np.zeros(6)], {"shape": [4]}, "6 elements do not fill [4] (4 elements)"),
+    ("Split", [np.zeros(5)], {"num_outputs": 4}, "Cannot split dimension 0 of size 5 into 4 "
+     "parts of 2"),
+    ("Split", [np.zeros(5)], {"split": [2, 2]}, "split [2, 2] does not add up to dimension 0 of "
+     "size 5"),
+    ("Split", [np.zeros(5)], {"num_outputs": 0}, "num_outputs is 0; give at least 1"),
+    ("Split", [np.zeros(5)], {"split": []}, "split is empty; give at least one size"),
+    ("Slice", [np.zeros(5)], {"starts": [0], "ends": [1, 2]}, "starts, ends, axes and steps have "
+     "1, 2, 1 and 1 entries"),
+    ("Expand", [np.zeros(2)], {"shape": [-1]}, "Expand shape [-1] holds a negative dimension"),
+    ("Tile", [np.zeros(2)], {"repeats": [2, 2]}, "Tile repeats [2, 2] for an input of rank 1"),
+    ("ConstantOfShape", [], {"input": [-1]}, "ConstantOfShape input [-1] holds a negative"),
+    ("GatherND", [np.zeros((2, 3)), np.zeros((2, 1), np.int64)], {"batch_dims": 2},
+     "batch_dims 2 needs data and indices of rank above it"),
+    ("GatherND", [np.zeros((2, 3)), np.zeros((3, 1), np.int64)], {"batch_dims": 1},
+     "the first 1 dimensions differ: [2,3] and [3,1]"),
+    ("Clip", [np.zeros(2, np.int64)], {"min": 0.5}, "Clip min 0.5 is not an integer for a int64"),
+    ("Constant", [], {"value": np.zeros(2, np.uint8)}, "an array of a supported dtype (float16, "
+     "float32, float64, int32, int64, bool), not uint8"),
+    ("Cast", [np.zeros(2)], {"to": "float8"}, "a TensorProto type number (1 = float32, 7 = int64)"),
+    ("Clip", [np.zeros(2)], {"min": np.zeros(1, np.uint8)}, "a number of a supported dtype"),
+    ("Clip", [np.zeros(2)], {"max": "1"}, "a number, e.g. 0 or 1.5"),
+    ("Constant", [], {"value": 1, "dtype": "int8"}, "one of float16, float32"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("op", "inputs", "attrs", "says"), MORE_ERRORS,
+                         ids=[e[0] for e in MORE_ERRORS])  # fmt: skip
+def test_more_errors(op: str, inputs: list[Any], attrs: dict[str, Any], says: str) -> None:
+    with pytest.raises(BadInput) as err:
+        evaluate(op, inputs, attrs)
+    assert says in str(err.value) and f"'{op}'" in str(err.value)
+
+
+def test_is_inf_detecting_neither_sign() -> None:
+    x = np.array([np.inf, -np.inf, 1.0])
+    attrs = {"detect_positive": 0, "detect_negative": 0}
+    assert evaluate("IsInf", [x], attrs)[0].tolist() == [False] * 3
 
 
 def test_an_index_out_of_range_fails_the_run_naming_the_op() -> None:
