@@ -65,6 +65,7 @@ class Importer:
         self.weights: set[str] = set()  # the known tensors that are initializers
         self.made: dict[str, tuple[TensorRef, TensorSpec]] = {}
         self.ops: list[Op] = []
+        self.modules: dict[str, str] = {}  # op name -> its module, where it has one
         self.names = Names()
 
     def fail(self, message: str) -> BadInput:
@@ -362,6 +363,8 @@ class Importer:
     ) -> None:  # fmt: skip
         device = placer.device(name, module)
         self.ops.append(new_op(name, kind, refs, device, attrs, outs, None, None, module))
+        if module:
+            self.modules[name] = module
 
     def _fetch(self, tensor: str, placer: Placer, reserved: set[str]) -> TensorRef:
         """The graph output `tensor`, fetched under its ONNX name."""
@@ -371,9 +374,10 @@ class Importer:
         if tensor not in reserved:  # a known value materialized under its own name above
             return ref
         attrs: Mapping[str, Any] = {}
-        device = placer.device(ref.op, "")
-        op = new_op(tensor, "identity", (ref,), device, attrs, (spec,), ref.op, None)
-        self.ops.append(op)  # colocated with the tensor's producer: no copy for a name
+        module = self.modules.get(ref.op, "")
+        device = placer.device(ref.op, module)
+        op = new_op(tensor, "identity", (ref,), device, attrs, (spec,), ref.op, None, module)
+        self.ops.append(op)  # colocated with the tensor's producer (and of its module)
         return new_ref(tensor)
 
 

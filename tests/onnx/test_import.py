@@ -194,7 +194,8 @@ def test_wrapper_binds_dims_and_pins_modules(run: Run, tmp_path: Path) -> None:
     assert devices["/fc1/MatMul"] == devices["fc1.bias"] == "/device:CPU:0"
     assert devices["/act/Relu"] == ""
     assert graph.by_name()["x"].outputs[0].shape == (8, 4)
-    assert {op.name: op.module for op in graph.ops}["/fc1/MatMul"] == "fc1"
+    modules = {op.name: op.module for op in graph.ops}
+    assert (modules["/fc1/MatMul"], modules["fc1.bias"], modules["y"]) == ("fc1", "fc1", "fc2")
     over = load(wrapper, dims={"batch": 2})  # --dim wins over dims:
     assert over.by_name()["x"].outputs[0].shape == (2, 4)
 
