@@ -17,6 +17,7 @@ SECTIONS: tuple[tuple[str, frozenset[str]], ...] = (
      frozenset({"log", "log_format", "explain", "as_json", "fmt", "save", "output", "wide"})),
     ("Watching", frozenset({"watch", "count"})),
     ("Placement", frozenset({"soft", "strategy", "replicate"})),
+    ("ONNX models", frozenset({"dims"})),
     ("Running", frozenset({"feed", "verify", "force", "compare"})),
     ("Memory policy (TensorFlow's gpu_options)",
      frozenset({"allow_growth", "memory_fraction", "memory_limit", "virtual_gpus",

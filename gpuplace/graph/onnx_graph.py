@@ -11,7 +11,7 @@ from types import ModuleType
 from typing import Any
 
 from ..echo import show
-from ..errors import BadInput
+from ..errors import BadInput, Message, Part, Setting
 from ..limits import OPS_ENV, Limits
 from .fold import evaluate
 from .model import Config, Graph, Op, TensorRef, TensorSpec
@@ -65,6 +65,7 @@ class Importer:
         self.weights: set[str] = set()  # the known tensors that are initializers
         self.made: dict[str, tuple[TensorRef, TensorSpec]] = {}
         self.ops: list[Op] = []
+        self.modules: dict[str, str] = {}  # op name -> its module, where it has one
         self.names = Names()
 
     def fail(self, message: str) -> BadInput:
@@ -107,14 +108,24 @@ class Importer:
         unknown = sorted(set(dims) - seen)
         if unknown:
             have = f"its symbolic dims: {', '.join(sorted(seen))}" if seen else "it has none"
-            raise self.fail(f"--dim {unknown[0]}: the model has no dim {unknown[0]!r}; {have}")
+            raise BadInput(
+                Message(
+                    f"{self.source}: ", Setting("dims", key=unknown[0]),
+                    f": the model has no dim {unknown[0]!r}; {have}",
+                )
+            )  # fmt: skip
         if missing:
-            flags = " ".join(f"--dim {d}=N" for d in dict.fromkeys(m[0] for m in missing))
+            named = list(dict.fromkeys(m[0] for m in missing))
+            flags: list[Part] = []
+            for d in named:
+                flags += [" ", Setting("dims", "N", key=d)] if d != "?" else []
             listed = "; ".join(f"{d} ({where})" for d, where in missing)
-            raise self.fail(
-                f"unbound symbolic dims: {listed}; bind them with {flags} (or dims: in a YAML "
-                "wrapper, see docs/onnx.md)"
-            )
+            raise BadInput(
+                Message(
+                    f"{self.source}: unbound symbolic dims: {listed}; bind them with",
+                    *flags, " (or dims: in a YAML wrapper, see docs/onnx.md)",
+                )
+            )  # fmt: skip
         for i in inputs:
             for d in i.type.tensor_type.shape.dim:
                 if d.HasField("dim_param"):
@@ -186,6 +197,13 @@ class Importer:
         if opdef is None:
             self._opaque(label, node, data, inferred, placer)
             return
+        unknown = [a for a in attrs if a not in opdef.attrs]
+        if unknown:  # normalize would drop it, and with it what it changes
+            takes = ", ".join(opdef.attrs) or "none"
+            raise self.fail(
+                f"node {label!r} ({kind}): attribute {unknown[0]!r} is not one of {kind}'s "
+                f"(it takes: {takes}); the exporter wrote an attribute ONNX does not define"
+            )
         if self._fold(label, node, data, attrs):
             return
         try:
@@ -212,8 +230,11 @@ class Importer:
                 "from data at run time, but gpuplace needs it at import to know shapes; "
                 "bind every symbolic dim (--dim) or export the model with static shapes"
             )
-        if attr in SCALAR_INPUTS:  # a numpy scalar: Range's dtype is its inputs'
-            return value.reshape(-1)[0] if value.size else None
+        if attr in SCALAR_INPUTS:
+            if not value.size:
+                return None
+            one = value.reshape(-1)[0]
+            return one if kind == "Range" else one.item()  # Range's dtype is its inputs'
         return [v.item() for v in value.reshape(-1)]
 
     def _fold(self, label: str, node: Any, data: list[str], attrs: dict[str, Any]) -> bool:
@@ -342,6 +363,8 @@ class Importer:
     ) -> None:  # fmt: skip
         device = placer.device(name, module)
         self.ops.append(new_op(name, kind, refs, device, attrs, outs, None, None, module))
+        if module:
+            self.modules[name] = module
 
     def _fetch(self, tensor: str, placer: Placer, reserved: set[str]) -> TensorRef:
         """The graph output `tensor`, fetched under its ONNX name."""
@@ -351,9 +374,10 @@ class Importer:
         if tensor not in reserved:  # a known value materialized under its own name above
             return ref
         attrs: Mapping[str, Any] = {}
-        device = placer.device(ref.op, "")
-        op = new_op(tensor, "identity", (ref,), device, attrs, (spec,), ref.op, None)
-        self.ops.append(op)  # colocated with the tensor's producer: no copy for a name
+        module = self.modules.get(ref.op, "")
+        device = placer.device(ref.op, module)
+        op = new_op(tensor, "identity", (ref,), device, attrs, (spec,), ref.op, None, module)
+        self.ops.append(op)  # colocated with the tensor's producer (and of its module)
         return new_ref(tensor)
 
 

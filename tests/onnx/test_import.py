@@ -194,7 +194,8 @@ def test_wrapper_binds_dims_and_pins_modules(run: Run, tmp_path: Path) -> None:
     assert devices["/fc1/MatMul"] == devices["fc1.bias"] == "/device:CPU:0"
     assert devices["/act/Relu"] == ""
     assert graph.by_name()["x"].outputs[0].shape == (8, 4)
-    assert {op.name: op.module for op in graph.ops}["/fc1/MatMul"] == "fc1"
+    modules = {op.name: op.module for op in graph.ops}
+    assert (modules["/fc1/MatMul"], modules["fc1.bias"], modules["y"]) == ("fc1", "fc1", "fc2")
     over = load(wrapper, dims={"batch": 2})  # --dim wins over dims:
     assert over.by_name()["x"].outputs[0].shape == (2, 4)
 
@@ -338,3 +339,48 @@ def test_an_int32_range_folds_to_an_int32_constant(run: Run, tmp_path: Path) -> 
     result = run(*SIM, "run", str(tmp_path / "m.onnx"), "--feed", "x=[1, 1, 1, 1]", "--verify")
     assert result.code == 0, result.err
     assert "y:\n[2 4 6 8]\n" in result.out
+
+
+@needs_mlp
+def test_the_python_api_takes_a_model_and_its_dims(tmp_path: Path) -> None:
+    import gpuplace
+
+    path = save(mlp(), tmp_path)
+    view = gpuplace.view(gpuplace.load_machine("2xK520"), {})
+    options = gpuplace.Options(dims={"batch": 3}, feeds={"x": np.ones((3, 4), np.float32)})
+    prepared = gpuplace.prepare(path, view, options, {})
+    outcome = gpuplace.execute_prepared(prepared, view)
+    assert outcome.result.values["y"].shape == (3, 3)
+    assert [op.module for op in prepared.graph.ops if op.type == "Gemm"] == ["fc2"]
+
+
+@pytest.mark.parametrize("dims", [{"batch": 0}, {"batch": "8"}, {"batch": True}, ["batch"]])
+def test_options_dims_are_checked(dims: object) -> None:
+    import gpuplace
+
+    with pytest.raises(gpuplace.BadInput, match=r"Options.dims=.*: expected symbolic dim names"):
+        gpuplace.Options(dims=dims)  # type: ignore[arg-type]
+
+
+def test_an_attribute_the_op_does_not_have_is_refused(tmp_path: Path) -> None:
+    node = h.make_node("Relu", ["x"], ["y"], name="r", alpha=0.5)
+    m = model([node], [h.make_tensor_value_info("x", T.FLOAT, [2])],
+              [h.make_tensor_value_info("y", T.FLOAT, [2])])  # fmt: skip
+    with pytest.raises(Exception) as info:
+        load(save(m, tmp_path))
+    assert str(info.value) == (
+        f"{tmp_path / 'm.onnx'}: node 'r' (Relu): attribute 'alpha' is not one of Relu's (it "
+        "takes: none); the exporter wrote an attribute ONNX does not define"
+    )
+
+
+def test_a_cumsum_axis_from_an_int32_initializer(run: Run, tmp_path: Path) -> None:
+    axis = numpy_helper.from_array(np.asarray(-1, dtype=np.int32), "axis")
+    node = h.make_node("CumSum", ["x", "axis"], ["y"], name="/CumSum")
+    m = model([node], [h.make_tensor_value_info("x", T.INT64, [2, 3])],
+              [h.make_tensor_value_info("y", T.INT64, [2, 3])], [axis])  # fmt: skip
+    path = save(m, tmp_path)
+    assert load(path).by_name()["/CumSum"].attrs["axis"] == -1
+    result = run(*SIM, "run", path, "--feed", "x=[[1, 1, 1], [1, 2, 3]]", "--verify")
+    assert result.code == 0, result.err
+    assert "y:\n[[1 2 3]\n [1 3 6]]\n" in result.out
