@@ -43,6 +43,7 @@ class Term(Enum):
     REPLICATE_AGAIN = "the replicate setting, when the spec has its own replicate: block"
     COMPARE = "running a graph under several memory policies side by side"
     PLAN = "where each device's predicted memory is shown"
+    CLUSTER = "where the tasks of a cluster come from"
 
 
 Part = str | Setting | Term
@@ -78,6 +79,7 @@ class Words:
         Term.REPLICATE_AGAIN: "Options.replicate",
         Term.COMPARE: "compare_policies",
         Term.PLAN: "gpuplace.predict_memory(prepared, view)",
+        Term.CLUSTER: "a cluster: block in the spec",
     }
 
     def setting(self, ref: Setting) -> str:

@@ -26,6 +26,7 @@ class CliWords(Words):
         Term.REPLICATE_AGAIN: "the flag",
         Term.COMPARE: "--compare",
         Term.PLAN: "gpuplace plan",
+        Term.CLUSTER: "--cluster (or a cluster: block in the spec)",
     }
 
     def setting(self, ref: Setting) -> str:

@@ -89,10 +89,16 @@ class DeviceSpec:
 
     def matches(self, device_type: str, index: int) -> bool:
         """Whether the local device TYPE:index (job localhost, replica 0, task 0) satisfies this."""
+        return self.matches_at("localhost", 0, 0, device_type, index)
+
+    def matches_at(self, job: str, replica: int, task: int, device_type: str, index: int) -> bool:
+        """Whether the device TYPE:index of task /job:JOB/replica:R/task:T satisfies this
+        (`DeviceNameUtils::IsCompleteSpecification`'s field-by-field match: unset fields match
+        any value, so `/task:1` matches every device of task 1 of any job)."""
         return (
-            self.job in (None, "localhost")
-            and self.replica in (None, 0)
-            and self.task in (None, 0)
+            self.job in (None, job)
+            and self.replica in (None, replica)
+            and self.task in (None, task)
             and self.device_type in (None, device_type)
             and self.device_index in (None, index)
         )

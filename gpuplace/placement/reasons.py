@@ -57,7 +57,7 @@ class Reasons:
         """Op i's group was already placed by op `by` (TF pins groups in `AssignAndLog`)."""
         op, own = self.ops[i], self.own[i]
         clauses = self._ignored(i)
-        if has_details(own) and not own.matches(device.type, device.index):
+        if has_details(own) and not device.satisfies(own):
             clauses.append(f"requested {op.device} not honoured")
         if clauses:
             text = f"soft placement: {'; '.join(clauses)}; colocated with {by}"
@@ -75,7 +75,7 @@ class Reasons:
         group, requester = self.groups.requested[root], self.groups.requester(root)
         lone = not followed and generator  # heuristic A tried and did not apply
         followed = followed and len(cands.devices) > 1  # with one candidate it chose nothing
-        honoured = has_details(own) and own.matches(device.type, device.index)
+        honoured = has_details(own) and device.satisfies(own)
         clauses = self._ignored(i)
         if cands.soft is not None:
             clauses.append(cands.soft + self._held_back(i, root, group))

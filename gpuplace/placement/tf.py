@@ -35,6 +35,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import cast
 
+from ..devices.cluster import TaskName
 from ..devices.names import DeviceSpec, MalformedDevice, malformed_fix, placer_spec
 from ..echo import clip
 from ..gc_pause import gc_paused
@@ -56,11 +57,14 @@ from .reasons import Reasons
 
 
 def place_graph(
-    graph: Graph, num_gpus: int, soft: bool, op_meta: Callable[[str], OpMeta]
-) -> Placement:
-    """Place every op of `graph` on a machine with CPU:0 and `num_gpus` GPUs."""
+    graph: Graph, num_gpus: int, soft: bool, op_meta: Callable[[str], OpMeta],
+    tasks: Sequence[tuple[TaskName, int]] = (), master: TaskName | None = None,
+) -> Placement:  # fmt: skip
+    """Place every op of `graph` on a machine with CPU:0 and `num_gpus` GPUs, or on a
+    cluster's tasks (each with its number of GPUs; `master`: the session's task)."""
     with gc_paused():
-        return _Placer(graph.ops, DeviceTable(num_gpus, soft), op_meta).run()
+        table = DeviceTable(num_gpus, soft, tasks, master)
+        return _Placer(graph.ops, table, op_meta).run()
 
 
 def tf_type_of(meta: OpMeta, op: Op) -> str:
@@ -152,10 +156,7 @@ def _no_kernel_error(
     else:
         listed = " and ".join(sorted(kernels)) or "no device type"
         subject = f"{tf_type} with {found.attrs_text()}" if found is not None else tf_type
-        hint = (
-            f"gpuplace: {subject} has kernels for {listed} only; "
-            f"this machine has {table.gpus_phrase()}."
-        )
+        hint = f"gpuplace: {subject} has kernels for {listed} only; {table.has_phrase()}."
     error = PlacementError(message, hint, op.name)
     if found is not None and not kernels:
         error.exit_code = 2  # no machine has a kernel for it: the spec must change (bad input)

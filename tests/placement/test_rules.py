@@ -71,9 +71,10 @@ def test_other_jobs_and_replicas_do_not_exist_even_with_soft_placement(spec: str
         f"Cannot assign a device for operation MatMul: {{{{node MatMul}}}} was explicitly "
         f"assigned to {spec} but available devices are [ "
     )
-    assert caught.value.fix == (
+    assert str(caught.value.fix) == (
         "gpuplace: only /job:localhost/replica:0/task:0 exists on this machine, and soft "
-        "placement keeps the job, replica and task."
+        "placement keeps the job, replica and task; to place ops on other tasks, describe the "
+        "cluster (a cluster: block in the spec)."
     )
 
 
