@@ -56,6 +56,8 @@ CONFIG = {  # for clusters gpuplace starts: fail at once rather than wait (§4.4
     "distributed.scheduler.no-workers-timeout": "10s",
     "distributed.worker.daemon": False,
     "distributed.comm.timeouts.connect": "5s",
+    # set before a worker process starts (its logging is configured as distributed loads)
+    "distributed.nanny.pre-spawn-environ.DASK_LOGGING__DISTRIBUTED": "error",
 }
 
 
@@ -89,7 +91,7 @@ class Session:
 
 
 def _spec(distributed: ModuleType, task: Task, processes: bool) -> dict[str, Any]:
-    env = {"GPUPLACE_MACHINE": task.machine_spec or "", "DASK_LOGGING__DISTRIBUTED": "error"}
+    env = {"GPUPLACE_MACHINE": task.machine_spec or ""}
     if task.cuda_visible_devices is not None:
         env["CUDA_VISIBLE_DEVICES"] = task.cuda_visible_devices
     options: dict[str, Any] = {"nthreads": 1, "name": str(task.name), "host": "127.0.0.1"}
@@ -169,8 +171,7 @@ def connect(spec: str, timeout: float = 10.0) -> Session:
 
 def check_versions(session: Session) -> None:
     """Dask's own check of client, scheduler and workers, then gpuplace's version in each."""
-    from .. import __version__
-
+    mine = gpuplace_version()
     try:
         session.client.get_versions(check=True)
     except ValueError as exc:
@@ -181,10 +182,10 @@ def check_versions(session: Session) -> None:
         ) from None
     names = _names(session)
     for address, version in session.client.run(gpuplace_version).items():
-        if version != __version__:
+        if version != mine:
             raise RuntimeFailure(
                 f"{names.get(address, 'a worker')} (worker {address}) runs gpuplace {version}, "
-                f"this client {__version__}; install gpuplace {__version__} on every worker "
+                f"this client {mine}; install gpuplace {mine} on every worker "
                 "and on the scheduler's host"
             )
 
@@ -278,8 +279,18 @@ def _specs(
         ops = tuple(by_name[n] for n in chunk.ops)
         mine = tuple(n for n in chunk.ops if n in targets)
         out.append(
-            ChunkSpec(chunk.task, chunk.stage, ops, full, imports, chunk.exports, mine,
-                      graph.config, graph.source, effects)  # fmt: skip
+            ChunkSpec(
+                chunk.task,
+                chunk.stage,
+                ops,
+                full,
+                imports,
+                chunk.exports,
+                mine,
+                graph.config,
+                graph.source,
+                effects,
+            )
         )
     return out
 
@@ -287,7 +298,9 @@ def _specs(
 class _Watch:
     """The run's watchdog: every task's worker must keep the address it had at start."""
 
-    def __init__(self, session: Session, addresses: Mapping[TaskName, str], hosts: Mapping[TaskName, str]) -> None:
+    def __init__(
+        self, session: Session, addresses: Mapping[TaskName, str], hosts: Mapping[TaskName, str]
+    ) -> None:
         self.session, self.addresses, self.hosts = session, dict(addresses), hosts
 
     def check(self) -> None:
@@ -335,11 +348,12 @@ def _wait(futures: Sequence[Any], watch: _Watch, tasks: Mapping[str, TaskName]) 
     """Wait for every future, checking the cluster between waits; raise the first failure."""
     import distributed
 
+    wait: Callable[..., tuple[set[Any], set[Any]]] = distributed.wait
     pending = list(futures)
     while pending:
         try:
             with watch.session.client.as_current():
-                done, not_done = distributed.wait(pending, POLL, "FIRST_COMPLETED")
+                done, not_done = wait(pending, POLL, "FIRST_COMPLETED")
         except (TimeoutError, distributed.TimeoutError):
             done, not_done = set(), set(pending)
         except Exception as exc:  # the client lost its scheduler
@@ -473,3 +487,59 @@ def simulated(cluster: Cluster, processes: bool = True) -> Iterator[Session]:
         yield session
     finally:
         session.close()
+
+
+def blas_environ(cores: int) -> dict[str, str]:
+    """`pre-spawn-environ` for a task's worker: BLAS on the host's cores (the Nanny's default is
+    one thread, which makes a task's CPU:0 slower than TensorFlow's and its sums differ)."""
+    threads = str(max(1, cores))
+    names = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
+    return {f"distributed.nanny.pre-spawn-environ.{name}": threads for name in names}
+
+
+def serve_worker(scheduler: str, task: TaskName, machine_spec: str | None = None) -> None:
+    """`gpuplace worker`: serve `task` as a Nanny-managed Dask worker of the scheduler
+    (address or scheduler.json), named `/job:J/replica:0/task:N`, one thread, until stopped
+    (SIGTERM, Ctrl-C) or until the scheduler goes away. A name already taken is refused."""
+    distributed = load_distributed()
+    import asyncio
+    import signal
+
+    import dask
+
+    session = connect(scheduler)
+    try:
+        taken = task_addresses(session).get(task)
+    finally:
+        session.close()
+    if taken is not None:
+        raise BadInput(
+            f"{task} is already served by worker {taken} on {scheduler}; give another --task "
+            "(or --job), or stop that worker first"
+        )
+    dask.config.set(blas_environ(os.cpu_count() or 1))
+    if machine_spec is not None:
+        dask.config.set({"distributed.nanny.pre-spawn-environ.GPUPLACE_MACHINE": machine_spec})
+    target = scheduler_target(scheduler)
+    where = (
+        {"scheduler_file": target["scheduler_file"]}
+        if "scheduler_file" in target
+        else {"scheduler_ip": target["address"]}
+    )
+
+    async def serve() -> None:
+        async with distributed.Nanny(**where, name=str(task), nthreads=1) as nanny:
+            stop = asyncio.Event()
+            loop = asyncio.get_running_loop()
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                loop.add_signal_handler(sig, stop.set)
+            ends = [asyncio.ensure_future(nanny.finished()), asyncio.ensure_future(stop.wait())]
+            await asyncio.wait(ends, return_when=asyncio.FIRST_COMPLETED)
+
+    try:
+        asyncio.run(serve())
+    except (OSError, TimeoutError, RuntimeError) as exc:
+        raise RuntimeFailure(
+            f"{task} could not join the Dask scheduler {scheduler}: {exc}. Check that the "
+            "scheduler runs and that no other worker has that name"
+        ) from None

@@ -67,18 +67,20 @@ class Inventory:
 
 def inventory() -> Inventory:
     """gpuplace's discovery inside this process (a Dask worker's `client.run` calls it)."""
-    from .. import __version__
-
     spec = os.environ.get(MACHINE_ENV) or None
     machine = discover(spec, source=MACHINE_ENV)
-    return Inventory(__version__, socket.gethostname(), os.getpid(), view(machine, os.environ))
+    seen = view(machine, os.environ)
+    return Inventory(gpuplace_version(), socket.gethostname(), os.getpid(), seen)
 
 
 def gpuplace_version() -> str:
-    """This process's gpuplace version (checked against the client's at connect)."""
-    from .. import __version__
+    """This process's gpuplace version, as installed (checked against the client's at connect)."""
+    from importlib.metadata import PackageNotFoundError, version
 
-    return __version__
+    try:
+        return version("gpuplace")
+    except PackageNotFoundError:  # run from a source tree (PYTHONPATH=.)
+        return "unknown"
 
 
 @dataclass(frozen=True)
@@ -195,9 +197,9 @@ def chunk_graph(
         device = devices[op.name]
         inputs, changed = list(op.inputs), False
         for i, ref in enumerate(inputs):
-            name = recv.get((ref, device))
-            if name is not None:
-                inputs[i], changed = TensorRef(name), True
+            placeholder = recv.get((ref, device))
+            if placeholder is not None:
+                inputs[i], changed = TensorRef(placeholder), True
                 readers.setdefault((ref, device), op.name)
         ops.append(replace(op, inputs=tuple(inputs)) if changed else op)
     graph = Graph(tuple(ops), spec.exports, spec.config, spec.source, spec.targets)
