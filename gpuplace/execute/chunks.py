@@ -43,8 +43,8 @@ class Chunk:
 
     @property
     def key(self) -> str:
-        """The Dask key suffix of this chunk: `task1-stage2` (job and replica elsewhere)."""
-        return f"{self.task.job}{self.task.replica}-{self.task.task}-{self.stage}"
+        """The Dask key suffix of this chunk: `worker-r0-t1-s2` (job, replica, task, stage)."""
+        return f"{self.task.job}-r{self.task.replica}-t{self.task.task}-s{self.stage}"
 
 
 def stages(graph: Graph, tasks: Mapping[str, TaskName]) -> dict[str, int]:

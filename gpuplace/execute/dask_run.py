@@ -110,7 +110,12 @@ def start_simulated(cluster: Cluster, processes: bool = True) -> Session:
     dask.config.set(CONFIG)
     scheduler = {
         "cls": distributed.Scheduler,
-        "options": {"host": "127.0.0.1", "port": 0, "dashboard": False, "dashboard_address": None},
+        "options": {
+            "host": "127.0.0.1",
+            "port": 0,
+            "dashboard": False,
+            "dashboard_address": "127.0.0.1:0",
+        },
     }
     workers = {str(t.name): _spec(distributed, t, processes) for t in cluster.tasks}
     spec_cluster = distributed.SpecCluster(
@@ -295,6 +300,14 @@ def _specs(
     return out
 
 
+class TaskLost(RuntimeFailure):
+    """A task's worker, or the scheduler (`task` None), went away during a run."""
+
+    def __init__(self, message: str, task: TaskName | None) -> None:
+        super().__init__(message)
+        self.task = task
+
+
 class _Watch:
     """The run's watchdog: every task's worker must keep the address it had at start."""
 
@@ -302,6 +315,7 @@ class _Watch:
         self, session: Session, addresses: Mapping[TaskName, str], hosts: Mapping[TaskName, str]
     ) -> None:
         self.session, self.addresses, self.hosts = session, dict(addresses), hosts
+        self.keys: dict[str, TaskName] = {}  # each submitted Dask key's task
 
     def check(self) -> None:
         client = self.session.client
@@ -315,18 +329,20 @@ class _Watch:
             if now.get(address) != str(task):
                 raise self.left(task)
 
-    def lost(self) -> RuntimeFailure:
-        return RuntimeFailure(
+    def lost(self) -> TaskLost:
+        return TaskLost(
             f"lost the connection to the Dask scheduler at {self.session.scheduler}: it stopped "
-            "or its host is unreachable; nothing was retried. Check the scheduler and run again."
+            "or its host is unreachable; nothing was retried. Check the scheduler and run again.",
+            None,
         )
 
-    def left(self, task: TaskName) -> RuntimeFailure:
+    def left(self, task: TaskName) -> TaskLost:
         host = self.hosts.get(task, "unknown host")
-        return RuntimeFailure(
+        return TaskLost(
             f"{task} (worker {self.addresses[task]}, host {host}) left the cluster during the "
             "run: its process died or its host is unreachable; nothing was retried (TensorFlow "
-            "aborts the step too) and the tensors it held are lost. Check its log and run again."
+            "aborts the step too) and the tensors it held are lost. Check its log and run again.",
+            task,
         )
 
 
@@ -335,8 +351,8 @@ def _failure(exc: BaseException, watch: _Watch, task: TaskName) -> BaseException
     if isinstance(exc, GpuplaceError):
         return exc
     name = type(exc).__name__
-    if name == "KilledWorker":
-        return watch.left(task)
+    if name == "KilledWorker":  # allowed-failures 0: its `task` is the chunk that was running
+        return watch.left(watch.keys.get(str(getattr(exc, "task", "")), task))
     if name in ("CancelledError", "FuturesCancelledError"):
         return watch.lost()
     return RuntimeFailure(
@@ -344,7 +360,7 @@ def _failure(exc: BaseException, watch: _Watch, task: TaskName) -> BaseException
     )
 
 
-def _wait(futures: Sequence[Any], watch: _Watch, tasks: Mapping[str, TaskName]) -> None:
+def _wait(futures: Sequence[Any], watch: _Watch) -> None:
     """Wait for every future, checking the cluster between waits; raise the first failure."""
     import distributed
 
@@ -357,10 +373,11 @@ def _wait(futures: Sequence[Any], watch: _Watch, tasks: Mapping[str, TaskName]) 
         except (TimeoutError, distributed.TimeoutError):
             done, not_done = set(), set(pending)
         except Exception as exc:  # the client lost its scheduler
-            raise _failure(exc, watch, next(iter(tasks.values()))) from None
+            raise _failure(exc, watch, next(iter(watch.addresses))) from None
         for future in done:
             if future.status in ("error", "cancelled"):
-                task = tasks[future.key]
+                watch.check()  # a worker that left explains its chunks' and their readers' errors
+                task = watch.keys[future.key]
                 try:
                     error = future.exception(timeout=5)
                 except BaseException as exc:  # cancelled: the scheduler went away
@@ -394,11 +411,12 @@ def run_graph(
     try:
         return _submit(session, watch, run_id, graph, devices, chunks, effects)
     except GpuplaceError as exc:
-        if exc.__class__ is RuntimeFailure and exc.message in (watch.lost().message,):
-            raise
-        for task in used:  # a kernel failed: give the other tasks' pools back
-            with contextlib.suppress(Exception):
-                client.run(close_run, run_id, task, workers=[addresses[task]])
+        gone = exc.task if isinstance(exc, TaskLost) else None
+        if not isinstance(exc, TaskLost) or gone is not None:  # the scheduler is still there
+            for task in used:  # give the other tasks' pools back
+                if task != gone:
+                    with contextlib.suppress(Exception):
+                        client.run(close_run, run_id, task, workers=[addresses[task]])
         raise
 
 
@@ -422,7 +440,7 @@ def _submit(
     specs = _specs(graph, devices, chunks, effects)
     futures: list[Any] = []
     pieces: dict[tuple[int, TensorRef], Any] = {}
-    tasks: dict[str, TaskName] = {}
+    tasks = watch.keys
 
     def piece(source: int, ref: TensorRef) -> Any:
         """The future of tensor `ref` exported by chunk `source` (its own, or a getitem)."""
@@ -450,7 +468,7 @@ def _submit(
             tasks[key] = chunk.task
         chunk_of = {name: c.index for c in chunks for name in c.ops}
         fetched = [piece(chunk_of[ref.op], ref) for ref in graph.fetch]
-        _wait([*futures, *pieces.values()], watch, tasks)
+        _wait([*futures, *pieces.values()], watch)
         arrays = client.gather(fetched)
     except BaseException:
         for future in [*futures, *pieces.values()]:
