@@ -5,6 +5,7 @@ defaults would wait forever). Clusters are ended by PID in fixtures."""
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections.abc import Iterator
@@ -24,7 +25,8 @@ CLUSTER = cluster_of("1xK20m", "2xT4", cvd=(None, "1"))
 POLICY = resolve_policy({}, {}, {})
 
 
-def _ended(session: dask_run.Session) -> Iterator[dask_run.Session]:
+@contextlib.contextmanager
+def ended(session: dask_run.Session) -> Iterator[dask_run.Session]:
     """Yield the session; then close it, and SIGKILL by PID any worker left behind."""
     try:
         yield session
@@ -36,7 +38,8 @@ def _ended(session: dask_run.Session) -> Iterator[dask_run.Session]:
 
 @pytest.fixture(scope="module")
 def session() -> Iterator[dask_run.Session]:
-    yield from _ended(dask_run.start_simulated(CLUSTER))
+    with ended(dask_run.start_simulated(CLUSTER)) as running:
+        yield running
 
 
 def test_each_task_discovers_its_own_machine_and_visible_gpus(session: dask_run.Session) -> None:
@@ -66,7 +69,7 @@ def test_a_worker_killed_mid_run_fails_the_run_within_seconds(tmp_path: Path) ->
     path.write_text(slow_chain(400))
     graph, devices = placed(path, gpus=0)
     cluster = cluster_of("1xK20m", "1xK20m")
-    for running in _ended(dask_run.start_simulated(cluster)):
+    with ended(dask_run.start_simulated(cluster)) as running:
         victim = running.pids[T1]
         killed: list[float] = []
 
