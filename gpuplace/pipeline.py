@@ -17,7 +17,9 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .devices.model import View
+from .devices.cluster import Cluster, TaskName, full_device
+from .devices.cluster_spec import ClusterDescription, simulated_cluster, with_machine
+from .devices.model import LogicalGpu, View
 from .devices.names import full_name
 from .devices.rates import load_rates
 from .errors import BadInput, Message, Setting, Term
@@ -39,6 +41,7 @@ from .memory.pools import (
     summary,
 )
 from .options import Options, check_feed_names, check_replicas, replicate_count
+from .placement import place_cluster
 from .placement.model import Placement
 from .placement.strategies import place_with
 from .results import Outcome, PlanEstimate, PolicyRun, Prepared, Reservation
@@ -49,6 +52,7 @@ if TYPE_CHECKING:
     from .execute.verify import Verified
 
 CPU0 = full_name("CPU", 0)
+Connect = Callable[[ClusterDescription], Cluster]  # a live cluster's inventory (the runtime's)
 Observer = Callable[[Prepared, list[DeviceMemory]], None]  # a run's memory while it is held
 
 
@@ -71,12 +75,24 @@ def _expect_prepared(prepared: object, function: str) -> None:
     _expect(prepared, Prepared, what, "what gpuplace.prepare(...) returns")
 
 
+def _local_only(prepared: Prepared, what: str) -> None:
+    """Refuse a graph placed across hosts where one process's executor would run it."""
+    if prepared.cluster is not None:
+        raise BadInput(
+            f"{what} a graph placed across hosts needs gpuplace's cluster runtime (its tasks "
+            f"are {', '.join(str(t.name) for t in prepared.cluster.tasks[:4])}); install it "
+            "with pip install 'gpuplace[cluster]'"
+        )
+
+
 def prepare(
     path: str | Path,
     view: View,
     options: Options,
     env: Mapping[str, str],
     feeds: bool = True,
+    cluster: Cluster | ClusterDescription | None = None,
+    connect: Connect | None = None,
 ) -> Prepared:
     """Load the spec at `path`, apply `options.feeds` (unless `feeds` is False, as `plan` does),
     resolve the memory policy into logical GPUs, place every op on them (with the rates measured
@@ -92,7 +108,13 @@ def prepare(
     then only what the fetches need runs; balanced and round-robin, which spread work, place
     only the ops that run. A placeholder the fetches do not need need not be fed. Where `save`
     ops may write (`options.out_dir`, `options.allow_writes_anywhere`) is checked here, before
-    anything runs."""
+    anything runs.
+
+    Across hosts: `cluster` (a Cluster, or a description: `--cluster`, a simulated
+    `--machine '2x(4xV100-16GB)'`), else the spec's `cluster:` block, places the graph over the
+    union of the tasks' devices by TensorFlow's cluster rules (`placement.place_cluster`); a
+    description with a Dask scheduler is turned into a Cluster by `connect` (the runtime's
+    inventory of the live workers). Without either, one process, `/job:localhost`."""
     _expect(path, (str, os.PathLike), "prepare: path must be a file name", "the spec's path")
     _expect_view(view, "prepare")
     what = "prepare: options must be an Options"
@@ -114,7 +136,9 @@ def prepare(
         check_feed_names(graph, options.feeds)
         graph = apply_feeds(_unneeded_fed(graph, keep, options.feeds), options.feeds)
     policy = resolve_policy(graph.config.gpu_options, flags, env)
-    logical = tuple(logical_gpus(view.gpus, policy))
+    found = resolve_cluster(cluster, graph, view, env, connect)
+    per_task = {} if found is None else task_gpus(found, policy)
+    logical = tuple(logical_gpus(view.gpus, policy)) if found is None else per_task[found.master]
     soft = options.allow_soft_placement
     if soft is None:
         soft = graph.config.allow_soft_placement
@@ -125,15 +149,86 @@ def prepare(
     whole_graph = strategy == "tensorflow"  # TF's placer sees every op; the others weigh work
     if keep is not None and not whole_graph:
         graph, dropped = _pruned(graph, keep)
-    placement = place_with(strategy, graph, logical, view.machine.host, soft, rates.by_uuid)
+    if found is None:
+        placement = place_with(strategy, graph, logical, view.machine.host, soft, rates.by_uuid)
+    else:
+        placement = place_on_cluster(strategy, graph, found, per_task, soft, rates.by_uuid)
     if keep is not None and whole_graph:  # placed whole; the run needs fewer
         whole = (graph, placement)
         graph, dropped = _pruned(graph, keep)
         placement = _kept(placement, keep)
-    check_fits(graph, placement, device_limits(view, logical))
+    if found is None:
+        check_fits(graph, placement, device_limits(view, logical))
+    else:
+        check_fits(graph, placement, cluster_limits(found, per_task))
     log = options.log_device_placement
     log = graph.config.log_device_placement if log is None else log
-    return Prepared(graph, placement, log, policy, logical, strategy, rates, soft, dropped, whole)
+    return Prepared(
+        graph, placement, log, policy, logical, strategy, rates, soft, dropped, whole,
+        cluster=found, task_logical=per_task,
+    )  # fmt: skip
+
+
+def resolve_cluster(
+    given: Cluster | ClusterDescription | None, graph: Graph, view: View,
+    env: Mapping[str, str], connect: Connect | None = None,
+) -> Cluster | None:  # fmt: skip
+    """The cluster a run places over: `given` (the flag beats the spec), else the spec's
+    `cluster:` block, else None. A bare scheduler address (`--cluster tcp://...`) keeps the
+    spec's tasks; tasks without a machine of their own simulate the view's machine when that
+    is simulated (`--machine 4xK520` next to `cluster: {worker: 2}`); a description with a
+    scheduler needs `connect` (the Dask runtime), which the `cluster` extra provides."""
+    if isinstance(given, Cluster):
+        return given
+    described = given or graph.cluster
+    if described is None:
+        return None
+    if given is not None and not given.tasks and graph.cluster is not None:
+        described = replace(graph.cluster, scheduler=given.scheduler, source=given.source)
+    if described.scheduler is not None:
+        if connect is None:
+            raise BadInput(
+                f"{described.source}: running on the Dask cluster at {described.scheduler} "
+                "needs gpuplace's cluster runtime; install it with pip install "
+                "'gpuplace[cluster]'"
+            )
+        return connect(described)
+    if view.machine.simulated and any(t.machine is None for t in described.tasks):
+        described = with_machine(described, view.machine.description, "--machine")
+    return simulated_cluster(described, env, view.host_available)
+
+
+def task_gpus(cluster: Cluster, policy: Policy) -> dict[TaskName, tuple[LogicalGpu, ...]]:
+    """Each task's TensorFlow GPUs under the one policy (each task's process resolves it)."""
+    return {t.name: tuple(logical_gpus(t.view.gpus, policy)) for t in cluster.tasks}
+
+
+def cluster_limits(
+    cluster: Cluster, per_task: Mapping[TaskName, Sequence[LogicalGpu]]
+) -> dict[str, int | None]:
+    """The memory each device of each task may use, by full name (`device_limits` per task)."""
+    sizes: dict[str, int | None] = {}
+    for task in cluster.tasks:
+        sizes[full_device(task.name, "CPU:0")] = task.view.machine.host.memory_total
+        for g in per_task[task.name]:
+            sizes[full_device(task.name, f"GPU:{g.index}")] = g.limit
+    return sizes
+
+
+def place_on_cluster(
+    strategy: str, graph: Graph, cluster: Cluster,
+    per_task: Mapping[TaskName, Sequence[LogicalGpu]], soft: bool,
+    rates: Mapping[str, Any] | None = None,
+) -> Placement:  # fmt: skip
+    """TensorFlow's placer over the tasks' devices (the master's first among equals), or
+    balanced spread over them with the network between tasks in its cost model."""
+    tasks = [(t.name, len(per_task[t.name])) for t in cluster.tasks]
+    if strategy == "tensorflow":
+        return place_cluster(graph, tasks, cluster.master, allow_soft_placement=soft)
+    raise BadInput(
+        f"placement strategy {strategy!r} does not place across hosts yet; use tensorflow "
+        "(--strategy, or config placement.strategy)"
+    )
 
 
 def _unneeded_fed(graph: Graph, keep: frozenset[str] | None, feeds: Mapping[str, Any]) -> Graph:
@@ -175,6 +270,7 @@ def predict_memory(
 
     _expect_prepared(prepared, "predict_memory")
     _expect_view(view, "predict_memory")
+    _local_only(prepared, "predicting memory")
     prediction = predict(prepared.graph, prepared.placement, prepared.logical, _layout(prepared))
     oom = prediction.oom
     if oom is not None:
@@ -229,6 +325,7 @@ def execute_prepared(
 
     _expect_prepared(prepared, "execute_prepared")
     _expect_view(view, "execute_prepared")
+    _local_only(prepared, "running")
     logical = prepared.logical
     backs = device_backends(view.machine, logical, cupy_loader)
     schedule = bind(_layout(prepared), backs)

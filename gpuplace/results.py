@@ -6,8 +6,10 @@ a Prepared graph or an Outcome without importing the orchestrator.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from .devices.cluster import Cluster, TaskName
 from .devices.model import LogicalGpu
 from .devices.rates import Rates
 from .execute.executor import Layout, RunResult
@@ -35,6 +37,11 @@ class Prepared:
     allow_soft_placement: bool = False  # in effect: the flag, else the spec's config
     pruned: tuple[str, ...] = ()  # ops the fetches do not need, in graph order: not run
     whole: tuple[Graph, Placement] | None = None
+    # across hosts: the tasks the graph was placed over (decisions name devices in full,
+    # /job:worker/replica:0/task:1/device:GPU:0), and each task's TensorFlow GPUs under
+    # `policy`; `logical` is then the master task's. None: one process, /job:localhost
+    cluster: Cluster | None = None
+    task_logical: Mapping[TaskName, tuple[LogicalGpu, ...]] = field(default_factory=dict)
     # the next run's layout, planned by predict_memory for execute_prepared (pipeline.py)
     planned: list[Layout] = field(default_factory=list, init=False, repr=False, compare=False)
 

@@ -61,7 +61,7 @@ def test_help_lists_the_global_options_after_the_command(run: Run) -> None:
     result = run("devices", "--help")
     assert result.code == 0
     lines = [line.split()[0] for line in result.out.splitlines() if line.startswith("  -")]
-    assert lines[-3:] == ["--machine", "--debug", "-h,"]
+    assert lines[-4:] == ["--machine", "--cluster", "--debug", "-h,"]
 
 
 def test_env_var_is_named_in_its_errors(run: Run) -> None:

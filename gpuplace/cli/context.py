@@ -10,9 +10,17 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from ..devices import Gpu, Machine, View, available_memory, discover, view
+from ..devices.cluster_spec import (
+    CLUSTER_ENV,
+    ClusterDescription,
+    cluster_option,
+    is_cluster_machine,
+    machine_cluster,
+)
 from ..devices.libcuda import OrderProbe, probe_order
 from ..devices.model import ProbedOrder
 from ..devices.nvml import NvmlLoader, load_pynvml
+from ..errors import BadInput
 
 if TYPE_CHECKING:
     from ..execute.backends import CupyLoader
@@ -30,6 +38,7 @@ class AppContext:
     is_terminal: bool | None = None  # None: ask stdout
     stderr_is_terminal: bool | None = None  # None: ask stderr (progress bars go there)
     machine_spec: str | None = None  # --machine; None: GPUPLACE_MACHINE, else the real machine
+    cluster_spec: str | None = None  # --cluster; None: GPUPLACE_CLUSTER, else none
     debug: bool = False
     json_errors: bool = False  # the command line asked for JSON: errors get a document too
     installed: Callable[[str], str | None] | None = None  # distribution -> version; None: look
@@ -66,8 +75,32 @@ class AppContext:
         return (spec, MACHINE_ENV) if spec else (None, "")
 
     def machine(self) -> Machine:
+        """The machine (for a simulated cluster, `--machine '2x(4xV100-16GB)'`, its first
+        task's: `cluster_description` gives them all)."""
         spec, source = self.machine_source()
+        if spec is not None and is_cluster_machine(spec):
+            spec = machine_cluster(spec, source or "--machine").tasks[0].machine
         return discover(spec, self.nvml_loader, source or "--machine", self._order)
+
+    def cluster_description(self) -> ClusterDescription | None:
+        """The cluster the command works on: --cluster (else a non-empty GPUPLACE_CLUSTER), or a
+        simulated one from --machine (`2x(4xV100-16GB)`, `4xV100-16GB+1xT4`); None: one
+        process (the spec's own cluster: block still applies)."""
+        machine, machine_source = self.machine_source()
+        clustered = machine is not None and is_cluster_machine(machine)
+        given, source = self.cluster_spec, "--cluster"
+        if given is None and self.env.get(CLUSTER_ENV):
+            given, source = self.env[CLUSTER_ENV], CLUSTER_ENV
+        if given is not None:
+            if clustered:
+                raise BadInput(
+                    f"{source} and {machine_source} both describe a cluster ({machine_source} "
+                    "with several hosts); give one of them"
+                )
+            return cluster_option(given, source)
+        if clustered and machine is not None:
+            return machine_cluster(machine, machine_source)
+        return None
 
     def _order(self, gpus: Sequence[Gpu]) -> ProbedOrder:
         """The driver's order, asked once per set of GPUs (`mem` views the machine twice)."""

@@ -22,6 +22,11 @@ MACHINE_HELP = (
     "Simulate a machine: a preset list (4xK520, 2xA100-80GB,1xT4) or a YAML machine file. "
     f"Env: {MACHINE_ENV} (ignored when empty). Accepted before or after the command."
 )
+CLUSTER_HELP = (
+    "Work across hosts: a Dask scheduler address (tcp://head:8786), Dask's scheduler.json, or "
+    "a YAML cluster file (cluster: block). Beats the spec's cluster: block. Env: "
+    "GPUPLACE_CLUSTER. Simulated clusters: --machine '2x(4xV100-16GB)' or 4xV100-16GB+1xT4."
+)
 DEBUG_HELP = "Show tracebacks for errors (the exit code stays the same)."
 MEMORY_FLAGS = ("allow_growth", "memory_fraction", "memory_limit", "virtual_gpus", "strategy",
                 "replicate", "out_dir", "allow_writes_anywhere")  # fmt: skip
@@ -38,18 +43,22 @@ def count_flag(ctx: click.Context, param: click.Parameter, value: str | None) ->
     return count
 
 
-def _merge_globals(app: AppContext, machine_spec: str | None, debug: bool) -> None:
-    """Fold --machine / --debug given after the command into the app (see `global_options`)."""
+def _merge_globals(
+    app: AppContext, machine_spec: str | None, debug: bool, cluster_spec: str | None = None
+) -> None:
+    """Fold --machine / --cluster / --debug given after the command into the app (see
+    `global_options`)."""
     app.debug = app.debug or debug
-    if machine_spec is None:
-        return
-    before = click.get_current_context().meta.get("gpuplace.machine")
-    if before is not None and before != machine_spec:
-        raise BadInput(
-            f"--machine is given twice with different values: {show(before, TEXT_CHARS)} before "
-            f"the command and {show(machine_spec, TEXT_CHARS)} after it; give it once"
-        )
-    app.machine_spec = machine_spec
+    for flag, value in (("machine", machine_spec), ("cluster", cluster_spec)):
+        if value is None:
+            continue
+        before = click.get_current_context().meta.get(f"gpuplace.{flag}")
+        if before is not None and before != value:
+            raise BadInput(
+                f"--{flag} is given twice with different values: {show(before, TEXT_CHARS)} "
+                f"before the command and {show(value, TEXT_CHARS)} after it; give it once"
+            )
+        setattr(app, f"{flag}_spec", value)
 
 
 def global_options(command: F) -> F:
@@ -61,11 +70,14 @@ def global_options(command: F) -> F:
     @functools.wraps(command)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         app = click.get_current_context().find_object(AppContext)
+        machine, debug = kwargs.pop("sub_machine_spec"), kwargs.pop("sub_debug")
+        cluster = kwargs.pop("sub_cluster_spec")
         if app is not None:
-            _merge_globals(app, kwargs.pop("sub_machine_spec"), kwargs.pop("sub_debug"))
+            _merge_globals(app, machine, debug, cluster)
         return command(*args, **kwargs)
 
     click.option("--debug", "sub_debug", is_flag=True, help=DEBUG_HELP)(wrapper)
+    click.option("--cluster", "sub_cluster_spec", metavar="SPEC", help=CLUSTER_HELP)(wrapper)
     click.option("--machine", "sub_machine_spec", metavar="SPEC", help=MACHINE_HELP)(wrapper)
     return cast(F, wrapper)
 

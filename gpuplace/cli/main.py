@@ -21,7 +21,7 @@ from ..echo import fit_line
 from ..errors import GpuplaceError, OutputError
 from ..report.schema import SCHEMA_VERSION
 from .context import AppContext
-from .flags import DEBUG_HELP, MACHINE_HELP
+from .flags import CLUSTER_HELP, DEBUG_HELP, MACHINE_HELP
 from .interrupt import interrupted
 from .output import say
 from .words import CLI
@@ -46,15 +46,21 @@ class _Commands(click.Group):
 
 @click.group(cls=_Commands, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--machine", "machine_spec", metavar="SPEC", help=MACHINE_HELP)
+@click.option("--cluster", "cluster_spec", metavar="SPEC", help=CLUSTER_HELP)
 @click.option("--debug", is_flag=True, help=DEBUG_HELP)
 @click.version_option(package_name="gpuplace")
 @click.pass_context
-def cli(ctx: click.Context, machine_spec: str | None, debug: bool) -> None:
+def cli(
+    ctx: click.Context, machine_spec: str | None, cluster_spec: str | None, debug: bool
+) -> None:
     """See the GPUs a CUDA program would see, and place work on them the way TensorFlow does."""
     app = ctx.ensure_object(AppContext)
     if machine_spec is not None:
         app.machine_spec = machine_spec
         ctx.meta["gpuplace.machine"] = machine_spec
+    if cluster_spec is not None:
+        app.cluster_spec = cluster_spec
+        ctx.meta["gpuplace.cluster"] = cluster_spec
     app.debug = app.debug or debug
 
 

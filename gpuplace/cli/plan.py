@@ -62,7 +62,8 @@ def plan(app: AppContext, /, spec: str, soft: bool | None, as_json: bool, fmt: s
     options = options_from_flags(pop_memory_flags(kw), soft)
     with stages(app, spec, as_json or fmt == "json") as stage:
         stage("loading and placing")
-        prepared = prepare(spec, view, options, app.env, feeds=False)
+        cluster = app.cluster_description()
+        prepared = prepare(spec, view, options, app.env, feeds=False, cluster=cluster)
         warn_prepared(prepared)
         stage("predicting memory")
         memory, oom = predict_memory(prepared, view, anyway=run_anyway(spec))

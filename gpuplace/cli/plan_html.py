@@ -88,7 +88,7 @@ def write_report(
     missing = None
     try:
         second = prepare(spec, view, dataclasses.replace(options, strategy=other), app.env,
-                         feeds=False)  # fmt: skip
+                         feeds=False, cluster=prepared.cluster)  # fmt: skip
         second_memory, _ = predict_memory(second, view)
         side = Side(second, second_memory, estimate_plan(second, view), trace(second, view))
     except GpuplaceError as exc:  # the page still shows the placement asked for, and why not

@@ -123,7 +123,8 @@ def run(app: AppContext, /, spec: str, log: bool | None, log_format: str | None,
         warn(w)
     with stages(app, spec, as_json) as stage:
         stage("loading and placing")
-        prepared = prepare(spec, view, options_from_flags(memory, soft, log, feed), app.env)
+        options = options_from_flags(memory, soft, log, feed)
+        prepared = prepare(spec, view, options, app.env, cluster=app.cluster_description())
         prepared = _without_estimate(prepared)
         if save is not None:
             check_members(save, prepared.graph.fetch)

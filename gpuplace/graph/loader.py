@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from ..devices.cluster_spec import ClusterDescription, cluster_block
 from ..echo import sample, show
 from ..errors import BadInput, Message, Setting, Term
 from ..gc_pause import gc_paused
@@ -31,7 +32,7 @@ from .scope import Scope, SpecError
 from .walk import Entry, Walker
 from .writes import WriteRules, write_rules
 
-TOP_KEYS = ("config", "graph", "fetch")
+TOP_KEYS = ("config", "graph", "fetch", "cluster")
 EXAMPLE = "e.g. graph: [{name: a, op: constant, value: 1.0}]"
 
 
@@ -196,6 +197,7 @@ def _build(doc: Document, source: str, base: str, extra: Extra) -> Graph:
             data,
         )
     config = read_config(data.get("config"), data)
+    cluster = _cluster(data, source)
     if extra.replicate is not None:
         items = _wrap_replicate(items, extra.replicate)
     walker = Walker(base, extra.gpus(config) if extra.gpus else None, extra.writes)
@@ -205,7 +207,7 @@ def _build(doc: Document, source: str, base: str, extra: Extra) -> Graph:
         if done is not None:
             pairs = _unconsumed(done.used, set(), done.outputs, range(len(done.ops)))
             fetch = tuple(new_ref(done.ops[j].name, k) for j, k in pairs)
-            return Graph(tuple(done.ops), fetch, config, source, fetch_given=False)
+            return Graph(tuple(done.ops), fetch, config, source, fetch_given=False, cluster=cluster)
     top = Scope()
     walker.top(items, top)
     entries = walker.entries
@@ -214,7 +216,19 @@ def _build(doc: Document, source: str, base: str, extra: Extra) -> Graph:
     run_order = order(entries, inputs) if forward else range(len(entries))
     ops, outputs = _infer(entries, inputs, colocate, run_order, doc.lines)
     fetch, targets = _fetch(data, top, names, inputs, outputs, run_order)
-    return Graph(tuple(ops), fetch, config, source, targets, data.get("fetch") is not None)
+    given = data.get("fetch") is not None
+    return Graph(tuple(ops), fetch, config, source, targets, given, cluster)
+
+
+def _cluster(data: dict[str, Any], source: str) -> ClusterDescription | None:
+    """The spec's `cluster:` block (devices/cluster_spec.py), its errors naming the line."""
+    if "cluster" not in data:
+        return None
+    block = data["cluster"]
+    try:
+        return cluster_block(block, "cluster", f"the cluster: block of {source}")
+    except BadInput as err:
+        raise SpecError(str(err), block if type(block) is dict else data) from None
 
 
 def _infer(

@@ -15,7 +15,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from math import prod
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from ..devices.cluster_spec import ClusterDescription
 
 DTYPES: dict[str, int] = {
     "float16": 2,
@@ -88,6 +91,7 @@ class Graph:
     source: str = "<spec>"
     targets: tuple[str, ...] = ()  # ops without outputs named in `fetch:` (save): run, no value
     fetch_given: bool | None = None  # the spec had `fetch:` (None: unknown, e.g. built in code)
+    cluster: ClusterDescription | None = None  # the spec's `cluster:` block, if any
 
     def by_name(self) -> dict[str, Op]:
         return {op.name: op for op in self.ops}

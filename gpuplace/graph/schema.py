@@ -92,6 +92,10 @@ def build_schema() -> dict[str, Any]:
         "additionalProperties": False,
         "properties": {
             "config": {"$ref": "#/$defs/config"},
+            "cluster": {
+                "type": "object",
+                "description": "tf.train.ClusterSpec's jobs plus scheduler, master, network",
+            },
             "graph": {**_GRAPH, "minItems": 1},
             "fetch": {
                 "anyOf": [
