@@ -48,6 +48,7 @@ from .results import Outcome, PlanEstimate, PolicyRun, Prepared, Reservation
 
 if TYPE_CHECKING:
     from .execute.backends import CupyLoader
+    from .execute.dask_run import Runtime
     from .execute.executor import Layout, RunResult
     from .execute.verify import Verified
 
@@ -347,6 +348,48 @@ def execute_prepared(
         raise
     pools = release_pools(logical, backs)
     return Outcome(result, summary(list(books.values()), pools))
+
+
+class ClusterRuns:
+    """The runtime across hosts for one command (`execute/dask_run.py: Runtime`), made on first
+    use, so a command without a cluster never imports Dask. `connect` is `prepare`'s; `close`
+    ends what it connected to and the worker processes of a simulated cluster."""
+
+    def __init__(self, processes: bool = True) -> None:
+        self.processes = processes
+        self._runtime: Runtime | None = None
+
+    def runtime(self) -> Runtime:
+        if self._runtime is None:
+            from .execute.dask_run import Runtime, load_distributed
+
+            load_distributed()  # one line naming the extra when it is missing
+            self._runtime = Runtime(self.processes)
+        return self._runtime
+
+    def connect(self, description: ClusterDescription) -> Cluster:
+        return self.runtime().connect(description)
+
+    def close(self) -> None:
+        if self._runtime is not None:
+            self._runtime.close()
+
+
+def execute_on_cluster(prepared: Prepared, runs: ClusterRuns) -> Outcome:
+    """Run a graph placed across hosts on its cluster's tasks (a simulated cluster's worker
+    processes start here): each (task, stage) chunk runs gpuplace's executor on that task's
+    worker; tensors between tasks are copies of kind `network`. The Outcome's memory lists
+    every task's devices by full name."""
+    from .execute.executor import RunResult
+
+    _expect_prepared(prepared, "execute_on_cluster")
+    if prepared.cluster is None:
+        raise BadInput("execute_on_cluster: the graph was prepared for one process; use "
+                       "execute_prepared")  # fmt: skip
+    devices = {name: d.device for name, d in prepared.placement.decisions.items()}
+    done = runs.runtime().run(prepared.cluster, prepared.graph, devices, prepared.policy)
+    peaks = {m.device: m.peak for m in done.memory}
+    return Outcome(RunResult(done.values, done.copies, peaks, done.printed), done.memory)
 
 
 def verify(prepared: Prepared, result: RunResult | Outcome, view: View) -> list[Verified]:

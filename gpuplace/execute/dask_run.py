@@ -24,7 +24,7 @@ import os
 import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 
 from ..devices.cluster import Cluster, Task, TaskName, split_device
+from ..devices.cluster_spec import ClusterDescription
 from ..errors import BadInput, GpuplaceError, RuntimeFailure
 from ..graph.model import Graph, TensorRef
 from ..memory.policy import Policy
@@ -487,6 +488,79 @@ def _submit(
         (item for got in closed for item in got.printed), key=operator.itemgetter(0))]  # fmt: skip
     memory = [m for got in closed for m in got.memory]
     return ClusterRun(values, copies, printed, memory, len(chunks))
+
+
+class Runtime:
+    """The clusters one command works on: connected on first use, closed by `close`.
+
+    `connect(description)` turns a description with a scheduler into a Cluster of the live
+    workers (versions checked, each task's own inventory); `run` runs on a connected cluster,
+    or starts a simulated one's worker processes (once per command)."""
+
+    def __init__(self, processes: bool = True) -> None:
+        self.processes = processes
+        self.sessions: dict[str, Session] = {}  # by scheduler address, or the simulated text
+
+    def connect(self, description: ClusterDescription) -> Cluster:
+        scheduler = str(description.scheduler)
+        session = self.sessions.get(scheduler)
+        if session is None:
+            session = self.sessions[scheduler] = connect(scheduler)
+        names = [t.name for t in description.tasks] or None
+        tasks = inventory_tasks(session, names)
+        if not tasks:
+            raise RuntimeFailure(
+                f"the Dask scheduler {scheduler} has no gpuplace task among its workers; start "
+                f"one on each node with gpuplace worker {scheduler} --task N"
+            )
+        check_hosts(description, tasks)
+        master = description.master or (description.default_master() if names else tasks[0].name)
+        return Cluster(tuple(tasks), master, session.scheduler, False, description.network,
+                       description.text)  # fmt: skip
+
+    def session(self, cluster: Cluster) -> Session:
+        key = str(cluster.scheduler) if not cluster.simulated else f"simulated {id(cluster)}"
+        found = self.sessions.get(key)
+        if found is None:
+            if not cluster.simulated:
+                raise BadInput(f"the cluster at {cluster.scheduler} was not connected")
+            found = self.sessions[key] = start_simulated(cluster, self.processes)
+        return found
+
+    def run(
+        self, cluster: Cluster, graph: Graph, devices: Mapping[str, str], policy: Policy,
+        effects: bool = True,
+    ) -> ClusterRun:  # fmt: skip
+        session = self.session(cluster)
+        if cluster.simulated:  # the workers' addresses are known only now
+            names = wait_for_tasks(session, [t.name for t in cluster.tasks])
+            cluster = replace(cluster, tasks=tuple(
+                replace(t, address=names[t.name]) for t in cluster.tasks))  # fmt: skip
+        return run_graph(session, cluster, graph, devices, policy, effects=effects)
+
+    def close(self) -> None:
+        for session in self.sessions.values():
+            session.close()
+        self.sessions.clear()
+
+
+def check_hosts(description: ClusterDescription, tasks: Sequence[Task]) -> None:
+    """A task described on a host (`node2`, `node2:8788`) must have its worker there."""
+    by_name = {t.name: t for t in tasks}
+    for plan in description.tasks:
+        if plan.host is None or plan.name not in by_name:
+            continue
+        task = by_name[plan.name]
+        where = str(task.address).split("://", 1)[-1]
+        host, _, port = plan.host.partition(":")
+        if host not in (task.host, where.rsplit(":", 1)[0]) or (
+            port and not where.endswith(f":{port}")
+        ):
+            raise BadInput(
+                f"{description.source}: {plan.name} should run on {plan.host}, but its worker "
+                f"is {task.address} on host {task.host}; start gpuplace worker on {plan.host}, "
+                "or fix the cluster's host list"
+            )
 
 
 def kill_pid(pid: int) -> None:

@@ -16,15 +16,25 @@ if TYPE_CHECKING:
 
 
 def short_device(full: str) -> str:
-    """`/job:localhost/replica:0/task:0/device:GPU:0` -> `GPU:0` for tables."""
-    return full.rsplit("device:", 1)[-1]
+    """`/job:localhost/replica:0/task:0/device:GPU:0` -> `GPU:0` for tables; a cluster's task
+    stays: `task:1/GPU:0` (job worker, replica 0), else `/job:ps/replica:0/task:0/GPU:0`."""
+    task, _, device = full.rpartition("/device:")
+    if task in ("", "/job:localhost/replica:0/task:0"):
+        return device
+    if task.startswith("/job:worker/replica:0/"):
+        return f"{task.rsplit('/', 1)[-1]}/{device}"
+    return f"{task}/{device}"
 
 
 def copies_in(copies: Sequence[CopyRecord]) -> dict[str, list[str]]:
-    """Per consumer op, the copies it needed, as `tensor CPU:0->GPU:0 96 B`."""
+    """Per consumer op, the copies it needed, as `tensor CPU:0->GPU:0 96 B` (between two tasks
+    of a cluster `tensor task:1/GPU:0->task:0/CPU:0 16 B (network)`)."""
     out: dict[str, list[str]] = {}
     for c in copies:
         text = f"{c.tensor} {short_device(c.src)}->{short_device(c.dst)} {human(c.nbytes)}"
+        kind = getattr(c, "kind", "")  # a plan's copies have none
+        if kind:
+            text += f" ({kind})"
         out.setdefault(c.op, []).append(text)
     return out
 

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..devices.cluster import Cluster, TaskName
 from ..devices.model import LogicalGpu, View
 from ..graph.model import Graph
 from ..placement.model import Placement
@@ -38,21 +39,46 @@ def tf_bus_id(bus_id: str) -> str:
     )
 
 
-def device_mapping(logical: Sequence[LogicalGpu]) -> str:
+def device_mapping(
+    logical: Sequence[LogicalGpu], task: str = "/job:localhost/replica:0/task:0"
+) -> str:
     """TensorFlow's `Device mapping:` block (direct_session.cc), one line per (logical) GPU;
     `device:` is the CUDA ordinal of the card, which logical GPUs share."""
     if not logical:
         return "Device mapping: no known devices."
-    lines = ["Device mapping:"]
+    return "\n".join(["Device mapping:", *_mapping_lines(logical, task)])
+
+
+def _mapping_lines(logical: Sequence[LogicalGpu], task: str) -> list[str]:
+    lines = []
     for lg in logical:
         g = lg.gpu
         cc = f", compute capability: {g.gpu.compute_capability}" if g.gpu.compute_capability else ""
         lines.append(
-            f"/job:localhost/replica:0/task:0/device:GPU:{lg.index} -> device: {g.cuda_index}, "
+            f"{task}/device:GPU:{lg.index} -> device: {g.cuda_index}, "
             f"name: {g.product}, pci bus id: {tf_bus_id(g.gpu.pci_bus_id)}{cc}"
             + (SIM if g.gpu.simulated else "")
         )
-    return "\n".join(lines)
+    return lines
+
+
+def cluster_device_mapping(
+    cluster: Cluster, task_logical: Mapping[TaskName, Sequence[LogicalGpu]]
+) -> str:
+    """A `Cluster:` line, then one `Device mapping:` block gathering every task's GPUs (what
+    each of TensorFlow's servers logs as `Created TensorFlow device ...` when it starts)."""
+    jobs = sorted({t.name.job for t in cluster.tasks})
+    how = f"simulated ({cluster.description})" if cluster.simulated else f"on {cluster.scheduler}"
+    head = (f"Cluster: {len(cluster.tasks)} task{'s' * (len(cluster.tasks) != 1)} of job "
+            f"{', '.join(jobs)}, {how}; session on {cluster.master}")  # fmt: skip
+    lines = [
+        line
+        for t in cluster.tasks
+        for line in _mapping_lines(task_logical.get(t.name, ()), str(t.name))
+    ]
+    return "\n".join(
+        [head, "Device mapping:" if lines else "Device mapping: no known devices.", *lines]
+    )
 
 
 def placement_log(graph: Graph, placement: Placement, log_format: str = "guide") -> str:
@@ -83,6 +109,15 @@ def results_text(values: Mapping[str, np.ndarray]) -> str:
     return "\n".join(f"{name}:\n{value}" for name, value in values.items())
 
 
+def _mapping_records(prepared: Prepared) -> list[dict[str, Any]]:
+    """The device mapping's records: every task's GPUs, by full name, on a cluster."""
+    if prepared.cluster is None:
+        return device_mapping_records(prepared.logical)
+    by_task = prepared.task_logical
+    return [r for t in prepared.cluster.tasks
+            for r in device_mapping_records(by_task.get(t.name, ()), str(t.name))]  # fmt: skip
+
+
 def run_json(view: View, prepared: Prepared, outcome: Outcome) -> dict[str, Any]:
     """`gpuplace run --json`: the device mapping, placement with reasons (what --log-placement and
     --explain print), results (shape, dtype, value), copies, memory, the strategy and the rates'
@@ -93,7 +128,7 @@ def run_json(view: View, prepared: Prepared, outcome: Outcome) -> dict[str, Any]
         "machine": machine_record(view),
         "strategy": prepared.strategy,
         "rates": rate_records(prepared),
-        "device_mapping": device_mapping_records(prepared.logical),
+        "device_mapping": _mapping_records(prepared),
         "placement": placement_records(*placed_ops(prepared), prepared.pruned),
         "pruned": list(prepared.pruned),
         "results": {
