@@ -348,14 +348,23 @@ class _Watch:
 
 
 def _failure(exc: BaseException, watch: _Watch, task: TaskName) -> BaseException:
-    """What a failed chunk means to the user."""
+    """What a failed (or cancelled) chunk means to the user. A worker that left explains its
+    chunks' errors and their readers': the scheduler may take a moment to drop it, so look
+    for that for up to a second before reading the error itself."""
     if isinstance(exc, GpuplaceError):
         return exc
+    deadline = time.monotonic() + 1.0
+    while True:
+        try:
+            watch.check()
+        except TaskLost as gone:
+            return gone
+        if time.monotonic() > deadline:
+            break
+        time.sleep(POLL / 2)
     name = type(exc).__name__
     if name == "KilledWorker":  # allowed-failures 0: its `task` is the chunk that was running
         return watch.left(watch.keys.get(str(getattr(exc, "task", "")), task))
-    if name in ("CancelledError", "FuturesCancelledError"):
-        return watch.lost()
     return RuntimeFailure(
         f"{task} (worker {watch.addresses.get(task)}) failed a chunk: {name}: {exc}"
     )
@@ -373,11 +382,10 @@ def _wait(futures: Sequence[Any], watch: _Watch) -> None:
                 done, not_done = wait(pending, POLL, "FIRST_COMPLETED")
         except (TimeoutError, distributed.TimeoutError):
             done, not_done = set(), set(pending)
-        except Exception as exc:  # the client lost its scheduler
+        except Exception as exc:  # a future was cancelled: the scheduler, or a worker, left
             raise _failure(exc, watch, next(iter(watch.addresses))) from None
         for future in done:
             if future.status in ("error", "cancelled"):
-                watch.check()  # a worker that left explains its chunks' and their readers' errors
                 task = watch.keys[future.key]
                 try:
                     error = future.exception(timeout=5)
