@@ -53,7 +53,9 @@ def test_each_task_discovers_its_own_machine_and_visible_gpus(session: dask_run.
     assert len(pids) == 2 and all(p != __import__("os").getpid() for p in pids)
 
 
-def test_a_run_across_processes_matches_the_local_run(session: dask_run.Session, tmp_path: Path) -> None:
+def test_a_run_across_processes_matches_the_local_run(
+    session: dask_run.Session, tmp_path: Path
+) -> None:
     path = tmp_path / "towers.yaml"
     path.write_text(TOWERS)
     graph, devices = placed(path)
