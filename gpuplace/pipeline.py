@@ -452,7 +452,8 @@ def _check_compared(policy: Policy, verb: str) -> None:
 def compare_policies(
     path: str | Path, view: View, options: Options, env: Mapping[str, str],
     cupy_loader: CupyLoader | None = None, observe: Observer | None = None,
-    on_prepared: Callable[[PolicyRun], None] | None = None,
+    on_prepared: Callable[[PolicyRun], None] | None = None, *,
+    cluster: ClusterDescription | None = None, runs: ClusterRuns | None = None,
 ) -> list[PolicyRun]:  # fmt: skip
     """Run the spec at `path` under each of `compared_options(options)` (`gpuplace mem
     --compare`): one PolicyRun per policy, in that order (see `run_policies`)."""
@@ -465,29 +466,35 @@ def compare_policies(
             on_prepared(run)
 
     variants = compared_options(options)
-    return run_policies(path, view, variants, env, cupy_loader, observe, check)
+    return run_policies(
+        path, view, variants, env, cupy_loader, observe, check, cluster=cluster, runs=runs
+    )
 
 
 def run_policies(
     path: str | Path, view: View, variants: Sequence[tuple[str, Options]],
     env: Mapping[str, str], cupy_loader: CupyLoader | None = None,
     observe: Observer | None = None, on_prepared: Callable[[PolicyRun], None] | None = None,
+    *, cluster: ClusterDescription | None = None, runs: ClusterRuns | None = None,
 ) -> list[PolicyRun]:  # fmt: skip
     """Prepare and run the spec at `path` once per (label, options), in order. A policy that
     resolves to one run before (TF_FORCE_GPU_ALLOW_GROWTH makes default and allow_growth the
     same) is not run again: its PolicyRun has no outcome and names the run it repeats.
     `on_prepared(run)` sees each run once prepared, before it runs (outcome None: the CLI warns
-    then); `observe(prepared, memory)` sees a run's memory while it is still held."""
-    runs: list[PolicyRun] = []
+    then); `observe(prepared, memory)` sees a run's memory while it is still held (one process
+    only). Across hosts (`cluster`, or the spec's block) each run goes through `runs`, and its
+    memory lists every task's devices (each task's peaks, as its worker counted them)."""
+    connect = None if runs is None else runs.connect
+    done: list[PolicyRun] = []
     by_name: dict[str, str] = {}  # policy name -> the label that ran it
     for label, options in variants:
-        prepared = prepare(path, view, options, env)
+        prepared = prepare(path, view, options, env, cluster=cluster, connect=connect)
         name = prepared.policy.name()
         pending = PolicyRun(label, name, prepared, None, repeat_of=by_name.get(name, ""))
         if on_prepared is not None:
             on_prepared(pending)
         if pending.repeat_of:
-            runs.append(pending)
+            done.append(pending)
             continue
         by_name[name] = label
 
@@ -495,9 +502,12 @@ def run_policies(
             if observe is not None:
                 observe(prepared, memory)
 
-        outcome = execute_prepared(prepared, view, cupy_loader, observe=seen)
-        runs.append(replace(pending, outcome=outcome))
-    return runs
+        if prepared.cluster is not None and runs is not None:
+            outcome = execute_on_cluster(prepared, runs)
+        else:
+            outcome = execute_prepared(prepared, view, cupy_loader, observe=seen)
+        done.append(replace(pending, outcome=outcome))
+    return done
 
 
 def reservations(

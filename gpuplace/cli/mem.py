@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -198,7 +199,7 @@ def _with_graph(app: AppContext, view: View, spec: str, feed: tuple[str, ...], k
     """Run `spec` under the policy (or each compared policy): the runs, in order, and
     nvidia-smi's cards while the last run held its memory. Each run's warnings are given once
     it is prepared, before it runs; the no-GPU warning once."""
-    from ..pipeline import compare_policies, run_policies
+    from ..pipeline import ClusterRuns, compare_policies, run_policies
 
     options = options_from_flags(pop_memory_flags(kw), feed=feed)
     shown: list[Gpu] = []
@@ -217,12 +218,14 @@ def _with_graph(app: AppContext, view: View, spec: str, feed: tuple[str, ...], k
     def observe(prepared: Prepared, memory: list[DeviceMemory]) -> None:
         shown[:] = _observe(app, view, prepared, memory) or shown
 
-    if compare:
-        runs = compare_policies(spec, view, options, app.env, app.cupy_loader, observe, prepared)
-    else:
-        runs = run_policies(
-            spec, view, [("", options)], app.env, app.cupy_loader, observe, prepared
-        )
+    cluster = app.cluster_description()
+    with contextlib.closing(ClusterRuns()) as across:  # worker processes end with the runs
+        if compare:
+            runs = compare_policies(spec, view, options, app.env, app.cupy_loader, observe,
+                                    prepared, cluster=cluster, runs=across)  # fmt: skip
+        else:
+            runs = run_policies(spec, view, [("", options)], app.env, app.cupy_loader, observe,
+                                prepared, cluster=cluster, runs=across)  # fmt: skip
     return runs, shown
 
 
