@@ -435,9 +435,7 @@ def _call(client: Any, fn: Callable[..., Any], watch: _Watch, task: TaskName, *a
         return client.run(fn, *args, workers=[watch.addresses[task]])[watch.addresses[task]]
     except GpuplaceError:
         raise
-    except (OSError, TimeoutError):
-        raise watch.lost() from None
-    except Exception as exc:
+    except Exception as exc:  # its worker, or the scheduler, went away
         raise _failure(exc, watch, task) from None
 
 

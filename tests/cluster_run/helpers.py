@@ -24,7 +24,7 @@ graph:
       - {op: constant, value: [1.0, 2.0, 3.0, 4.0, 5.0, 6.0], shape: [3, 2]}
       - {op: matmul, inputs: [Const, Const_1]}
   - {op: add_n, inputs: [MatMul], device: /job:worker/task:0/cpu:0}
-  - {op: print, inputs: [AddN], name: p}
+  - {op: print, inputs: [AddN], name: p, device: /job:worker/task:0/cpu:0}
 fetch: [p]
 """
 

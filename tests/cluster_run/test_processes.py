@@ -76,7 +76,15 @@ def test_a_worker_killed_mid_run_fails_the_run_within_seconds(tmp_path: Path) ->
         killed: list[float] = []
 
         def kill() -> None:
-            time.sleep(1.0)  # the chain on task 1 is running by then
+            client, address = running.client, dask_run.task_addresses(running)[T1]
+            deadline = time.monotonic() + 60
+            while not any(
+                str(k).startswith("gpuplace-") for k in client.processing().get(address, ())
+            ):
+                if time.monotonic() > deadline:
+                    return
+                time.sleep(0.05)
+            time.sleep(0.2)  # the chain on task 1 is running
             dask_run.kill_pid(victim)
             killed.append(time.monotonic())
 
