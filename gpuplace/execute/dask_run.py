@@ -415,28 +415,40 @@ def run_graph(
     hosts = {t.name: t.host for t in cluster.tasks}
     watch = _Watch(session, addresses, hosts)
     run_id = uuid.uuid4().hex[:12]
-    for task in used:
-        _call(client, open_run, watch, task, run_id, task, policy)
     try:
+        _on_tasks(client, _open_on, watch, run_id, policy)
         return _submit(session, watch, run_id, graph, devices, chunks, effects)
     except GpuplaceError as exc:
         gone = exc.task if isinstance(exc, TaskLost) else None
         if not isinstance(exc, TaskLost) or gone is not None:  # the scheduler is still there
-            for task in used:  # give the other tasks' pools back
-                if task != gone:
-                    with contextlib.suppress(Exception):
-                        client.run(close_run, run_id, task, workers=[addresses[task]])
+            alive = {a: t for t, a in addresses.items() if t != gone}  # give their pools back
+            with contextlib.suppress(Exception):
+                client.run(_close_on, run_id, alive, workers=list(alive))
         raise
 
 
-def _call(client: Any, fn: Callable[..., Any], watch: _Watch, task: TaskName, *args: Any) -> Any:
-    """`fn(*args)` on `task`'s worker; its GpuplaceError re-raised as itself."""
+def _open_on(run_id: str, tasks: Mapping[str, TaskName], policy: Policy, dask_worker: Any) -> None:
+    """`open_run` on each worker at once (client.run passes `dask_worker`)."""
+    open_run(run_id, tasks[dask_worker.address], policy)
+
+
+def _close_on(run_id: str, tasks: Mapping[str, TaskName], dask_worker: Any) -> Closed | None:
+    return close_run(run_id, tasks[dask_worker.address])
+
+
+def _on_tasks(
+    client: Any, fn: Callable[..., Any], watch: _Watch, *args: Any
+) -> dict[TaskName, Any]:
+    """`fn(run_id, tasks, *args)` on every task's worker at once, by task; a GpuplaceError
+    raised there re-raised as itself."""
+    tasks = {address: task for task, address in watch.addresses.items()}
     try:
-        return client.run(fn, *args, workers=[watch.addresses[task]])[watch.addresses[task]]
+        got = client.run(fn, *args[:1], tasks, *args[1:], workers=list(tasks))
     except GpuplaceError:
         raise
-    except Exception as exc:  # its worker, or the scheduler, went away
-        raise _failure(exc, watch, task) from None
+    except Exception as exc:  # a worker, or the scheduler, went away
+        raise _failure(exc, watch, next(iter(watch.addresses))) from None
+    return {tasks[address]: value for address, value in got.items()}
 
 
 def _submit(
@@ -484,9 +496,8 @@ def _submit(
         raise
     values = {str(ref): np.asarray(a) for ref, a in zip(graph.fetch, arrays, strict=True)}
     closed: list[Closed] = []
-    for task in sorted(set(watch.addresses)):
-        got = _call(client, close_run, watch, task, run_id, task)
-        if got is None:
+    for task, got in sorted(_on_tasks(client, _close_on, watch, run_id).items()):
+        if got is None:  # restarted: its state is gone
             raise watch.left(task)
         closed.append(got)
     copies = [c for got in closed for c in got.copies]
