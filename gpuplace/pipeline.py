@@ -17,12 +17,12 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .devices.cluster import Cluster, TaskName, full_device
+from .devices.cluster import Cluster, TaskName, full_device, short_name
 from .devices.cluster_spec import ClusterDescription, simulated_cluster, with_machine
 from .devices.model import LogicalGpu, View
 from .devices.names import full_name
 from .devices.rates import load_rates
-from .errors import BadInput, Message, Setting, Term
+from .errors import BadInput, Message, Setting, Term, Text
 from .graph import apply_feeds, load
 from .graph.model import Config, Graph
 from .graph.prune import needed, prune
@@ -51,6 +51,7 @@ if TYPE_CHECKING:
     from .execute.dask_run import Runtime
     from .execute.executor import Layout, RunResult
     from .execute.verify import Verified
+    from .placement.cost import DeviceModel, LinkModel
 
 CPU0 = full_name("CPU", 0)
 Connect = Callable[[ClusterDescription], Cluster]  # a live cluster's inventory (the runtime's)
@@ -186,6 +187,9 @@ def resolve_cluster(
         return None
     if given is not None and not given.tasks and graph.cluster is not None:
         described = replace(graph.cluster, scheduler=given.scheduler, source=given.source)
+    if given is None and view.machine.simulated and described.scheduler is not None:
+        # the spec names a live cluster, but a simulated machine was asked for: plan on it
+        described = with_machine(described, view.machine.description, "--machine")
     if described.scheduler is not None:
         if connect is None:
             raise BadInput(
@@ -224,12 +228,29 @@ def place_on_cluster(
     """TensorFlow's placer over the tasks' devices (the master's first among equals), or
     balanced spread over them with the network between tasks in its cost model."""
     tasks = [(t.name, len(per_task[t.name])) for t in cluster.tasks]
+    if strategy not in ("tensorflow", "balanced"):
+        raise BadInput(
+            f"placement strategy {strategy!r} does not place across hosts; use tensorflow or "
+            "balanced (--strategy, or config placement.strategy)"
+        )
+    tf = place_cluster(graph, tasks, cluster.master, allow_soft_placement=soft)
     if strategy == "tensorflow":
-        return place_cluster(graph, tasks, cluster.master, allow_soft_placement=soft)
-    raise BadInput(
-        f"placement strategy {strategy!r} does not place across hosts yet; use tensorflow "
-        "(--strategy, or config placement.strategy)"
-    )
+        return tf
+    from .placement.balanced import place_balanced_cluster
+    from .placement.cost import DASK_HOP, LinkModel
+
+    models, task_of = cluster_models(cluster, per_task, rates)
+    network = _network_link(cluster)
+    return place_balanced_cluster(graph, tf, models, task_of, LinkModel(), network, DASK_HOP)
+
+
+def _network_link(cluster: Cluster) -> LinkModel:
+    """The cost model's link between the cluster's tasks (`network_of`: given, or default)."""
+    from .devices.cluster_spec import network_of
+    from .placement.cost import LinkModel
+
+    net = network_of(cluster)
+    return LinkModel(net.bandwidth, net.latency)
 
 
 def _unneeded_fed(graph: Graph, keep: frozenset[str] | None, feeds: Mapping[str, Any]) -> Graph:
@@ -271,22 +292,46 @@ def predict_memory(
 
     _expect_prepared(prepared, "predict_memory")
     _expect_view(view, "predict_memory")
-    _local_only(prepared, "predicting memory")
-    prediction = predict(prepared.graph, prepared.placement, prepared.logical, _layout(prepared))
+    named = None if prepared.cluster is None else task_devices(prepared)
+    laid = _layout(prepared)
+    prediction = predict(prepared.graph, prepared.placement, prepared.logical, laid, named)
     oom = prediction.oom
     if oom is not None:
-        hint = oom_hint(oom, prepared.policy, prepared.logical, view)
+        if named is None:
+            hint: Text = oom_hint(oom, prepared.policy, prepared.logical, view)
+        else:
+            hint = Message(
+                f"gpuplace: {short_name(oom.device)} cannot hold what this placement puts on "
+                "it; give its task more memory (", Setting("memory_limit"), ", ",
+                Setting("memory_fraction"), ") or place fewer ops there",
+            )  # fmt: skip
         oom = oom.with_hint(hint, predicted=True, anyway=anyway)
     return prediction.memory, oom
+
+
+def task_devices(prepared: Prepared) -> dict[str, LogicalGpu | None]:
+    """Every task's devices by full name, task by task (CPU:0 then its GPUs), each GPU with
+    its logical GPU: the devices a layout across hosts has."""
+    out: dict[str, LogicalGpu | None] = {}
+    if prepared.cluster is None:
+        return out
+    for task in prepared.cluster.tasks:
+        out[full_device(task.name, "CPU:0")] = None
+        for g in prepared.task_logical[task.name]:
+            out[full_device(task.name, f"GPU:{g.index}")] = g
+    return out
 
 
 def _layout(prepared: Prepared) -> Layout:
     """The run's layout (slots, copies, frees, charges), planned once per Prepared for its next
     run: `run` predicts its memory and then runs it from the same one."""
-    from .execute.predict import placed_layout
+    from .execute.predict import cluster_layout, placed_layout
 
     if not prepared.planned:
-        laid = placed_layout(prepared.graph, prepared.placement, prepared.logical)
+        if prepared.cluster is None:
+            laid = placed_layout(prepared.graph, prepared.placement, prepared.logical)
+        else:
+            laid = cluster_layout(prepared.graph, prepared.placement, task_devices(prepared))
         prepared.planned.append(laid)
     return prepared.planned[0]
 
@@ -300,6 +345,8 @@ def estimate_plan(prepared: Prepared, view: View) -> PlanEstimate:
 
     _expect_prepared(prepared, "estimate_plan")
     _expect_view(view, "estimate_plan")
+    if prepared.cluster is not None:
+        return _estimate_cluster(prepared)
     models = device_models(prepared.logical, view.machine.host, prepared.rates.by_uuid)
     tf = prepared.placement if prepared.strategy == "tensorflow" else None  # TF's own: reuse it
     est, bounds = estimate_with_bounds(
@@ -307,6 +354,41 @@ def estimate_plan(prepared: Prepared, view: View) -> PlanEstimate:
         allow_soft_placement=prepared.allow_soft_placement, tf=tf,
     )  # fmt: skip
     return PlanEstimate(est, bounds)
+
+
+def _estimate_cluster(prepared: Prepared) -> PlanEstimate:
+    """`estimate_plan` across hosts: every task's devices, network copies between tasks."""
+    from .placement.cost import DASK_HOP, LinkModel
+    from .placement.estimate import estimate_cluster
+
+    cluster = prepared.cluster
+    assert cluster is not None
+    models, tasks = cluster_models(cluster, prepared.task_logical, prepared.rates.by_uuid)
+    network = _network_link(cluster)
+    est, bounds = estimate_cluster(
+        prepared.graph, prepared.placement, models, tasks, LinkModel(), network, DASK_HOP
+    )
+    return PlanEstimate(est, bounds)
+
+
+def cluster_models(
+    cluster: Cluster, per_task: Mapping[TaskName, Sequence[LogicalGpu]],
+    rates: Mapping[str, Any] | None = None,
+) -> tuple[list[DeviceModel], list[int]]:  # fmt: skip
+    """Every task's devices for the cost model, by full name: all GPUs (task by task), then
+    each task's CPU:0; and the task (its position in the cluster) of each."""
+    from .placement.cost import device_models
+
+    gpus: list[tuple[DeviceModel, int]] = []
+    cpus: list[tuple[DeviceModel, int]] = []
+    for i, task in enumerate(cluster.tasks):
+        for m in device_models(per_task[task.name], task.view.machine.host, rates):
+            local = m.name.rsplit("/device:", 1)[1]
+            (gpus if m.kind == "GPU" else cpus).append(
+                (replace(m, name=full_device(task.name, local)), i)
+            )
+    both = gpus + cpus
+    return [m for m, _ in both], [t for _, t in both]
 
 
 def execute_prepared(

@@ -230,3 +230,14 @@ def test_a_bad_spec_block_names_the_file_and_line(tmp_path: Path) -> None:
         prepare(spec, view(discover("2xK520"), {}), Options(), {})
     assert "bad.yaml:2" in str(caught.value) or "bad.yaml:1" in str(caught.value)
     assert "job worker has 0 tasks" in str(caught.value)
+
+
+def test_a_simulated_machine_plans_a_spec_that_names_a_scheduler(tmp_path: Path) -> None:
+    spec = tmp_path / "towers.yaml"
+    spec.write_text(
+        "cluster: {scheduler: 'tcp://head:8786', worker: [node1, node2]}\n" + MULTI_TOWER
+    )
+    prepared = prepare(spec, view(discover("1xT4"), {}), Options(), {})
+    assert prepared.cluster is not None and prepared.cluster.simulated
+    assert prepared.cluster.description == "the spec's cluster: block, each task 1xT4"
+    assert [t.host for t in prepared.cluster.tasks] == ["node1", "node2"]

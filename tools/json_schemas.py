@@ -37,6 +37,7 @@ SAMPLES: dict[str, list[list[str]]] = {
         ["--machine", "4xK520", "plan", "examples/big_model.yaml", "--json", "--strategy",
          "balanced"],
         ["plan", G + "02_manual_placement.yaml", "--json"],
+        ["--machine", "2x(1xK20m)", "plan", "examples/cluster/multi_tower.yaml", "--json"],
     ],
     "mem": [
         ["--machine", "2xK520", "mem", "--json"],

@@ -133,6 +133,13 @@ def devices(
         from ..execute.device_check import SIZES_ENV, rate_sizes
 
         sizes = rate_sizes(app.env.get(SIZES_ENV))
+    described = app.cluster_description()
+    if described is not None:
+        from .cluster_devices import cluster_devices
+
+        cluster_devices(app, described, as_json, require_gpus, minimum, min_memory,
+                        check or watch is not None)  # fmt: skip
+        return
     v = app.view()
     doc = devices_json(v)
     for w in v.warnings:

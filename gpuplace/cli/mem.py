@@ -62,6 +62,13 @@ def mem(app: AppContext, /, spec: str | None, as_json: bool, compare: bool,
         from ..pipeline import check_comparable
 
         check_comparable(kw["allow_growth"])
+    described = app.cluster_description()
+    if described is not None and spec is None:  # not task 0's view alone, silently
+        raise BadInput(
+            f"{described.source}: mem without a graph shows one process's GPUs; across hosts "
+            "give it a graph (it runs on every task's worker and shows each task's memory), "
+            "or list every task's devices with gpuplace devices"
+        )
     view = app.view()
     for w in view.warnings:
         warn(w)

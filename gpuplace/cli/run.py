@@ -221,15 +221,19 @@ def _print_run(app: AppContext, view: View, prepared: Prepared, result: RunResul
     from ..report import run as report
     from ..report.lines import pruned_line, title
 
-    mapping = prepared.log_device_placement
-    if view.machine.simulated and not (mapping and prepared.logical):
-        # the device mapping marks each simulated GPU; without it, one line says so
-        click.echo(title(view, prepared.strategy, "Run"))
-    if mapping:
-        if prepared.cluster is not None:
-            click.echo(report.cluster_device_mapping(prepared.cluster, prepared.task_logical))
+    mapping, cluster = prepared.log_device_placement, prepared.cluster
+    if cluster is not None:  # across hosts: the Cluster: line says what is simulated
+        if mapping:
+            click.echo(report.cluster_mapping(cluster, prepared.task_logical))
         else:
+            click.echo(report.cluster_line(cluster))
+    else:
+        if view.machine.simulated and not (mapping and prepared.logical):
+            # the device mapping marks each simulated GPU; without it, one line says so
+            click.echo(title(view, prepared.strategy, "Run"))
+        if mapping:
             click.echo(report.device_mapping(prepared.logical))
+    if mapping:
         graph, placement = prepared.placed()
         click.echo(report.placement_log(graph, placement, log_format or graph.config.log_format))
     pruned = pruned_line(prepared)

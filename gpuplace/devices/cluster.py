@@ -62,6 +62,25 @@ def split_device(full: str) -> tuple[TaskName, str]:
     return task, found.group(4)
 
 
+def task_label(task: TaskName) -> str:
+    """`task:1` for a task of job worker (replica 0), else `ps/task:0` (`/replica:R` when R is
+    not 0): how tables and reasons name a task in short."""
+    job = "" if task.job == "worker" else f"{task.job}/"
+    replica = f"replica:{task.replica}/" if task.replica else ""
+    return f"{job}{replica}task:{task.task}"
+
+
+def short_name(full: str) -> str:
+    """How tables and reasons name a device in short: `GPU:0` for this process's
+    (`/job:localhost/replica:0/task:0/device:GPU:0`), `task:1/GPU:0` for a cluster task's
+    (`/job:worker/replica:0/task:1/device:GPU:0`); another name, its part after `device:`."""
+    found = _FULL.fullmatch(full)
+    if found is None or full.startswith("/job:localhost/replica:0/task:0/"):
+        return full.rsplit("device:", 1)[-1]
+    task = TaskName(found.group(1), int(found.group(3)), int(found.group(2)))
+    return f"{task_label(task)}/{found.group(4)}"
+
+
 @dataclass(frozen=True)
 class Network:
     """The link between any two tasks: bytes per second and seconds of latency."""

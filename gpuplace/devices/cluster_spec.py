@@ -96,6 +96,12 @@ class ClusterDescription:
         return min(n for n in names if n.job == first)
 
 
+def network_of(cluster: Cluster) -> Network:
+    """The link between a cluster's tasks: the cluster file's (or a measured) rate, else the
+    default (10 Gbit/s Ethernet, 50 us)."""
+    return cluster.network or DEFAULT_NETWORK
+
+
 def _refuse(source: str, text: str, why: str) -> BadInput:
     return BadInput(f"{source}: {show(text, 80)} {why}")
 
@@ -264,8 +270,11 @@ def _job_tasks(job: str, value: object, where: str) -> list[TaskPlan]:
     )
 
 
-def cluster_block(data: object, where: str, source: str = "cluster:") -> ClusterDescription:
-    """The `cluster:` block (of a spec or a cluster file) as a ClusterDescription."""
+def cluster_block(
+    data: object, where: str, source: str = "cluster:", text: str | None = None
+) -> ClusterDescription:
+    """The `cluster:` block (of a spec or a cluster file) as a ClusterDescription; errors start
+    with `where`, and `text` (default: `where`) is how the Cluster: line names it."""
     if not isinstance(data, dict) or not data:
         raise BadInput(
             f"{where}: cluster must be a mapping of jobs to tasks, e.g. "
@@ -297,7 +306,8 @@ def cluster_block(data: object, where: str, source: str = "cluster:") -> Cluster
             raise BadInput(f"{where}: cluster.master {clip(text)} is not one of its tasks: "
                            f"{listed}")  # fmt: skip
     network = parse_network(data["network"], where) if "network" in data else None
-    return ClusterDescription(tuple(tasks), master, scheduler, network, source, where)
+    shown = where if text is None else text
+    return ClusterDescription(tuple(tasks), master, scheduler, network, source, shown)
 
 
 def _master(text: str, where: str) -> TaskName:
@@ -356,7 +366,9 @@ def with_machine(description: ClusterDescription, machine: str, source: str) -> 
     """Every task without a machine of its own simulates `machine` (a one-host --machine next
     to a spec's cluster: block: each task is such a host)."""
     tasks = tuple(t if t.machine else replace(t, machine=machine) for t in description.tasks)
-    return replace(description, tasks=tasks, source=f"{description.source} with {source}")
+    text = f"{description.text}, each task {machine}"
+    return replace(description, tasks=tasks, source=f"{description.source} with {source}",
+                   text=text, scheduler=None)  # fmt: skip
 
 
 def simulated_cluster(

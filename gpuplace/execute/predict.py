@@ -8,7 +8,7 @@ charges (`memory.ledger.Replay`) that `run` counts with, without any backend or 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from ..devices.model import LogicalGpu
@@ -94,18 +94,30 @@ def charge(laid: Layout, books: Sequence[Ledger]) -> OutOfMemory | None:
     return None
 
 
+def cluster_layout(
+    graph: Graph, placement: Placement, named: Mapping[str, LogicalGpu | None]
+) -> Layout:
+    """The layout of a graph placed across hosts, over every task's devices (`named`: full
+    names in order, each GPU with its logical GPU, each CPU:0 with None)."""
+    devices = {name: d.device for name, d in placement.decisions.items()}
+    return layout(graph, devices, list(named), get_op)
+
+
 def predict(
     graph: Graph,
     placement: Placement,
     logical: Sequence[LogicalGpu],
     laid: Layout | None = None,
+    named: Mapping[str, LogicalGpu | None] | None = None,
 ) -> Prediction:
     """Peaks without limits (what each device would need), then the first OOM with them.
-    `laid`: the layout of this graph and placement (`placed_layout`), when already planned."""
+    `laid`: the layout of this graph and placement (`placed_layout`), when already planned;
+    `named`: across hosts, every task's devices (see `cluster_layout`) instead of `logical`."""
     if laid is None:
         laid = placed_layout(graph, placement, logical)
-    names = device_names(logical)
-    unlimited = ledgers(names, logical)
+    names = device_names(logical) if named is None else list(named)
+    by_name = None if named is None else {n: g for n, g in named.items() if g is not None}
+    unlimited = ledgers(names, logical, by_name)
     limits = {lg.device: lg.limit for lg in unlimited}
     for lg in unlimited:
         lg.limit = None
@@ -115,4 +127,4 @@ def predict(
     memory = summary(unlimited, {})
     if all(m.limit is None or m.peak <= m.limit for m in memory):
         return Prediction(memory, None)
-    return Prediction(memory, charge(laid, ledgers(names, logical)))
+    return Prediction(memory, charge(laid, ledgers(names, logical, by_name)))

@@ -226,9 +226,12 @@ def _cluster(data: dict[str, Any], source: str) -> ClusterDescription | None:
         return None
     block = data["cluster"]
     try:
-        return cluster_block(block, "cluster", f"the cluster: block of {source}")
+        return cluster_block(
+            block, "cluster", f"the cluster: block of {source}", "the spec's cluster: block"
+        )
     except BadInput as err:
-        raise SpecError(str(err), block if type(block) is dict else data) from None
+        message = str(err).removeprefix("cluster: ")  # the loader adds the file and line
+        raise SpecError(message, block if type(block) is dict else data) from None
 
 
 def _infer(

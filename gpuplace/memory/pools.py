@@ -33,9 +33,15 @@ class DeviceMemory:
     limit: int | None
 
 
-def ledgers(devices: Sequence[str], logical: Sequence[LogicalGpu]) -> list[Ledger]:
-    """One ledger per device in `devices` order; GPUs carry their limit and reservation."""
-    by_name = {full_name("GPU", g.index): g for g in logical}
+def ledgers(
+    devices: Sequence[str],
+    logical: Sequence[LogicalGpu],
+    by_name: Mapping[str, LogicalGpu] | None = None,
+) -> list[Ledger]:
+    """One ledger per device in `devices` order; GPUs carry their limit and reservation
+    (`by_name`: each GPU's full name, for a cluster's tasks; default: this process's)."""
+    if by_name is None:
+        by_name = {full_name("GPU", g.index): g for g in logical}
     out = []
     for device in devices:
         g = by_name.get(device)

@@ -26,6 +26,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from ..devices.cluster import short_name, split_device
 from ..devices.names import placer_spec
 from ..echo import sample
 from ..gc_pause import gc_paused
@@ -38,7 +39,7 @@ from .flat import Flat, default_meta, flatten, free_groups
 from .links import Link, transfer
 from .model import Decision, NoFit, Placement
 from .occupancy import Occupancy
-from .timeline import Slot, Timeline
+from .timeline import Network, Slot, Timeline
 
 WEIGHTS = (1.0, 2.0)  # copy weights of the passes tried (see the module docstring)
 PendingCopy = tuple[int, float, float]  # (source device, ready, seconds) of a copy to plan
@@ -77,24 +78,28 @@ class _Balancer:
 
     def __init__(self, flat: Flat, models: Sequence[DeviceModel], link: LinkModel,
                  tf: Placement, groups: list[int], free: dict[int, tuple[int, ...]],
-                 times: Sequence[Sequence[float]], weight: float = 1.0) -> None:  # fmt: skip
+                 times: Sequence[Sequence[float]], weight: float = 1.0,
+                 network: Network | None = None) -> None:  # fmt: skip
         ops = len(flat.names)
         self.times = times  # seconds of each op on each device
         self.weight = weight  # copies count this many times their length when choosing
         self.flat, self.models, self.link = flat, models, link
-        self.cpu = len(models) - 1  # the models are GPU:0..n-1, then CPU:0
+        # the GPUs, and the CPU:0 of each task (one on one host; across hosts, one per task)
+        self.gpus = tuple(i for i, m in enumerate(models) if m.kind == "GPU")
+        self.cpus = frozenset(i for i, m in enumerate(models) if m.kind == "CPU")
         self.tf = [tf.decisions[name] for name in flat.names]
         self.tf_device = device_index(tf, flat, models)
         self.groups, self.free = groups, free
         self.occupancy = Occupancy([d.memory_limit for d in models], ops)
-        self.timeline = Timeline(flat, len(models), link, self.occupancy)
+        self.timeline = Timeline(flat, len(models), link, self.occupancy, network)
+        self.network = network
         self.placed = [-1] * ops  # each op's device, -1 until it is placed
         self.decisions: list[Decision | None] = [None] * ops
         self.reasons: dict[tuple[int, tuple[int, ...], str], Decision] = {}
         size = dict.fromkeys(groups, 0)
         for root in groups:
             size[root] += 1
-        every_gpu = tuple(range(self.cpu))
+        every_gpu = self.gpus
         self.deferred = [  # generators decided with their first consumer
             flat.generator[op] and flat.first_reader[op] >= 0 and size[groups[op]] == 1
             and free.get(groups[op]) == every_gpu
@@ -207,10 +212,10 @@ class _Balancer:
         """`op` must go to `device`: bring generators it reads that cannot follow it, then
         check that it fits."""
         flat = self.flat
-        if device == self.cpu:  # a generator that may not go to the CPU stays on a GPU
+        if device in self.cpus:  # a generator that may not go to the CPU stays on a GPU
             for producer, _ in flat.inputs[op]:
                 if self.placed[producer] < 0 and not _cpu_allowed(flat, producer):
-                    gpu, excluded = self._choose(producer, range(self.cpu))
+                    gpu, excluded = self._choose(producer, self.gpus)
                     self.decisions[producer] = self._chosen(producer, gpu, excluded)
                     self._commit(producer, gpu)
         draft = self._draft(op, device, self._reads(op))
@@ -264,7 +269,7 @@ class _Balancer:
              copy_time(flat.out_bytes[producer][output], self.link) * self.weight)
             for producer, output, slot in reads if slot is not None
         ]  # fmt: skip
-        seconds, free_at = times[op], timeline.free_at
+        seconds, free_at, network = times[op], timeline.free_at, self.network
         out = []
         for n, device in enumerate(candidates):
             start, ready = free_at[device], 0.0
@@ -273,6 +278,8 @@ class _Balancer:
             for home, at, producer, output, length in tensors:
                 if home != device:
                     copy = copied.get((producer, output, device))
+                    if copy is None and network is not None:  # the route's, across hosts
+                        length = self._copy_seconds(producer, output, home, device)
                     at = at + length if copy is None else max(done[producer], copy.ready)
                 if at > ready:
                     ready = at
@@ -298,7 +305,7 @@ class _Balancer:
             if slot.device != device:
                 copy = copied.get((producer, output, device))
                 if copy is None:
-                    seconds = copy_time(flat.out_bytes[producer][output], self.link) * self.weight
+                    seconds = self._copy_seconds(producer, output, slot.device, device)
                     at = max(done[producer], slot.ready)
                     copies.append((slot.device, at, seconds))
                     ready = max(ready, at + seconds)
@@ -316,18 +323,24 @@ class _Balancer:
         finish = max(start, ready) + seconds
         return Draft(device, first, before, last, total, finish, start, ready, seconds, copies)
 
+    def _copy_seconds(self, producer: int, output: int, source: int, device: int) -> float:
+        """How long copying a tensor from `source` to `device` counts when choosing: its
+        transfer over the route between them (weighted), plus the hand-over across tasks."""
+        link, _, _, hop = self.timeline.route(source, device)
+        return copy_time(self.flat.out_bytes[producer][output], link) * self.weight + hop
+
     def _finish(self, draft: Draft) -> float:
         """When a draft would finish with its copies planned on the links (none booked)."""
         ready, held = draft.ready, Link()  # copies planned into the device
         timeline, device = self.timeline, draft.device
-        inbound, outbound = timeline.inbound[device], timeline.outbound
         solid: dict[int, tuple[Link, ...]] = {}  # per source: time known busy (links.transfer)
         for source, start, seconds in draft.copies:
             known = solid.get(source)
             if known is None:
                 booked = timeline.solid.get((source, device))
                 known = solid[source] = (Link(),) if booked is None else (Link(), booked)
-            end, pieces = transfer(outbound[source], inbound, start, seconds, held, *known)
+            _, outbound, inbound, _ = timeline.route(source, device)
+            end, pieces = transfer(outbound, inbound, start, seconds, held, *known)
             held.book(pieces)
             known[0].cover(start, end)
             ready = max(ready, end)
@@ -349,14 +362,15 @@ class _Balancer:
 
 
 def _best_pass(flat: Flat, models: Sequence[DeviceModel], link: LinkModel, tf: Placement,
-               groups: list[int], free: dict[int, tuple[int, ...]]) -> tuple[list[Decision], Estimate]:  # fmt: skip
+               groups: list[int], free: dict[int, tuple[int, ...]],
+               network: Network | None = None) -> tuple[list[Decision], Estimate]:  # fmt: skip
     """The decisions of the pass, among `WEIGHTS`, whose plan is estimated fastest (the first
     on a tie), and that estimate. The first pass's NoFit is raised; a later pass that finds no
     room is skipped. A pass's timeline is dropped once its plan is estimated."""
     best: tuple[list[Decision], Estimate] | None = None
     times = work_times(flat.flops, flat.nbytes, models)
     for weight in WEIGHTS:
-        balancer = _Balancer(flat, models, link, tf, groups, free, times, weight)
+        balancer = _Balancer(flat, models, link, tf, groups, free, times, weight, network)
         try:
             decided = balancer.run()
         except NoFit:
@@ -367,7 +381,7 @@ def _best_pass(flat: Flat, models: Sequence[DeviceModel], link: LinkModel, tf: P
         est = balancer.estimate()
         del balancer
         if est is None:
-            est = simulate(flat, placed, models, link)
+            est = simulate(flat, placed, models, link, network)
         if best is None or est.makespan < best[1].makespan:
             best = decided, est
     assert best is not None
@@ -427,7 +441,36 @@ def _kept(flat: Flat, tf: Placement, groups: list[int], free: dict[int, tuple[in
             device = decision.device
             decision = made.get(device) or made.setdefault(
                 device,
-                Decision(device, "balanced", f"{why}; kept on {device.rsplit('/device:', 1)[-1]}"),
+                Decision(device, "balanced", f"{why}; kept on {short_name(device)}"),
             )
         out.append(decision)
     return out
+
+
+def place_balanced_cluster(
+    graph: Graph, tf: Placement, models: Sequence[DeviceModel], tasks: Sequence[int],
+    link: LinkModel, network: LinkModel, hop: float,
+) -> Placement:  # fmt: skip
+    """Balanced across hosts: `tf` is TensorFlow's placement over the cluster
+    (`place_cluster`), `models` every task's devices by full name (GPUs first; `tasks[d]` the
+    task of model d). Ops keep TF's pins; a free group spreads over the GPUs its request
+    matches: within the task it names, or across hosts when it names none, with copies
+    between tasks over `network` plus `hop` seconds each. TF's placement is kept where the
+    spread is estimated slower and TF's fits."""
+    gpu_tasks = [split_device(m.name)[0] for m in models if m.kind == "GPU"]
+    route = Network(tuple(tasks), network, hop)
+    with gc_paused():
+        flat = flatten(graph)
+        groups, free = free_groups(flat, tf, len(gpu_tasks), gpu_tasks)
+        decisions, spread = _best_pass(flat, models, link, tf, groups, free, route)
+        alone = (
+            simulate(flat, device_index(tf, flat, models), models, link, route) if free else None
+        )
+        if (
+            alone is not None
+            and alone.makespan < spread.makespan
+            and all(m.memory_limit is None or alone.peak[m.name] <= m.memory_limit for m in models)
+        ):
+            decisions = _kept(flat, tf, groups, free, alone.makespan, spread.makespan)
+        by_name = dict(zip(flat.names, decisions, strict=True))
+    return Placement(by_name, tf.devices)

@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ..devices.cluster import TaskName, full_device
+from ..devices.cluster import TaskName, full_device, task_label
 from ..devices.names import DeviceSpec, full_name
 from ..echo import sample
 from ..errors import Message, Term, Text
@@ -38,7 +38,7 @@ class LocalDevice:
     """One device the placer may choose (TF's `Device`): type, index, full name and task.
 
     `label` is the short name reasons print: "" for a single machine's `GPU:0`, and
-    `task:1/GPU:0` (or `ps/task:0/CPU:0` with several jobs) on a cluster."""
+    `task:1/GPU:0` (job worker) or `ps/task:0/CPU:0` (another job) on a cluster."""
 
     type: str
     index: int
@@ -94,14 +94,6 @@ class Consumers:
         return None if self.mixed[g] else self.device[g]
 
 
-def _label(task: TaskName, jobs: int) -> str:
-    """`task:1` for a task of the cluster's only job, else `ps/task:0` (with `/replica:R`
-    when R is not 0): the prefix of a device's short name."""
-    replica = f"replica:{task.replica}/" if task.replica else ""
-    job = f"{task.job}/" if jobs > 1 else ""
-    return f"{job}{replica}task:{task.task}"
-
-
 def _numbers(values: Sequence[int]) -> str:
     """`0-3`, `0, 2`, `0-1, 5`: sorted task numbers as runs."""
     runs: list[list[int]] = []
@@ -145,9 +137,8 @@ class DeviceTable:
         if not tasks:
             made.append(LocalDevice("CPU", 0, full_name("CPU", 0)))
             made += [LocalDevice("GPU", i, full_name("GPU", i)) for i in range(num_gpus)]
-        jobs = len({t.job for t in self.tasks})
         for task, gpus in tasks:
-            prefix = _label(task, jobs)
+            prefix = task_label(task)
             for kind, index in [("CPU", 0), *(("GPU", i) for i in range(gpus))]:
                 local = f"{kind}:{index}"
                 made.append(

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from math import prod
 from typing import TYPE_CHECKING
 
+from ..devices.cluster import short_name
 from ..devices.names import full_name
 from ..devices.presets import find_preset
 from ..echo import sample
@@ -35,6 +36,7 @@ if TYPE_CHECKING:
 GPU_OVERHEAD = 5e-6
 CPU_OVERHEAD = 2e-6
 DEFAULT_GPU = (4.0e12, 200e9)  # FLOP/s, bytes/s for a product without a preset
+DASK_HOP = 0.010  # seconds per cross-task hand-over on a cluster (a Dask task; reference 1.3)
 CPU_FLOPS = 0.5e12
 CPU_BANDWIDTH = 50e9
 
@@ -65,8 +67,8 @@ class DeviceModel:
 
     @property
     def short(self) -> str:
-        """`GPU:2`, as reasons and tables print it."""
-        return self.name.rsplit("/device:", 1)[-1]
+        """`GPU:2` (`task:1/GPU:2` across hosts), as reasons and tables print it."""
+        return short_name(self.name)
 
 
 @dataclass(frozen=True)

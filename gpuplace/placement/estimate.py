@@ -22,7 +22,7 @@ from .baselines import Bounds, lower_bounds, round_robin
 from .cost import DeviceModel, LinkModel, split_devices, work_time
 from .flat import Flat, flatten
 from .model import Placement
-from .timeline import Timeline
+from .timeline import Network, Timeline
 
 _LAST = attrgetter("last")
 
@@ -30,6 +30,7 @@ __all__ = [
     "Estimate",
     "Judged",
     "estimate",
+    "estimate_cluster",
     "estimate_with_bounds",
     "lower_bounds",
     "round_robin",
@@ -89,9 +90,10 @@ def device_index(placement: Placement, flat: Flat, models: Sequence[DeviceModel]
 
 
 def simulate(flat: Flat, dev: Sequence[int], models: Sequence[DeviceModel],
-             link: LinkModel) -> Estimate:  # fmt: skip
-    """`estimate` on a flattened graph and a device index per op (the placers call this)."""
-    timeline, busy = Timeline(flat, len(models), link), [0.0] * len(models)
+             link: LinkModel, network: Network | None = None) -> Estimate:  # fmt: skip
+    """`estimate` on a flattened graph and a device index per op (the placers call this);
+    `network`: the tasks of a cluster and the link between them."""
+    timeline, busy = Timeline(flat, len(models), link, None, network), [0.0] * len(models)
     with gc_paused():  # the slots are acyclic, freed by reference counting
         for op, device in enumerate(dev):
             seconds = work_time(flat.flops[op], flat.nbytes[op], models[device])
@@ -179,3 +181,27 @@ def estimate_with_bounds(
             est = simulate(flat, device_index(placement, flat, models), models, link)
         bounds = lower_bounds(graph, devices, link, allow_soft_placement=soft, tf=tf, flat=flat)
     return est, bounds
+
+
+def estimate_cluster(
+    graph: Graph, placement: Placement, models: Sequence[DeviceModel], tasks: Sequence[int],
+    link: LinkModel, network: LinkModel, hop: float,
+) -> tuple[Estimate, Bounds]:  # fmt: skip
+    """`plan` across hosts: the estimate of `placement` on every task's devices (`models`,
+    full names; `tasks[d]` the task of model d), copies within a task over `link`, between
+    tasks over `network` plus `hop` seconds each; and two lower bounds that hold whatever the
+    requests: the critical path and the work spread over every device, each op at its fastest
+    device with a kernel and copies free (the stage bound is left out: 0)."""
+    flat = flatten(graph)
+    with gc_paused():
+        est = simulate(flat, device_index(placement, flat, models), models, link,
+                       Network(tuple(tasks), network, hop))  # fmt: skip
+    fastest = []
+    for j in range(len(flat.names)):
+        usable = [m for m in models if m.kind in flat.kernels[j]] or list(models)
+        fastest.append(min(work_time(flat.flops[j], flat.nbytes[j], m) for m in usable))
+    longest = [0.0] * len(fastest)
+    for j, w in enumerate(fastest):
+        longest[j] = w + max((longest[p] for p, _ in flat.inputs[j]), default=0.0)
+    work = sum(fastest) / max(len(models), 1)
+    return est, Bounds(max(longest, default=0.0), work, 0.0)

@@ -19,6 +19,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..devices.cluster import TaskName
 from ..devices.names import DeviceSpec, placer_spec
 from ..errors import BadInput
 from ..graph.model import Graph, Op, OpMeta, TensorSpec
@@ -190,7 +191,7 @@ def _groups(graph: Graph) -> list[int]:
 
 
 def free_groups(
-    flat: Flat, tf: Placement, num_gpus: int
+    flat: Flat, tf: Placement, num_gpus: int, gpu_tasks: Sequence[TaskName] = ()
 ) -> tuple[list[int], dict[int, tuple[int, ...]]]:
     """(group root per op, GPU indices each free group may use, keyed by root).
 
@@ -198,15 +199,18 @@ def free_groups(
     (a group with one candidate GPU is pinned there: TF chose it too). A request matches no
     GPU, one (it names an index) or every GPU, and the groups that may use every GPU share one
     tuple of them, so this is linear in ops plus GPUs (a replica per GPU is 20,000 of each).
+    Across hosts, `gpu_tasks` gives each GPU's task (GPU k of the models is `GPU:i` of its
+    task, i counting that task's GPUs): a request matches the GPUs of the tasks it names.
     """
     groups = _groups(flat.graph)
     every = tuple(range(num_gpus))
+    match = _matching_gpus if not gpu_tasks else _cluster_matcher(gpu_tasks, every)
     matches: dict[str, tuple[int, ...]] = {}
     allowed: dict[int, tuple[int, ...]] = {}
     for i, op in enumerate(flat.graph.ops):
         found = matches.get(op.device)
         if found is None:
-            found = matches[op.device] = _matching_gpus(placer_spec(op.device), every)
+            found = matches[op.device] = match(placer_spec(op.device), every)
         gpus = found if "GPU" in flat.kernels[i] else ()
         root = groups[i]
         before = allowed.get(root)
@@ -227,3 +231,24 @@ def _matching_gpus(spec: DeviceSpec, every: tuple[int, ...]) -> tuple[int, ...]:
         return every if every and spec.matches("GPU", 0) else ()
     k = spec.device_index
     return (k,) if 0 <= k < len(every) and spec.matches("GPU", k) else ()
+
+
+def _cluster_matcher(
+    gpu_tasks: Sequence[TaskName], every: tuple[int, ...]
+) -> Callable[[DeviceSpec, tuple[int, ...]], tuple[int, ...]]:
+    """`_matching_gpus` across hosts: the GPUs (of every task, in model order) a request
+    matches, `every` itself when it matches them all."""
+    local: list[int] = []
+    seen: dict[TaskName, int] = {}
+    for task in gpu_tasks:
+        local.append(seen.get(task, 0))
+        seen[task] = local[-1] + 1
+
+    def match(spec: DeviceSpec, every: tuple[int, ...] = every) -> tuple[int, ...]:
+        found = tuple(
+            k for k, (t, i) in enumerate(zip(gpu_tasks, local, strict=True))
+            if spec.matches_at(t.job, t.replica, t.task, "GPU", i)
+        )  # fmt: skip
+        return every if found == every else found
+
+    return match

@@ -40,13 +40,31 @@ class Slot:
     ready: float  # when its value is there: its op's or its copy's end
 
 
+@dataclass(frozen=True)
+class Network:
+    """Across hosts: `tasks[d]` is the task of device d; copies between tasks go over `link`
+    (one network card per task, each direction one transfer at a time) and arrive `hop`
+    seconds later (the runtime's overhead per cross-task hand-over)."""
+
+    tasks: tuple[int, ...]
+    link: LinkModel
+    hop: float = 0.0
+
+
 class Timeline:
     """Slots and the devices' and links' busy time so far; `run` adds one op's step."""
 
     def __init__(self, flat: Flat, devices: int, link: LinkModel,
-                 occupancy: Occupancy | None = None) -> None:  # fmt: skip
-        """`occupancy`: the placer's, charged for every slot (see the module docstring)."""
-        self.flat, self.link, self.occupancy = flat, link, occupancy
+                 occupancy: Occupancy | None = None, network: Network | None = None,
+                 ) -> None:  # fmt: skip
+        """`occupancy`: the placer's, charged for every slot (see the module docstring);
+        `network`: across hosts, which task each device belongs to and the link between
+        tasks (`Network`): a copy between tasks uses their network cards' links instead."""
+        self.flat, self.link, self.occupancy, self.network = flat, link, occupancy, network
+        if network is not None:
+            hosts = max(network.tasks, default=-1) + 1
+            self.nic_out = [Link() for _ in range(hosts)]
+            self.nic_in = [Link() for _ in range(hosts)]
         self.done = [0.0] * len(flat.names)  # when each op has run
         self.home: list[tuple[Slot, ...]] = [()] * len(flat.names)  # outputs (print: forwarded)
         self.copied: dict[tuple[int, int, int], Slot] = {}  # (producer, output, device) -> copy
@@ -98,11 +116,21 @@ class Timeline:
                 self.occupancy.add(slot.device, slot.last + 1, step, slot.size)
             slot.last = step
 
+    def route(self, source: int, device: int) -> tuple[LinkModel, Link, Link, float]:
+        """How a copy from device `source` to `device` travels: its link model, the outbound
+        and inbound links it books, and the runtime's extra seconds (across hosts: the
+        tasks' network cards and the hand-over; else the devices' own links, 0)."""
+        network = self.network
+        if network is not None and network.tasks[source] != network.tasks[device]:
+            out, into = network.tasks[source], network.tasks[device]
+            return network.link, self.nic_out[out], self.nic_in[into], network.hop
+        return self.link, self.outbound[source], self.inbound[device], 0.0
+
     def _copy(self, producer: int, output: int, source: Slot, device: int, step: int) -> Slot:
         """A copy of `source` to `device` for step `step`, on the links' timelines."""
-        length = copy_time(self.flat.out_bytes[producer][output], self.link)
+        link, outbound, inbound, hop = self.route(source.device, device)
+        length = copy_time(self.flat.out_bytes[producer][output], link)
         start = max(self.done[producer], source.ready)
-        outbound, inbound = self.outbound[source.device], self.inbound[device]
         solid = self.solid.get((source.device, device))
         if solid is None:
             solid = self.solid[source.device, device] = Link()
@@ -110,6 +138,7 @@ class Timeline:
         outbound.book(pieces)
         inbound.book(pieces)
         solid.cover(start, end)  # both links are busy from `start` to `end` now
+        end += hop  # the runtime's cost per cross-task hand-over (a Dask task), off the links
         copy = self.copied[producer, output, device] = Slot(device, source.size, step, step, end)
         self.slots.append(copy)
         if self.occupancy is not None:

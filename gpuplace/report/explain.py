@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from ..devices.cluster import short_name
 from ..graph.model import Graph
 from ..placement.model import Placement
 from ..units import human
@@ -16,14 +17,16 @@ if TYPE_CHECKING:
 
 
 def short_device(full: str) -> str:
-    """`/job:localhost/replica:0/task:0/device:GPU:0` -> `GPU:0` for tables; a cluster's task
-    stays: `task:1/GPU:0` (job worker, replica 0), else `/job:ps/replica:0/task:0/GPU:0`."""
-    task, _, device = full.rpartition("/device:")
-    if task in ("", "/job:localhost/replica:0/task:0"):
-        return device
-    if task.startswith("/job:worker/replica:0/"):
-        return f"{task.rsplit('/', 1)[-1]}/{device}"
-    return f"{task}/{device}"
+    """`/job:localhost/replica:0/task:0/device:GPU:0` -> `GPU:0` for tables; a device of a
+    cluster's task keeps its task: `task:1/GPU:0`."""
+    return short_name(full)
+
+
+def _tasks_differ(src: str, dst: str) -> bool:
+    """Whether a copy crosses tasks (cluster names only; a local run's never do)."""
+    if src.startswith("/job:localhost/") or not src.startswith("/job:"):
+        return False
+    return src.rsplit("/device:", 1)[0] != dst.rsplit("/device:", 1)[0]
 
 
 def copies_in(copies: Sequence[CopyRecord]) -> dict[str, list[str]]:
@@ -32,9 +35,8 @@ def copies_in(copies: Sequence[CopyRecord]) -> dict[str, list[str]]:
     out: dict[str, list[str]] = {}
     for c in copies:
         text = f"{c.tensor} {short_device(c.src)}->{short_device(c.dst)} {human(c.nbytes)}"
-        kind = getattr(c, "kind", "")  # a plan's copies have none
-        if kind:
-            text += f" ({kind})"
+        if _tasks_differ(c.src, c.dst):
+            text += " (network)"
         out.setdefault(c.op, []).append(text)
     return out
 

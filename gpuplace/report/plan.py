@@ -5,11 +5,23 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from ..devices.cluster import task_label
+from ..devices.cluster_spec import network_of
 from ..devices.model import View
 from ..memory.pools import DeviceMemory
+from ..placement.cost import DASK_HOP
 from ..placement.loads import DeviceLoad, device_loads, planned_copies
 from ..results import PlanEstimate, Prepared
 from ..units import device_memory, human
+from .cluster import (
+    TASK_HEADER,
+    cluster_line,
+    cluster_record,
+    network_line,
+    network_record,
+    task_records,
+    task_rows,
+)
 from .explain import EXPLAIN_HEADER, explain_fitted, explain_rows, short_device
 from .lines import pruned_line
 from .lines import title as run_title
@@ -48,6 +60,13 @@ def rates_line(prepared: Prepared) -> str:
     """Where each GPU's rates in the cost model came from: measured, a preset, or the default."""
     from ..placement.cost import rate_sources
 
+    if prepared.cluster is not None:
+        parts = [
+            f"{task_label(name)}/{gpus} {source}"
+            for name, logical in prepared.task_logical.items()
+            for gpus, source in rate_sources(logical, prepared.rates.by_uuid)
+        ]
+        return "rates: " + ("; ".join(parts) if parts else "no GPU; CPU:0 at the default rates")
     sources = rate_sources(prepared.logical, prepared.rates.by_uuid)
     if not sources:
         return "rates: no GPU; CPU:0 at the default CPU rates"
@@ -87,17 +106,36 @@ def title(view: View, strategy: str = "tensorflow") -> str:
     return run_title(view, strategy, "Plan")
 
 
+def _head(view: View, prepared: Prepared) -> list[str]:
+    """The title; across hosts, `Plan on a simulated cluster ...` and the `Cluster:` line."""
+    cluster = prepared.cluster
+    if cluster is None:
+        return [title(view, prepared.strategy)]
+    where = "a simulated cluster" if cluster.simulated else f"the cluster at {cluster.scheduler}"
+    return [f"Plan on {where} (strategy {prepared.strategy})", cluster_line(cluster)]
+
+
+def _tail(prepared: Prepared, copies: Sequence[Any], est: PlanEstimate) -> list[str]:
+    """Across hosts: NET IN / NET OUT per task and the network line, before the rates."""
+    cluster = prepared.cluster
+    if cluster is None:
+        return []
+    rows = task_rows(cluster, copies, prepared.placement.devices)
+    return ["", columns(TASK_HEADER, rows), network_line(network_of(cluster), DASK_HOP)]
+
+
 def plan_plain(
     view: View, prepared: Prepared, memory: Sequence[DeviceMemory], est: PlanEstimate
 ) -> str:
     copies, loads = _loads(prepared)
     pruned = pruned_line(prepared)
     return "\n".join([
-        title(view, prepared.strategy),
+        *_head(view, prepared),
         *([pruned] if pruned else []),
         columns(EXPLAIN_HEADER, explain_rows(prepared.graph, prepared.placement, copies)),
         "",
         columns(LOAD_HEADER, _load_rows(loads, memory, est)),
+        *_tail(prepared, copies, est),
         rates_line(prepared),
         makespan_line(est),
     ])  # fmt: skip
@@ -117,12 +155,13 @@ def plan_fitted(
     pruned = pruned_line(prepared)
     loads_text, dropped = fit_table(LOAD_HEADER, _load_rows(loads, memory, est), width, LOAD_DROP)
     return "\n".join([
-        title(view, prepared.strategy),
+        *_head(view, prepared),
         *([pruned] if pruned else []),
         explain_fitted(prepared.graph, prepared.placement, copies, width),
         "",
         loads_text,
         *left_out(dropped, width),
+        *_tail(prepared, copies, est),
         rates_line(prepared),
         makespan_line(est),
     ])  # fmt: skip
@@ -158,4 +197,17 @@ def plan_json(
              "copy_bytes_out": est.estimate.copies_out.get(d.device, (0, 0))[1]}
             for d in loads
         ],
+        **_cluster_json(prepared, copies),
     }  # fmt: skip
+
+
+def _cluster_json(prepared: Prepared, copies: Sequence[Any]) -> dict[str, Any]:
+    """Across hosts: the cluster, the network and per task what crosses it; {} on one host."""
+    cluster = prepared.cluster
+    if cluster is None:
+        return {}
+    return {
+        "cluster": cluster_record(cluster),
+        "network": network_record(network_of(cluster), DASK_HOP),
+        "tasks": task_records(cluster, copies),
+    }

@@ -8,10 +8,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..devices.cluster import Cluster, TaskName
+from ..devices.cluster import Cluster, TaskName, full_device
 from ..devices.model import LogicalGpu, View
 from ..graph.model import Graph
 from ..placement.model import Placement
+from .cluster import cluster_line as cluster_line
 from .lines import SIM
 from .records import (
     copy_records,
@@ -39,46 +40,36 @@ def tf_bus_id(bus_id: str) -> str:
     )
 
 
-def device_mapping(
-    logical: Sequence[LogicalGpu], task: str = "/job:localhost/replica:0/task:0"
-) -> str:
+def device_mapping(logical: Sequence[LogicalGpu]) -> str:
     """TensorFlow's `Device mapping:` block (direct_session.cc), one line per (logical) GPU;
     `device:` is the CUDA ordinal of the card, which logical GPUs share."""
     if not logical:
         return "Device mapping: no known devices."
-    return "\n".join(["Device mapping:", *_mapping_lines(logical, task)])
+    lines = ["Device mapping:"]
+    lines += (_mapping_line(f"/job:localhost/replica:0/task:0/device:GPU:{lg.index}", lg)
+              for lg in logical)  # fmt: skip
+    return "\n".join(lines)
 
 
-def _mapping_lines(logical: Sequence[LogicalGpu], task: str) -> list[str]:
-    lines = []
-    for lg in logical:
-        g = lg.gpu
-        cc = f", compute capability: {g.gpu.compute_capability}" if g.gpu.compute_capability else ""
-        lines.append(
-            f"{task}/device:GPU:{lg.index} -> device: {g.cuda_index}, "
-            f"name: {g.product}, pci bus id: {tf_bus_id(g.gpu.pci_bus_id)}{cc}"
-            + (SIM if g.gpu.simulated else "")
-        )
-    return lines
-
-
-def cluster_device_mapping(
-    cluster: Cluster, task_logical: Mapping[TaskName, Sequence[LogicalGpu]]
-) -> str:
-    """A `Cluster:` line, then one `Device mapping:` block gathering every task's GPUs (what
-    each of TensorFlow's servers logs as `Created TensorFlow device ...` when it starts)."""
-    jobs = sorted({t.name.job for t in cluster.tasks})
-    how = f"simulated ({cluster.description})" if cluster.simulated else f"on {cluster.scheduler}"
-    head = (f"Cluster: {len(cluster.tasks)} task{'s' * (len(cluster.tasks) != 1)} of job "
-            f"{', '.join(jobs)}, {how}; session on {cluster.master}")  # fmt: skip
-    lines = [
-        line
-        for t in cluster.tasks
-        for line in _mapping_lines(task_logical.get(t.name, ()), str(t.name))
-    ]
-    return "\n".join(
-        [head, "Device mapping:" if lines else "Device mapping: no known devices.", *lines]
+def _mapping_line(name: str, lg: LogicalGpu) -> str:
+    g = lg.gpu
+    cc = f", compute capability: {g.gpu.compute_capability}" if g.gpu.compute_capability else ""
+    return (
+        f"{name} -> device: {g.cuda_index}, name: {g.product}, pci bus id: "
+        f"{tf_bus_id(g.gpu.pci_bus_id)}{cc}" + (SIM if g.gpu.simulated else "")
     )
+
+
+def cluster_mapping(cluster: Cluster, task_logical: Mapping[TaskName, Sequence[LogicalGpu]]) -> str:
+    """Across hosts: the `Cluster:` line, then one `Device mapping:` block gathering what each
+    task's server logs as it creates its devices (TF logs them one by one, per worker), each
+    GPU by its full name."""
+    lines = [cluster_line(cluster)]
+    gpus = [(full_device(t.name, f"GPU:{lg.index}"), lg)
+            for t in cluster.tasks for lg in task_logical.get(t.name, ())]  # fmt: skip
+    if not gpus:
+        return "\n".join([*lines, "Device mapping: no known devices."])
+    return "\n".join([*lines, "Device mapping:", *(_mapping_line(n, lg) for n, lg in gpus)])
 
 
 def placement_log(graph: Graph, placement: Placement, log_format: str = "guide") -> str:

@@ -19,6 +19,23 @@ LONG_RUN = spec(
     ),
 )
 
+# across hosts (#15): repeat counts, task counts, lengths and nesting are bounded before use
+CLUSTERS = [
+    Case("cluster-machine-repeat-400-digits", "traceback",
+         ("--machine", DIGITS + "x(4xK520)", "plan", "g.yaml"), 2, "--machine", {"g.yaml": ONE}),
+    Case("cluster-machine-5000-hosts", "flood",
+         ("--machine", "+".join(["1xT4"] * 5000), "devices"), 2, "at most 4096"),
+    Case("cluster-block-billion-tasks", "traceback", (*SIM, "plan", "g.yaml"), 2,
+         "job worker has 1000000000 tasks",
+         {"g.yaml": "cluster: {worker: 1000000000}\n" + ONE}),
+    Case("cluster-file-10000-deep", "traceback", ("--cluster", "c.yaml", "devices"), 2,
+         r"c\.yaml", {"c.yaml": "cluster: " + "[" * 10_000 + "]" * 10_000 + "\n"}),
+    Case("cluster-env-5000-chars", "traceback", ("devices",), 2, "GPUPLACE_CLUSTER",
+         env={"GPUPLACE_CLUSTER": "c" * 5000}),
+    Case("cluster-master-400-digits", "traceback", (*SIM, "plan", "g.yaml"), 2, "master",
+         {"g.yaml": f"cluster: {{worker: 2, master: /job:worker/task:{DIGITS}}}\n" + ONE}),
+]  # fmt: skip
+
 TRACEBACKS = [
     Case("memory-limit-400-digits", "traceback",
          (*SIM, "run", "g.yaml", "--memory-limit", DIGITS + "GiB"), 2, "--memory-limit",
@@ -59,6 +76,7 @@ TRACEBACKS = [
     Case("spec-name-too-long", "flood", (*SIM, "run", "g" * 5000 + ".yaml"), 2, r"cannot read"),
     Case("sigint-at-50ms", "traceback", (*SIM, "run", "g.yaml"), 130, "",
          {"g.yaml": LONG_RUN}, fresh=True, interrupt_after=0.05),
+    *CLUSTERS,
 ]  # fmt: skip
 
 EXIT_CODES = [

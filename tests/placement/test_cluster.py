@@ -63,10 +63,11 @@ def test_devices_sort_by_name_within_a_priority() -> None:
     assert shorts[-2:] == ["task:1/CPU:0", "task:0/CPU:0"]
 
 
-def test_short_names_carry_the_job_when_there_are_several() -> None:
-    table = DeviceTable(0, False, [(PS, 0), (W0, 1)])
-    assert [d.short for d in table.created] == ["ps/task:0/CPU:0", "worker/task:0/CPU:0",
-                                                "worker/task:0/GPU:0"]  # fmt: skip
+def test_short_names_carry_the_job_unless_it_is_worker() -> None:
+    table = DeviceTable(0, False, [(PS, 0), (W0, 1), (TaskName("chief", 0, 2), 0)])
+    assert [d.short for d in table.created] == [
+        "ps/task:0/CPU:0", "task:0/CPU:0", "task:0/GPU:0", "chief/replica:2/task:0/CPU:0",
+    ]  # fmt: skip
 
 
 def test_soft_placement_keeps_the_task() -> None:

@@ -24,12 +24,18 @@ _LINE = re.compile(r"^(?P<name>[^:]+): \((?P<type>[^)]+)\): (?P<device>/\S+)$")
 
 
 def run_logged(
-    graph: Any, fetches: list[Any], soft: bool = False, cpus: int = 1, setup: Any = None
+    graph: Any,
+    fetches: list[Any],
+    soft: bool = False,
+    cpus: int = 1,
+    setup: Any = None,
+    target: str = "",
 ) -> dict[str, Any]:
     """Run `fetches` of `graph` in a session with `cpus` CPU devices (ConfigProto's
     device_count: a tf.compat.v1.Session makes its own devices), after `setup` (e.g. the
     variables' initializer) if given; return {"placed": {name: [type, device]}, "order": [...]} or
-    {"error": first line of TF's message after the node header}."""
+    {"error": first line of TF's message after the node header}. `target`: a server's
+    (`tf.distribute.Server.target`), for a session on a cluster's task."""
     config = tf.compat.v1.ConfigProto(
         log_device_placement=True, allow_soft_placement=soft, device_count={"CPU": cpus}
     )
@@ -39,7 +45,7 @@ def run_logged(
         os.dup2(out.fileno(), 1)
         error: str | None = None
         try:
-            with tf.compat.v1.Session(graph=graph, config=config) as sess:
+            with tf.compat.v1.Session(target, graph=graph, config=config) as sess:
                 if setup is not None:
                     sess.run(setup)
                 sess.run(fetches)

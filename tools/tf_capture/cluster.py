@@ -14,16 +14,13 @@ What a CPU-only build cannot show (a GPU on another task beats the master's CPU)
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
 import socket
 import sys
-import tempfile
 from typing import Any
 
-from _session import _LIBC, _LINE, tf, tf_message
-from placer import const, make, op
+from _session import run_logged, tf
+from placer import build, const, op
 
 TASKS = 2
 
@@ -80,49 +77,13 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def build(spec: list[dict[str, Any]]) -> tuple[Any, dict[str, Any]]:
-    graph = tf.Graph()
-    made: dict[str, Any] = {}
-    with graph.as_default():
-        for entry in spec:
-            target = entry.get("colocate_with")
-            with contextlib.ExitStack() as scopes:
-                if target is not None:
-                    scopes.enter_context(graph.colocate_with(made[target]))
-                scopes.enter_context(graph.device(entry.get("device", "")))
-                made[entry["name"]] = make(entry, made)
-    return graph, made
-
-
 def run(c: dict[str, Any], servers: list[Any]) -> dict[str, Any]:
-    graph, made = build(c["graph"])
+    graph, made, _ = build(c["graph"], device=str)  # device strings as written
     fetches = [made[name] for name in c["fetch"]]
-    config = tf.compat.v1.ConfigProto(log_device_placement=True, allow_soft_placement=c["soft"])
-    with tempfile.TemporaryFile(mode="w+b") as out:
-        saved = os.dup(1)
-        _LIBC.fflush(None)
-        os.dup2(out.fileno(), 1)
-        error: str | None = None
-        try:
-            target = servers[c["master"]].target
-            with tf.compat.v1.Session(target, graph=graph, config=config) as sess:
-                sess.run(fetches)
-        except tf.errors.OpError as err:
-            error = tf_message(err.message)
-        finally:
-            _LIBC.fflush(None)
-            os.dup2(saved, 1)
-            os.close(saved)
-        out.seek(0)
-        text = out.read().decode()
-    if error is not None:
-        return {**c, "error": error}
-    placed: dict[str, str] = {}
-    for line in text.splitlines():
-        m = _LINE.match(line)
-        if m:
-            placed[m["name"]] = m["device"]
-    return {**c, "placed": {e["name"]: placed[e["name"]] for e in c["graph"]}}
+    ran = run_logged(graph, fetches, soft=c["soft"], target=servers[c["master"]].target)
+    if "error" in ran:
+        return {**c, "error": ran["error"]}
+    return {**c, "placed": {e["name"]: ran["placed"][e["name"]][1] for e in c["graph"]}}
 
 
 def main() -> None:

@@ -219,7 +219,8 @@ def gpuplace_device(tf_name: str) -> str:
     return tf_name.rsplit("/device:", 1)[1].replace("CPU", "GPU")
 
 
-def build(spec: list[dict[str, Any]]) -> tuple[Any, dict[str, Any], bool]:
+def build(spec: list[dict[str, Any]], device: Any = tf_device) -> tuple[Any, dict[str, Any], bool]:
+    """The graph of a case, each op's `device:` through `device` (GPU -> CPU by default)."""
     graph = tf.Graph()
     made: dict[str, Any] = {}
     has_variables = False
@@ -231,7 +232,7 @@ def build(spec: list[dict[str, Any]]) -> tuple[Any, dict[str, Any], bool]:
             with contextlib.ExitStack() as scopes:
                 if target is not None:
                     scopes.enter_context(graph.colocate_with(made[target]))
-                scopes.enter_context(graph.device(tf_device(entry.get("device", ""))))
+                scopes.enter_context(graph.device(device(entry.get("device", ""))))
                 made[entry["name"]] = make(entry, made)
             has_variables = has_variables or entry["op"] == "variable"
     return graph, made, has_variables
