@@ -96,6 +96,16 @@ def test_workers_serve_their_tasks_and_a_run_uses_them(
     assert "p: [[ 44.  56.]\n [ 98. 128.]]" in done.stderr
     assert "MatMul_1 task:1/GPU:0->task:0/CPU:0 16 B (network)" in done.stdout
     assert "verify p: max relative error" in done.stdout and ": ok" in done.stdout
+    listed = subprocess.run(_gpuplace("devices", "--cluster", str(file)), env=ENV,
+                            capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert listed.returncode == 0, listed.stderr
+    assert listed.stdout.splitlines()[0].startswith(
+        "Cluster: 2 tasks of job worker, Dask scheduler tcp://127.0.0.1:"
+    )
+    rows = [line.split()[0] for line in listed.stdout.splitlines()[2:]]
+    assert rows == [
+        f"/job:worker/replica:0/task:{t}/device:{d}" for t in (0, 1) for d in ("CPU:0", "GPU:0")
+    ]
     taken = subprocess.run(_gpuplace("worker", str(file), "--task", "1"), env=ENV,
                            capture_output=True, text=True, timeout=60)  # fmt: skip
     assert taken.returncode == 2
