@@ -64,7 +64,9 @@ def towers(n: int) -> tuple[Graph, dict[str, str]]:
             name = f"t{t}_{i}"
             ops.append(Op(name, "add", (TensorRef(previous), TensorRef(c.name)), outputs=spec))
             previous = name
-        devices.update({op.name: full_device(task, "CPU:0") for op in ops if op.name not in devices})
+        devices.update(
+            {op.name: full_device(task, "CPU:0") for op in ops if op.name not in devices}
+        )
     ops.append(Op("sum", "add_n", (TensorRef(f"t0_{half - 1}"), TensorRef(f"t1_{half - 1}")),
                   outputs=spec))  # fmt: skip
     devices["sum"] = full_device(T0, "CPU:0")
@@ -74,7 +76,9 @@ def towers(n: int) -> tuple[Graph, dict[str, str]]:
 def local(graph: Graph) -> dict[str, np.ndarray]:
     cpu = full_name("CPU", 0)
     backends: dict[str, Backend] = {cpu: NumpyBackend(cpu)}
-    return execute(graph, dict.fromkeys((op.name for op in graph.ops), cpu), backends, get_op).values
+    return execute(
+        graph, dict.fromkeys((op.name for op in graph.ops), cpu), backends, get_op
+    ).values
 
 
 def _add(*xs: np.ndarray) -> np.ndarray:
