@@ -91,6 +91,14 @@ def mem(app: AppContext, /, spec: str | None, as_json: bool, compare: bool,
     doc["strategy"], doc["rates"] = prepared.strategy, rate_records(prepared)
     doc["pruned"] = list(prepared.pruned)
     pruned = pruned_line(prepared)
+    if prepared.cluster is not None and not as_json:  # across hosts: no one host's cards
+        from ..report.cluster import cluster_line
+
+        click.echo(cluster_line(prepared.cluster))
+        if pruned:
+            click.echo(pruned)
+        click.echo(report.memory_plain(runs))
+        return
     if view.machine.simulated and not as_json:
         click.echo(title(view))  # first, above the policy table and nvidia-smi's view alike
     if pruned and not as_json:
