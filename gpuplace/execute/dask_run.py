@@ -55,7 +55,6 @@ POLL = 0.25  # seconds between the watchdog's looks at the scheduler's workers
 CONFIG = {  # for clusters gpuplace starts: fail at once rather than wait (§4.4)
     "distributed.scheduler.allowed-failures": 0,
     "distributed.scheduler.no-workers-timeout": "10s",
-    "distributed.worker.daemon": False,
     "distributed.comm.timeouts.connect": "5s",
     # set before a worker process starts (its logging is configured as distributed loads)
     "distributed.nanny.pre-spawn-environ.DASK_LOGGING__DISTRIBUTED": "error",
@@ -175,9 +174,10 @@ def connect(spec: str, timeout: float = 10.0) -> Session:
     return session
 
 
-def check_versions(session: Session) -> None:
-    """Dask's own check of client, scheduler and workers, then gpuplace's version in each."""
-    mine = gpuplace_version()
+def check_versions(session: Session, mine: str | None = None) -> None:
+    """Dask's own check of client, scheduler and workers, then gpuplace's version in each
+    against `mine` (this process's, unless given)."""
+    mine = mine or gpuplace_version()
     try:
         session.client.get_versions(check=True)
     except ValueError as exc:

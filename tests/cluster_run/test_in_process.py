@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from gpuplace.devices.cluster import TaskName
+from gpuplace.devices.cluster import Task, TaskName
 from gpuplace.errors import BadInput, Message, RuntimeFailure, Setting
 from gpuplace.execute import dask_run
 from gpuplace.execute.task_state import run_chunk
@@ -161,3 +161,35 @@ def test_without_the_extra_a_cluster_needs_one_line_naming_it(
         "pip install 'gpuplace[cluster]'"
     )
     assert caught.value.exit_code == 2
+
+
+def test_a_worker_with_another_gpuplace_version_is_named_at_connect(
+    session: dask_run.Session,
+) -> None:
+    with pytest.raises(RuntimeFailure) as caught:
+        dask_run.check_versions(session, mine="0.0.0+other")
+    text = str(caught.value)
+    assert re.fullmatch(
+        r"/job:worker/replica:0/task:[01] \(worker tcp://127\.0\.0\.1:\d+\) runs gpuplace \S+, "
+        r"this client 0\.0\.0\+other; install gpuplace 0\.0\.0\+other on every worker and on "
+        r"the scheduler's host",
+        text,
+    ), text
+    dask_run.check_versions(session)  # the same version everywhere: no error
+
+
+def test_a_task_described_on_another_host_is_refused() -> None:
+    from gpuplace.devices.cluster_spec import ClusterDescription, TaskPlan
+
+    tasks = [Task(T1, "node7", CLUSTER.tasks[1].view, "tcp://10.0.0.7:40001")]
+    described = ClusterDescription((TaskPlan(T1, host="node2"),), source="cluster.yaml")
+    with pytest.raises(BadInput) as caught:
+        dask_run.check_hosts(described, tasks)
+    assert str(caught.value) == (
+        "cluster.yaml: /job:worker/replica:0/task:1 should run on node2, but its worker is "
+        "tcp://10.0.0.7:40001 on host node7; start gpuplace worker on node2, or fix the "
+        "cluster's host list"
+    )
+    for host in ("node7", "10.0.0.7", "node7:40001"):  # by name, by address, with its port
+        ok = ClusterDescription((TaskPlan(T1, host=host),), source="cluster.yaml")
+        dask_run.check_hosts(ok, tasks)
