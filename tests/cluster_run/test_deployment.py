@@ -106,6 +106,10 @@ def test_workers_serve_their_tasks_and_a_run_uses_them(
     assert rows == [
         f"/job:worker/replica:0/task:{t}/device:{d}" for t in (0, 1) for d in ("CPU:0", "GPU:0")
     ]
+    planned = subprocess.run(_gpuplace("--cluster", str(file), "plan", str(spec)), env=ENV,
+                             capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert planned.returncode == 0, planned.stderr
+    assert "/job:worker/replica:0/task:1  " in planned.stdout and "NET IN" in planned.stdout
     taken = subprocess.run(_gpuplace("worker", str(file), "--task", "1"), env=ENV,
                            capture_output=True, text=True, timeout=60)  # fmt: skip
     assert taken.returncode == 2
