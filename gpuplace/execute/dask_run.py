@@ -536,7 +536,11 @@ class Runtime:
                        description.text)  # fmt: skip
 
     def session(self, cluster: Cluster) -> Session:
-        key = str(cluster.scheduler) if not cluster.simulated else f"simulated {id(cluster)}"
+        key = str(cluster.scheduler)
+        if cluster.simulated:  # one set of worker processes per simulated cluster (mem --compare)
+            key = repr(
+                [(str(t.name), t.machine_spec, t.cuda_visible_devices) for t in cluster.tasks]
+            )
         found = self.sessions.get(key)
         if found is None:
             if not cluster.simulated:
