@@ -51,10 +51,7 @@ def cluster(tmp_path: Path) -> Iterator[tuple[Path, list[subprocess.Popen[str]]]
              "--port", "0", "--dashboard-address", "127.0.0.1:0", "--scheduler-file", str(file)],
             env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, text=True,
         ))  # fmt: skip
-        deadline = time.monotonic() + 60
-        while not file.exists() and time.monotonic() < deadline:
-            time.sleep(0.1)
-        address = json.loads(file.read_text())["address"]
+        address = _address(file)
         for argv in (_gpuplace("--machine", "1xK20m", "worker", str(file), "--task", "0", "--job", "worker"),
                      _gpuplace("--machine", "1xK20m", "worker", address, "--task", "1")):  # fmt: skip
             started.append(subprocess.Popen(argv, env=ENV, stdout=subprocess.DEVNULL,
@@ -62,6 +59,17 @@ def cluster(tmp_path: Path) -> Iterator[tuple[Path, list[subprocess.Popen[str]]]
         yield file, started
     finally:
         _stop(started[::-1])
+
+
+def _address(file: Path) -> str:
+    """The scheduler's address, once it has written the whole file (not atomically)."""
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            return str(json.loads(file.read_text())["address"])
+        except (OSError, ValueError, KeyError):
+            assert time.monotonic() < deadline, "the scheduler never wrote its file"
+            time.sleep(0.1)
 
 
 def _wait_for_workers(file: Path, count: int) -> None:
@@ -137,7 +145,7 @@ def test_a_lost_scheduler_ends_the_run_within_seconds(
         assert time.monotonic() - killed < 5
     finally:
         _stop([running])
-    address = json.loads(file.read_text())["address"]
+    address = _address(file)
     assert running.returncode == 1
     assert err.splitlines()[-1] == (
         f"error: lost the connection to the Dask scheduler at {address}: it stopped or its "
