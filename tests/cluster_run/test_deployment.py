@@ -73,10 +73,13 @@ def _address(file: Path) -> str:
 
 
 def _wait_for_workers(file: Path, count: int) -> None:
+    """Until `count` workers have joined; each gpuplace worker runs BLAS on the host's cores."""
     from distributed import Client
 
     with Client(scheduler_file=str(file), timeout=30) as client:  # type: ignore[no-untyped-call]
         client.wait_for_workers(count, timeout=60)
+        threads = client.run(lambda: os.environ.get("OPENBLAS_NUM_THREADS"))
+        assert set(threads.values()) == {str(os.cpu_count())}
 
 
 def _wait_until_running(file: Path, prefix: str) -> None:
