@@ -51,7 +51,6 @@ if TYPE_CHECKING:
     from .execute.dask_run import Runtime
     from .execute.executor import Layout, RunResult
     from .execute.verify import Verified
-    from .placement.cost import DeviceModel, LinkModel
 
 CPU0 = full_name("CPU", 0)
 Connect = Callable[[ClusterDescription], Cluster]  # a live cluster's inventory (the runtime's)
@@ -237,20 +236,11 @@ def place_on_cluster(
     if strategy == "tensorflow":
         return tf
     from .placement.balanced import place_balanced_cluster
-    from .placement.cost import DASK_HOP, LinkModel
+    from .placement.cost import DASK_HOP, LinkModel, cluster_models, network_link
 
     models, task_of = cluster_models(cluster, per_task, rates)
-    network = _network_link(cluster)
+    network = network_link(cluster)
     return place_balanced_cluster(graph, tf, models, task_of, LinkModel(), network, DASK_HOP)
-
-
-def _network_link(cluster: Cluster) -> LinkModel:
-    """The cost model's link between the cluster's tasks (`network_of`: given, or default)."""
-    from .devices.cluster_spec import network_of
-    from .placement.cost import LinkModel
-
-    net = network_of(cluster)
-    return LinkModel(net.bandwidth, net.latency)
 
 
 def _unneeded_fed(graph: Graph, keep: frozenset[str] | None, feeds: Mapping[str, Any]) -> Graph:
@@ -358,37 +348,17 @@ def estimate_plan(prepared: Prepared, view: View) -> PlanEstimate:
 
 def _estimate_cluster(prepared: Prepared) -> PlanEstimate:
     """`estimate_plan` across hosts: every task's devices, network copies between tasks."""
-    from .placement.cost import DASK_HOP, LinkModel
+    from .placement.cost import DASK_HOP, LinkModel, cluster_models, network_link
     from .placement.estimate import estimate_cluster
 
     cluster = prepared.cluster
     assert cluster is not None
     models, tasks = cluster_models(cluster, prepared.task_logical, prepared.rates.by_uuid)
-    network = _network_link(cluster)
+    network = network_link(cluster)
     est, bounds = estimate_cluster(
         prepared.graph, prepared.placement, models, tasks, LinkModel(), network, DASK_HOP
     )
     return PlanEstimate(est, bounds)
-
-
-def cluster_models(
-    cluster: Cluster, per_task: Mapping[TaskName, Sequence[LogicalGpu]],
-    rates: Mapping[str, Any] | None = None,
-) -> tuple[list[DeviceModel], list[int]]:  # fmt: skip
-    """Every task's devices for the cost model, by full name: all GPUs (task by task), then
-    each task's CPU:0; and the task (its position in the cluster) of each."""
-    from .placement.cost import device_models
-
-    gpus: list[tuple[DeviceModel, int]] = []
-    cpus: list[tuple[DeviceModel, int]] = []
-    for i, task in enumerate(cluster.tasks):
-        for m in device_models(per_task[task.name], task.view.machine.host, rates):
-            local = m.name.rsplit("/device:", 1)[1]
-            (gpus if m.kind == "GPU" else cpus).append(
-                (replace(m, name=full_device(task.name, local)), i)
-            )
-    both = gpus + cpus
-    return [m for m, _ in both], [t for _, t in both]
 
 
 def execute_prepared(

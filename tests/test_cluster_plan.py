@@ -151,3 +151,18 @@ def test_round_robin_does_not_place_across_hosts(run: Run) -> None:
     result = run("--machine", "2x(1xK20m)", "plan", TOWERS, "--strategy", "round-robin")
     assert result.code == 2
     assert "placement strategy 'round-robin' does not place across hosts" in result.err
+
+
+def test_html_and_dot_reports_of_a_cluster_plan(run: Run, tmp_path: Path) -> None:
+    page = tmp_path / "plan.html"
+    result = run("--machine", "2x(1xK20m)", "plan", TOWERS, "--format", "html", "-o", str(page))
+    assert result.code == 0, result.err
+    text = page.read_text()
+    assert "<h2>Plan on a simulated cluster (strategy tensorflow)</h2>" in text
+    assert "<title>gpuplace plan on 2 tasks of job worker, simulated (2x(1xK20m))" in text
+    # the network copy lands 10 ms later on task 0's CPU, as plan's estimate says
+    assert "MatMul_1:0 from task:1/GPU:0: 0.015 ms to 10.07 ms" in text
+    dot = run("--machine", "2x(1xK20m)", "plan", TOWERS, "--format", "dot")
+    assert dot.code == 0, dot.err
+    assert 'label="Plan on a simulated cluster (strategy tensorflow)"' in dot.out
+    assert 'label="task:1/GPU:0"' in dot.out

@@ -78,7 +78,7 @@ def plan(app: AppContext, /, spec: str, soft: bool | None, as_json: bool, fmt: s
     elif fmt == "dot":
         from ..report.dot import to_dot
 
-        title = report.title(view, prepared.strategy)
+        title = report.plan_title(view, prepared)
         pruned = pruned_line(prepared)
         if pruned:  # a DOT comment: the graph shows the ops that run
             click.echo(f"// {pruned}")

@@ -18,11 +18,11 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from math import prod
 from typing import TYPE_CHECKING
 
-from ..devices.cluster import short_name
+from ..devices.cluster import full_device, short_name
 from ..devices.names import full_name
 from ..devices.presets import find_preset
 from ..echo import sample
@@ -30,6 +30,7 @@ from ..errors import BadInput
 from ..graph.model import Op, TensorSpec
 
 if TYPE_CHECKING:
+    from ..devices.cluster import Cluster, TaskName
     from ..devices.model import Host, LogicalGpu, VisibleGpu
     from ..devices.rates import MeasuredRate
 
@@ -211,3 +212,29 @@ def cpu_model(memory_limit: int | None = None) -> DeviceModel:
     """The host CPU, TF's CPU:0, at the modest default rates."""
     name = full_name("CPU", 0)
     return DeviceModel(name, "CPU", CPU_FLOPS, CPU_BANDWIDTH, memory_limit, CPU_OVERHEAD)
+
+
+def network_link(cluster: Cluster) -> LinkModel:
+    """The link between a cluster's tasks (`network_of`: the cluster file's, else default)."""
+    from ..devices.cluster_spec import network_of
+
+    net = network_of(cluster)
+    return LinkModel(net.bandwidth, net.latency)
+
+
+def cluster_models(
+    cluster: Cluster, per_task: Mapping[TaskName, Sequence[LogicalGpu]],
+    rates: Mapping[str, MeasuredRate] | None = None,
+) -> tuple[list[DeviceModel], list[int]]:  # fmt: skip
+    """Every task's devices for the cost model, by full name: all GPUs (task by task), then
+    each task's CPU:0; and the task (its position in the cluster) of each."""
+    gpus: list[tuple[DeviceModel, int]] = []
+    cpus: list[tuple[DeviceModel, int]] = []
+    for i, task in enumerate(cluster.tasks):
+        for m in device_models(per_task[task.name], task.view.machine.host, rates):
+            local = m.name.rsplit("/device:", 1)[1]
+            (gpus if m.kind == "GPU" else cpus).append(
+                (replace(m, name=full_device(task.name, local)), i)
+            )
+    both = gpus + cpus
+    return [m for m, _ in both], [t for _, t in both]

@@ -106,6 +106,12 @@ def title(view: View, strategy: str = "tensorflow") -> str:
     return run_title(view, strategy, "Plan")
 
 
+def plan_title(view: View, prepared: Prepared) -> str:
+    """`Plan on the simulated machine 4xK520 (strategy tensorflow)`, or across hosts `Plan on a
+    simulated cluster (strategy tensorflow)`."""
+    return _head(view, prepared)[0]
+
+
 def _head(view: View, prepared: Prepared) -> list[str]:
     """The title; across hosts, `Plan on a simulated cluster ...` and the `Cluster:` line."""
     cluster = prepared.cluster

@@ -20,10 +20,11 @@ from ...devices.model import View
 from ...echo import clip
 from ...memory.pools import DeviceMemory
 from ...results import PlanEstimate, Prepared
+from ..cluster import cluster_line
 from ..dot import _colors
 from ..explain import EXPLAIN_HEADER, explain_rows, short_device
 from ..lines import SIM, pruned_line
-from ..plan import LOAD_HEADER, _load_rows, _loads, fits, makespan_line, rates_line, title
+from ..plan import LOAD_HEADER, _load_rows, _loads, fits, makespan_line, plan_title, rates_line
 from .charts import MAX_LANES, memory_svg, timeline_svg
 from .graph_svg import graph_svg
 from .trace import Trace
@@ -92,7 +93,7 @@ def _panel(view: View, side: Side, colors: dict[str, str], scale: float) -> str:
     pruned = pruned_line(prepared)
     parts = [
         f'<section class="side" data-strategy="{escape(prepared.strategy)}">',
-        f"<h2>{escape(clip(title(view, prepared.strategy), TITLE_CHARS))}</h2>",
+        f"<h2>{escape(clip(plan_title(view, prepared), TITLE_CHARS))}</h2>",
         f'<p class="makespan">{escape(makespan_line(est))}</p>',
         f"<p>{escape(clip(rates_line(prepared), 400))}</p>",
         *([f'<p class="note">{escape(clip(pruned, 400))}</p>'] if pruned else []),
@@ -135,12 +136,14 @@ def plan_html(view: View, sides: Sequence[Side], missing: str | None = None) -> 
     devices = sides[0].trace.devices
     colors = _colors(devices)
     scale = max((s.trace.makespan for s in sides), default=0.0) or 1e-9
-    machine = view.machine
+    machine, cluster = view.machine, sides[0].prepared.cluster
     where = (
         f"the simulated machine {clip(machine.description, TITLE_CHARS)}"
         if machine.simulated
         else "this machine"
     )
+    if cluster is not None:
+        where = clip(cluster_line(cluster).removeprefix("Cluster: "), TITLE_CHARS)
     banner = (
         f'<p class="simulated">Every GPU on this page is simulated ({escape(clip(machine.description, TITLE_CHARS))}): '
         "times come from the cost model, not from a card.</p>"

@@ -17,12 +17,22 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ...devices.cluster import short_name
 from ...devices.model import View
 from ...gc_pause import gc_paused
-from ...placement.cost import LinkModel, copy_time, device_models, split_devices, work_time
+from ...placement.cost import (
+    DASK_HOP,
+    LinkModel,
+    cluster_models,
+    copy_time,
+    device_models,
+    network_link,
+    split_devices,
+    work_time,
+)
 from ...placement.estimate import device_index
 from ...placement.flat import flatten
-from ...placement.timeline import Timeline
+from ...placement.timeline import Network, Timeline
 from ...results import Prepared
 
 
@@ -51,14 +61,21 @@ class Trace:
 
 def trace(prepared: Prepared, view: View) -> Trace:
     """The estimated schedule of `prepared` on the machine `view` shows (what `plan` estimates)."""
-    gpus, cpu = split_devices(
-        device_models(prepared.logical, view.machine.host, prepared.rates.by_uuid)
-    )
-    models = [*gpus, cpu]
+    network = None
+    if prepared.cluster is None:
+        gpus, cpu = split_devices(
+            device_models(prepared.logical, view.machine.host, prepared.rates.by_uuid)
+        )
+        models = [*gpus, cpu]
+    else:  # across hosts: every task's devices, copies between tasks over the network
+        models, tasks = cluster_models(
+            prepared.cluster, prepared.task_logical, prepared.rates.by_uuid
+        )
+        network = Network(tuple(tasks), network_link(prepared.cluster), DASK_HOP)
     flat = flatten(prepared.graph)
     dev = device_index(prepared.placement, flat, models)
     link = LinkModel()
-    timeline = Timeline(flat, len(models), link)
+    timeline = Timeline(flat, len(models), link, None, network)
     starts: list[float] = []
     with gc_paused():  # the slots are acyclic, freed by reference counting
         for op, device in enumerate(dev):
@@ -70,12 +87,13 @@ def trace(prepared: Prepared, view: View) -> Trace:
         Bar(device, start, end, name)
         for device, start, end, name in zip(dev, starts, done, flat.names, strict=True)
     )
-    names = [m.name.rsplit("device:", 1)[-1] for m in models]
+    names = [short_name(m.name) for m in models]
     copies: list[Bar] = []
     began: dict[int, float] = {}  # id(copy slot) -> when it starts moving
     for (producer, output, device), slot in timeline.copied.items():
         nbytes = flat.out_bytes[producer][output]
-        start = max(slot.ready - copy_time(nbytes, link), 0.0)
+        route, _, _, hop = timeline.route(timeline.home[producer][output].device, device)
+        start = max(slot.ready - hop - copy_time(nbytes, route), 0.0)
         began[id(slot)] = start
         source = names[timeline.home[producer][output].device]
         label = f"{flat.names[producer]}:{output} from {source}"
