@@ -134,6 +134,20 @@ class GpuplaceError(Exception):
         """The Python API's words: what a caller of `gpuplace.prepare` reads."""
         return self.render(API)
 
+    def __reduce__(self) -> tuple[object, ...]:
+        """Pickle every field, whatever the subclass's `__init__` takes: errors raised in a
+        cluster's worker process arrive at the client as the same error."""
+        return (_rebuilt, (type(self), self.args, self.__dict__))
+
+
+def _rebuilt(
+    cls: type[GpuplaceError], args: tuple[object, ...], state: dict[str, object]
+) -> GpuplaceError:
+    error = cls.__new__(cls)
+    error.args = args
+    error.__dict__.update(state)
+    return error
+
 
 class BadInput(GpuplaceError):
     """The user gave something gpuplace cannot accept (flag value, spec, machine file): exit 2."""

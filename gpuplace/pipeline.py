@@ -50,6 +50,7 @@ from .results import Outcome, PlanEstimate, PolicyRun, Prepared, Reservation
 
 if TYPE_CHECKING:
     from .execute.backends import CupyLoader
+    from .execute.dask_run import Runtime
     from .execute.executor import Layout, RunResult
     from .execute.verify import Verified
 
@@ -413,6 +414,48 @@ def execute_prepared(
     return Outcome(result, summary(list(books.values()), pools))
 
 
+class ClusterRuns:
+    """The runtime across hosts for one command (`execute/dask_run.py: Runtime`), made on first
+    use, so a command without a cluster never imports Dask. `connect` is `prepare`'s; `close`
+    ends what it connected to and the worker processes of a simulated cluster."""
+
+    def __init__(self, processes: bool = True) -> None:
+        self.processes = processes
+        self._runtime: Runtime | None = None
+
+    def runtime(self) -> Runtime:
+        if self._runtime is None:
+            from .execute.dask_run import Runtime, load_distributed
+
+            load_distributed()  # one line naming the extra when it is missing
+            self._runtime = Runtime(self.processes)
+        return self._runtime
+
+    def connect(self, description: ClusterDescription) -> Cluster:
+        return self.runtime().connect(description)
+
+    def close(self) -> None:
+        if self._runtime is not None:
+            self._runtime.close()
+
+
+def execute_on_cluster(prepared: Prepared, runs: ClusterRuns) -> Outcome:
+    """Run a graph placed across hosts on its cluster's tasks (a simulated cluster's worker
+    processes start here): each (task, stage) chunk runs gpuplace's executor on that task's
+    worker; tensors between tasks are copies of kind `network`. The Outcome's memory lists
+    every task's devices by full name."""
+    from .execute.executor import RunResult
+
+    _expect_prepared(prepared, "execute_on_cluster")
+    if prepared.cluster is None:
+        raise BadInput("execute_on_cluster: the graph was prepared for one process; use "
+                       "execute_prepared")  # fmt: skip
+    devices = {name: d.device for name, d in prepared.placement.decisions.items()}
+    done = runs.runtime().run(prepared.cluster, prepared.graph, devices, prepared.policy)
+    peaks = {m.device: m.peak for m in done.memory}
+    return Outcome(RunResult(done.values, done.copies, peaks, done.printed), done.memory)
+
+
 def verify(prepared: Prepared, result: RunResult | Outcome, view: View) -> list[Verified]:
     """Run the graph again in float64 on the CPU and compare every fetch of `result` (what
     execute_prepared returned, or its `.result`): one Verified per fetch (`ok` when within
@@ -479,7 +522,8 @@ def _check_compared(policy: Policy, verb: str) -> None:
 def compare_policies(
     path: str | Path, view: View, options: Options, env: Mapping[str, str],
     cupy_loader: CupyLoader | None = None, observe: Observer | None = None,
-    on_prepared: Callable[[PolicyRun], None] | None = None,
+    on_prepared: Callable[[PolicyRun], None] | None = None, *,
+    cluster: ClusterDescription | None = None, runs: ClusterRuns | None = None,
 ) -> list[PolicyRun]:  # fmt: skip
     """Run the spec at `path` under each of `compared_options(options)` (`gpuplace mem
     --compare`): one PolicyRun per policy, in that order (see `run_policies`)."""
@@ -492,29 +536,35 @@ def compare_policies(
             on_prepared(run)
 
     variants = compared_options(options)
-    return run_policies(path, view, variants, env, cupy_loader, observe, check)
+    return run_policies(
+        path, view, variants, env, cupy_loader, observe, check, cluster=cluster, runs=runs
+    )
 
 
 def run_policies(
     path: str | Path, view: View, variants: Sequence[tuple[str, Options]],
     env: Mapping[str, str], cupy_loader: CupyLoader | None = None,
     observe: Observer | None = None, on_prepared: Callable[[PolicyRun], None] | None = None,
+    *, cluster: ClusterDescription | None = None, runs: ClusterRuns | None = None,
 ) -> list[PolicyRun]:  # fmt: skip
     """Prepare and run the spec at `path` once per (label, options), in order. A policy that
     resolves to one run before (TF_FORCE_GPU_ALLOW_GROWTH makes default and allow_growth the
     same) is not run again: its PolicyRun has no outcome and names the run it repeats.
     `on_prepared(run)` sees each run once prepared, before it runs (outcome None: the CLI warns
-    then); `observe(prepared, memory)` sees a run's memory while it is still held."""
-    runs: list[PolicyRun] = []
+    then); `observe(prepared, memory)` sees a run's memory while it is still held (one process
+    only). Across hosts (`cluster`, or the spec's block) each run goes through `runs`, and its
+    memory lists every task's devices (each task's peaks, as its worker counted them)."""
+    connect = None if runs is None else runs.connect
+    done: list[PolicyRun] = []
     by_name: dict[str, str] = {}  # policy name -> the label that ran it
     for label, options in variants:
-        prepared = prepare(path, view, options, env)
+        prepared = prepare(path, view, options, env, cluster=cluster, connect=connect)
         name = prepared.policy.name()
         pending = PolicyRun(label, name, prepared, None, repeat_of=by_name.get(name, ""))
         if on_prepared is not None:
             on_prepared(pending)
         if pending.repeat_of:
-            runs.append(pending)
+            done.append(pending)
             continue
         by_name[name] = label
 
@@ -522,9 +572,12 @@ def run_policies(
             if observe is not None:
                 observe(prepared, memory)
 
-        outcome = execute_prepared(prepared, view, cupy_loader, observe=seen)
-        runs.append(replace(pending, outcome=outcome))
-    return runs
+        if prepared.cluster is not None and runs is not None:
+            outcome = execute_on_cluster(prepared, runs)
+        else:
+            outcome = execute_prepared(prepared, view, cupy_loader, observe=seen)
+        done.append(replace(pending, outcome=outcome))
+    return done
 
 
 def reservations(

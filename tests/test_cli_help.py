@@ -46,11 +46,14 @@ def test_options_are_grouped_and_examples_come_last(run: Run, name: str) -> None
     assert "GRAPH.yaml  " not in out  # the argument is in the usage line, not listed as an option
 
 
+SERVES = ("worker",)  # serves until stopped: its examples run in tests/cluster_run instead
+
+
 def _all_examples() -> list[tuple[str, str]]:
     from click.testing import CliRunner
 
     found = []
-    for name in COMMANDS:
+    for name in (c for c in COMMANDS if c not in SERVES):
         out = CliRunner().invoke(cli, [name, "--help"], terminal_width=80).output
         found += [(name, line.strip()) for line in out[out.index("Examples:\n") :].splitlines()[1:]
                   if line.strip()]  # fmt: skip

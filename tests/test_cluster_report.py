@@ -4,7 +4,10 @@ cluster) and the run log's rendering across hosts (`Cluster:` line, `Device mapp
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
+
+import pytest
 
 from gpuplace import Options
 from gpuplace.devices import discover, view
@@ -88,10 +91,14 @@ def test_checks_need_real_workers(run: Run) -> None:
     assert "a simulated cluster has none" in result.err
 
 
-def test_a_live_cluster_needs_the_runtime(run: Run) -> None:
+def test_a_live_cluster_needs_the_runtime(run: Run, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "distributed", None)  # as without gpuplace[cluster]
     result = run("devices", env={"GPUPLACE_CLUSTER": "tcp://127.0.0.1:1"})
     assert result.code == 2
-    assert result.err.startswith("error: GPUPLACE_CLUSTER: listing the devices of the Dask")
+    assert result.err == (
+        "error: running across hosts needs Dask distributed, which is not installed; "
+        "pip install 'gpuplace[cluster]'\n"
+    )
 
 
 def test_cluster_log_gathers_every_tasks_devices() -> None:

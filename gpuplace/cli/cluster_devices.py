@@ -22,11 +22,20 @@ def cluster_devices(
     """List a simulated cluster's devices (a live one's inventory is the runtime's: it calls
     `show_cluster` with the Cluster it built); `runs`: --check or --watch was given."""
     if described.scheduler is not None:
-        raise BadInput(
-            f"{described.source}: listing the devices of the Dask cluster at "
-            f"{described.scheduler} needs gpuplace's cluster runtime; install it with pip "
-            "install 'gpuplace[cluster]'"
-        )
+        if runs:
+            raise BadInput(
+                f"--check and --watch on the Dask cluster at {described.scheduler} are not "
+                "supported yet; run them on each node (gpuplace devices --check)"
+            )
+        from ..pipeline import ClusterRuns
+
+        across = ClusterRuns()
+        try:  # each task's own discovery, run in its worker
+            live = across.connect(described)
+        finally:
+            across.close()
+        show_cluster(live, as_json, require_gpus, minimum, min_memory)
+        return
     if runs:
         raise BadInput(
             "--check and --watch run on real workers; a simulated cluster has none: run them "

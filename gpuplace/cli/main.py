@@ -27,7 +27,7 @@ from .output import say
 from .words import CLI
 
 # each the function of the same name in cli/NAME.py
-COMMANDS = ("devices", "examples", "mem", "plan", "run")
+COMMANDS = ("devices", "examples", "mem", "plan", "run", "worker")
 
 
 class _Commands(click.Group):

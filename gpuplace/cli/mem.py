@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -62,11 +63,11 @@ def mem(app: AppContext, /, spec: str | None, as_json: bool, compare: bool,
 
         check_comparable(kw["allow_growth"])
     described = app.cluster_description()
-    if described is not None:  # not task 0's view alone, silently
+    if described is not None and spec is None:  # not task 0's view alone, silently
         raise BadInput(
-            f"{described.source}: mem across hosts runs on every task's worker and needs "
-            "gpuplace's cluster runtime; install it with pip install 'gpuplace[cluster]', or "
-            "see each task's memory with `gpuplace plan` on the cluster"
+            f"{described.source}: mem without a graph shows one process's GPUs; across hosts "
+            "give it a graph (it runs on every task's worker and shows each task's memory), "
+            "or list every task's devices with gpuplace devices"
         )
     view = app.view()
     for w in view.warnings:
@@ -90,6 +91,14 @@ def mem(app: AppContext, /, spec: str | None, as_json: bool, compare: bool,
     doc["strategy"], doc["rates"] = prepared.strategy, rate_records(prepared)
     doc["pruned"] = list(prepared.pruned)
     pruned = pruned_line(prepared)
+    if prepared.cluster is not None and not as_json:  # across hosts: no one host's cards
+        from ..report.cluster import cluster_line
+
+        click.echo(cluster_line(prepared.cluster))
+        if pruned:
+            click.echo(pruned)
+        click.echo(report.memory_plain(runs))
+        return
     if view.machine.simulated and not as_json:
         click.echo(title(view))  # first, above the policy table and nvidia-smi's view alike
     if pruned and not as_json:
@@ -205,7 +214,7 @@ def _with_graph(app: AppContext, view: View, spec: str, feed: tuple[str, ...], k
     """Run `spec` under the policy (or each compared policy): the runs, in order, and
     nvidia-smi's cards while the last run held its memory. Each run's warnings are given once
     it is prepared, before it runs; the no-GPU warning once."""
-    from ..pipeline import compare_policies, run_policies
+    from ..pipeline import ClusterRuns, compare_policies, run_policies
 
     options = options_from_flags(pop_memory_flags(kw), feed=feed)
     shown: list[Gpu] = []
@@ -224,12 +233,14 @@ def _with_graph(app: AppContext, view: View, spec: str, feed: tuple[str, ...], k
     def observe(prepared: Prepared, memory: list[DeviceMemory]) -> None:
         shown[:] = _observe(app, view, prepared, memory) or shown
 
-    if compare:
-        runs = compare_policies(spec, view, options, app.env, app.cupy_loader, observe, prepared)
-    else:
-        runs = run_policies(
-            spec, view, [("", options)], app.env, app.cupy_loader, observe, prepared
-        )
+    cluster = app.cluster_description()
+    with contextlib.closing(ClusterRuns()) as across:  # worker processes end with the runs
+        if compare:
+            runs = compare_policies(spec, view, options, app.env, app.cupy_loader, observe,
+                                    prepared, cluster=cluster, runs=across)  # fmt: skip
+        else:
+            runs = run_policies(spec, view, [("", options)], app.env, app.cupy_loader, observe,
+                                prepared, cluster=cluster, runs=across)  # fmt: skip
     return runs, shown
 
 

@@ -3,6 +3,7 @@ the estimated makespan against its lower bounds."""
 
 from __future__ import annotations
 
+from contextlib import closing
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -46,7 +47,7 @@ def plan(app: AppContext, /, spec: str, soft: bool | None, as_json: bool, fmt: s
          output: str | None, wide: bool, **kw: Any) -> None:  # fmt: skip
     """Everything but execute: placement with reasons, shapes, bytes per device, copies."""
     from ..memory.pools import check_reservations
-    from ..pipeline import estimate_plan, predict_memory, prepare
+    from ..pipeline import ClusterRuns, estimate_plan, predict_memory, prepare
     from ..report import plan as report
     from ..report.lines import pruned_line
     from ..report.records import json_text
@@ -64,10 +65,11 @@ def plan(app: AppContext, /, spec: str, soft: bool | None, as_json: bool, fmt: s
     for w in view.warnings:
         warn(w)
     options = options_from_flags(pop_memory_flags(kw), soft)
-    with stages(app, spec, as_json or fmt == "json") as stage:
+    with stages(app, spec, as_json or fmt == "json") as stage, closing(ClusterRuns()) as runs:
         stage("loading and placing")
-        cluster = app.cluster_description()
-        prepared = prepare(spec, view, options, app.env, feeds=False, cluster=cluster)
+        cluster = app.cluster_description()  # a live one: its workers' inventory (runs.connect)
+        prepared = prepare(spec, view, options, app.env, feeds=False, cluster=cluster,
+                           connect=runs.connect)  # fmt: skip
         warn_prepared(prepared)
         stage("predicting memory")
         memory, oom = predict_memory(prepared, view, anyway=run_anyway(spec))

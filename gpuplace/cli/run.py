@@ -6,6 +6,7 @@ Heavy modules (numpy, the loader, the executor) are imported inside the command 
 
 from __future__ import annotations
 
+import contextlib
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -109,7 +110,13 @@ def run(app: AppContext, /, spec: str, log: bool | None, log_format: str | None,
         soft: bool | None, explain: bool, as_json: bool, save: str | None, verify: bool,
         feed: tuple[str, ...], force: bool, wide: bool, **kw: Any) -> None:  # fmt: skip
     """Place a graph the way TensorFlow does, run it, print the placement log and the results."""
-    from ..pipeline import execute_prepared, predict_memory, prepare
+    from ..pipeline import (
+        ClusterRuns,
+        execute_on_cluster,
+        execute_prepared,
+        predict_memory,
+        prepare,
+    )
     from ..report import run as report
     from ..report.records import json_text
 
@@ -121,22 +128,26 @@ def run(app: AppContext, /, spec: str, log: bool | None, log_format: str | None,
     view = app.view()
     for w in view.warnings:
         warn(w)
-    with stages(app, spec, as_json) as stage:
+    with stages(app, spec, as_json) as stage, contextlib.closing(ClusterRuns()) as runs:
         stage("loading and placing")
         options = options_from_flags(memory, soft, log, feed)
-        prepared = prepare(spec, view, options, app.env, cluster=app.cluster_description())
+        cluster = app.cluster_description()
+        prepared = prepare(spec, view, options, app.env, cluster=cluster, connect=runs.connect)
         prepared = _without_estimate(prepared)
         if save is not None:
             check_members(save, prepared.graph.fetch)
         warn_prepared(prepared)
         warn_no_gpu(view, prepared)
-        if not force:
+        if not force and prepared.cluster is None:
             stage("predicting memory")
             oom = predict_memory(prepared, view)[1]
             if oom is not None:
                 raise oom
         stage("running")
-        outcome = execute_prepared(prepared, view, app.cupy_loader)
+        if prepared.cluster is None:
+            outcome = execute_prepared(prepared, view, app.cupy_loader)
+        else:  # one worker process per task; a simulated cluster's start here
+            outcome = execute_on_cluster(prepared, runs)
         result = outcome.result
         checked: list[Verified] = []
         if verify:

@@ -59,6 +59,7 @@ class CopyRecord:
     dst: str
     nbytes: int
     seconds: float
+    kind: str = ""  # "network": between two tasks of a cluster; "" within one process
 
 
 class Kernel(Protocol):

@@ -30,7 +30,8 @@ def _tasks_differ(src: str, dst: str) -> bool:
 
 
 def copies_in(copies: Sequence[CopyRecord]) -> dict[str, list[str]]:
-    """Per consumer op, the copies it needed, as `tensor CPU:0->GPU:0 96 B`."""
+    """Per consumer op, the copies it needed, as `tensor CPU:0->GPU:0 96 B` (between two tasks
+    of a cluster `tensor task:1/GPU:0->task:0/CPU:0 16 B (network)`)."""
     out: dict[str, list[str]] = {}
     for c in copies:
         text = f"{c.tensor} {short_device(c.src)}->{short_device(c.dst)} {human(c.nbytes)}"

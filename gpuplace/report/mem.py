@@ -11,6 +11,7 @@ from ..devices.names import full_name
 from ..memory.pools import DeviceMemory
 from ..results import PolicyRun, Reservation
 from ..units import device_memory
+from .explain import short_device
 from .text import NA, columns
 
 PROCESS_NAME = "gpuplace"
@@ -87,18 +88,30 @@ def _mem(n: int | None) -> str:
 
 
 def memory_rows(
-    policy: str, logical: Sequence[LogicalGpu], memory: Sequence[DeviceMemory]
+    policy: str, logical: Sequence[LogicalGpu], memory: Sequence[DeviceMemory], task: str = ""
 ) -> list[tuple[str, ...]]:
-    """Per logical GPU: what the policy reserved, the peak in use, the limit it set."""
+    """Per logical GPU: what the policy reserved, the peak in use, the limit it set; `task`
+    names a cluster's task (`/job:worker/replica:0/task:1`; "": one process)."""
     by_name = {m.device: m for m in memory}
     rows: list[tuple[str, ...]] = []
     for lg in logical:
-        m = by_name[full_name("GPU", lg.index)]
+        m = by_name[_device(task, lg.index)]
         card = f"{lg.gpu.product} (CUDA {lg.gpu.cuda_index})"
-        rows.append(
-            (f"GPU:{lg.index}", card, policy, _mem(m.reserved), _mem(m.peak), _mem(m.limit))
-        )
+        label = short_device(_device(task, lg.index))
+        rows.append((label, card, policy, _mem(m.reserved), _mem(m.peak), _mem(m.limit)))
     return rows
+
+
+def _device(task: str, index: int) -> str:
+    return f"{task}/device:GPU:{index}" if task else full_name("GPU", index)
+
+
+def _by_task(run: PolicyRun) -> list[tuple[str, Sequence[LogicalGpu]]]:
+    """(task, its logical GPUs) of a run: ("", the GPUs) in one process, each task's on a cluster."""
+    prepared = run.prepared
+    if prepared.cluster is None:
+        return [("", prepared.logical)]
+    return [(str(t.name), prepared.task_logical.get(t.name, ())) for t in prepared.cluster.tasks]
 
 
 def memory_plain(runs: Sequence[PolicyRun]) -> str:
@@ -107,7 +120,8 @@ def memory_plain(runs: Sequence[PolicyRun]) -> str:
         row
         for run in runs
         if run.outcome is not None
-        for row in memory_rows(run.name, run.prepared.logical, run.outcome.memory)
+        for task, logical in _by_task(run)
+        for row in memory_rows(run.name, logical, run.outcome.memory, task)
     ]
     return columns(MEMORY_HEADER, rows)
 
@@ -115,20 +129,22 @@ def memory_plain(runs: Sequence[PolicyRun]) -> str:
 def policy_records(runs: Sequence[PolicyRun]) -> list[dict[str, Any]]:
     """`mem --json`'s policies: each run's devices."""
     return [
-        {"policy": run.name, "devices": memory_records(run.prepared.logical, run.outcome.memory)}
+        {"policy": run.name, "devices": [
+            r for task, logical in _by_task(run)
+            for r in memory_records(logical, run.outcome.memory, task)]}
         for run in runs
         if run.outcome is not None
-    ]
+    ]  # fmt: skip
 
 
 def memory_records(
-    logical: Sequence[LogicalGpu], memory: Sequence[DeviceMemory]
+    logical: Sequence[LogicalGpu], memory: Sequence[DeviceMemory], task: str = ""
 ) -> list[dict[str, Any]]:
     by_name = {m.device: m for m in memory}
     return [
-        {"device": lg.name, "cuda_index": lg.gpu.cuda_index, "product": lg.gpu.product,
-         "reserved": by_name[full_name("GPU", lg.index)].reserved,
-         "peak": by_name[full_name("GPU", lg.index)].peak, "limit": lg.limit}
+        {"device": _device(task, lg.index) if task else lg.name, "cuda_index": lg.gpu.cuda_index,
+         "product": lg.gpu.product, "reserved": by_name[_device(task, lg.index)].reserved,
+         "peak": by_name[_device(task, lg.index)].peak, "limit": lg.limit}
         for lg in logical
     ]  # fmt: skip
 

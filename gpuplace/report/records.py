@@ -78,15 +78,18 @@ def copy_records(copies: Sequence[CopyRecord]) -> list[dict[str, Any]]:
     """Each copy; a run's have the seconds it took (finite: a `Finite` list)."""
     return Finite([
         {"op": c.op, "tensor": c.tensor, "src": c.src, "dst": c.dst, "bytes": c.nbytes,
-         **({"seconds": finite_json(c.seconds)} if hasattr(c, "seconds") else {})}
+         **({"seconds": finite_json(c.seconds)} if hasattr(c, "seconds") else {}),
+         **({"kind": c.kind} if getattr(c, "kind", "") else {})}
         for c in copies
     ])  # fmt: skip
 
 
-def device_mapping_records(logical: Sequence[LogicalGpu]) -> list[dict[str, Any]]:
+def device_mapping_records(
+    logical: Sequence[LogicalGpu], task: str = "/job:localhost/replica:0/task:0"
+) -> list[dict[str, Any]]:
     """The `Device mapping:` block as data: each (logical) GPU:i and the card it runs on."""
     return [
-        {"device": f"/job:localhost/replica:0/task:0/device:GPU:{lg.index}",
+        {"device": f"{task}/device:GPU:{lg.index}",
          "cuda_index": lg.gpu.cuda_index, "product": lg.gpu.product,
          "pci_bus_id": lg.gpu.gpu.pci_bus_id, "compute_capability": lg.gpu.gpu.compute_capability,
          "simulated": lg.gpu.gpu.simulated}

@@ -100,6 +100,15 @@ def results_text(values: Mapping[str, np.ndarray]) -> str:
     return "\n".join(f"{name}:\n{value}" for name, value in values.items())
 
 
+def _mapping_records(prepared: Prepared) -> list[dict[str, Any]]:
+    """The device mapping's records: every task's GPUs, by full name, on a cluster."""
+    if prepared.cluster is None:
+        return device_mapping_records(prepared.logical)
+    by_task = prepared.task_logical
+    return [r for t in prepared.cluster.tasks
+            for r in device_mapping_records(by_task.get(t.name, ()), str(t.name))]  # fmt: skip
+
+
 def run_json(view: View, prepared: Prepared, outcome: Outcome) -> dict[str, Any]:
     """`gpuplace run --json`: the device mapping, placement with reasons (what --log-placement and
     --explain print), results (shape, dtype, value), copies, memory, the strategy and the rates'
@@ -110,7 +119,7 @@ def run_json(view: View, prepared: Prepared, outcome: Outcome) -> dict[str, Any]
         "machine": machine_record(view),
         "strategy": prepared.strategy,
         "rates": rate_records(prepared),
-        "device_mapping": device_mapping_records(prepared.logical),
+        "device_mapping": _mapping_records(prepared),
         "placement": placement_records(*placed_ops(prepared), prepared.pruned),
         "pruned": list(prepared.pruned),
         "results": {
