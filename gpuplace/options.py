@@ -23,6 +23,8 @@ _FIELD_TYPES: dict[str, tuple[tuple[type, ...], str]] = {
     "replicate": ((int, str), "a number of GPUs (2 or more) or 'all'"),
     "out_dir": ((str, os.PathLike), "a folder, e.g. 'out'"),
     "allow_writes_anywhere": ((bool,), "True or False"),
+    "training": ((str,), "an optimizer: 'sgd', 'momentum', 'adam' or 'adamw'"),
+    "training_dtype": ((str,), "'float32', 'float16' or 'bfloat16'"),
 }
 
 
@@ -41,6 +43,10 @@ class Options:
     out_dir: the folder a spec's `save` paths start at (default: the spec's folder);
     allow_writes_anywhere: let `save` paths be absolute, start with `~`, climb out with `..` or
         go through symbolic links (by default a spec writes only under that folder).
+    training: size one training step with this optimizer ('sgd', 'momentum', 'adam', 'adamw';
+        over config.training): `predict_training`, and `balanced` places for that footprint;
+        training_dtype: 'float16' or 'bfloat16' for mixed precision (float32 master weights).
+        The run itself still runs the forward graph.
 
     A value of the wrong type is refused here (BadInput); values are checked against the spec
     and the machine by `prepare`.
@@ -57,6 +63,8 @@ class Options:
     replicate: int | str | None = None
     out_dir: str | os.PathLike[str] | None = None
     allow_writes_anywhere: bool = False
+    training: str | None = None
+    training_dtype: str | None = None
 
     def __post_init__(self) -> None:
         """Refuse a value of the wrong type (a str for a bool, a list for feeds) here, where

@@ -28,6 +28,7 @@ from .limits import read_limits
 from .memory.fit import check_fits, check_host_memory, device_limits
 from .memory.ledger import OutOfMemory
 from .memory.policy import Policy, logical_gpus, resolve_policy
+from .memory.training import TrainingMemory, resolve_training, training_flat
 from .memory.pools import (
     DeviceMemory,
     check_reservations,
@@ -120,12 +121,16 @@ def prepare(
         soft = graph.config.allow_soft_placement
     strategy = options.strategy or str(graph.config.placement.get("strategy", "tensorflow"))
     rates = load_rates(env)
+    training = resolve_training(options.training, options.training_dtype, graph.config.training)
+    footprint = None if training is None else training_flat(training)
     whole: tuple[Graph, Placement] | None = None
     dropped: tuple[str, ...] = ()
     whole_graph = strategy == "tensorflow"  # TF's placer sees every op; the others weigh work
     if keep is not None and not whole_graph:
         graph, dropped = _pruned(graph, keep)
-    placement = place_with(strategy, graph, logical, view.machine.host, soft, rates.by_uuid)
+    placement = place_with(
+        strategy, graph, logical, view.machine.host, soft, rates.by_uuid, footprint
+    )
     if keep is not None and whole_graph:  # placed whole; the run needs fewer
         whole = (graph, placement)
         graph, dropped = _pruned(graph, keep)
@@ -133,7 +138,9 @@ def prepare(
     check_fits(graph, placement, device_limits(view, logical))
     log = options.log_device_placement
     log = graph.config.log_device_placement if log is None else log
-    return Prepared(graph, placement, log, policy, logical, strategy, rates, soft, dropped, whole)
+    return Prepared(
+        graph, placement, log, policy, logical, strategy, rates, soft, dropped, whole, training
+    )
 
 
 def _unneeded_fed(graph: Graph, keep: frozenset[str] | None, feeds: Mapping[str, Any]) -> Graph:
@@ -181,6 +188,25 @@ def predict_memory(
         hint = oom_hint(oom, prepared.policy, prepared.logical, view)
         oom = oom.with_hint(hint, predicted=True, anyway=anyway)
     return prediction.memory, oom
+
+
+def predict_training(prepared: Prepared) -> list[TrainingMemory] | None:
+    """One training step's memory per device (CPU:0, then each logical GPU) for the training
+    `prepare` resolved (Options.training, else the spec's config.training): weights,
+    gradients, optimizer state, kept activations and gradients in flight at each device's peak
+    (`memory/training.py`); None when no training step was asked for. Runs nothing."""
+    from .execute.predict import device_names
+    from .memory.training import training_memory
+    from .placement.flat import flatten
+
+    _expect_prepared(prepared, "predict_training")
+    if prepared.training is None:
+        return None
+    names = device_names(prepared.logical)
+    index = {name: i for i, name in enumerate(names)}
+    flat = flatten(prepared.graph)
+    device_of = [index[prepared.placement.decisions[name].device] for name in flat.names]
+    return training_memory(flat, device_of, names, prepared.training)
 
 
 def _layout(prepared: Prepared) -> Layout:

@@ -14,6 +14,7 @@ from .execute.executor import Layout, RunResult
 from .graph.model import Graph
 from .memory.policy import Policy
 from .memory.pools import DeviceMemory
+from .memory.training import Training
 from .placement.baselines import Bounds
 from .placement.estimate import Estimate
 from .placement.model import Placement
@@ -35,6 +36,7 @@ class Prepared:
     allow_soft_placement: bool = False  # in effect: the flag, else the spec's config
     pruned: tuple[str, ...] = ()  # ops the fetches do not need, in graph order: not run
     whole: tuple[Graph, Placement] | None = None
+    training: Training | None = None  # the training step to size (--training), if any
     # the next run's layout, planned by predict_memory for execute_prepared (pipeline.py)
     planned: list[Layout] = field(default_factory=list, init=False, repr=False, compare=False)
 
