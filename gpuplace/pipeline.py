@@ -28,7 +28,6 @@ from .limits import read_limits
 from .memory.fit import check_fits, check_host_memory, device_limits
 from .memory.ledger import OutOfMemory
 from .memory.policy import Policy, logical_gpus, resolve_policy
-from .memory.training import TrainingMemory, resolve_training, training_flat
 from .memory.pools import (
     DeviceMemory,
     check_reservations,
@@ -39,6 +38,7 @@ from .memory.pools import (
     release_pools,
     summary,
 )
+from .memory.training import TrainingMemory, resolve_training, training_flat
 from .options import Options, check_feed_names, check_replicas, replicate_count
 from .placement.model import Placement
 from .placement.strategies import place_with

@@ -42,7 +42,7 @@ def plan(app: AppContext, /, spec: str, soft: bool | None, as_json: bool, fmt: s
          output: str | None, wide: bool, **kw: Any) -> None:  # fmt: skip
     """Everything but execute: placement with reasons, shapes, bytes per device, copies."""
     from ..memory.pools import check_reservations
-    from ..pipeline import estimate_plan, predict_memory, prepare
+    from ..pipeline import estimate_plan, predict_memory, predict_training, prepare
     from ..report import plan as report
     from ..report.lines import pruned_line
     from ..report.records import json_text
@@ -66,6 +66,7 @@ def plan(app: AppContext, /, spec: str, soft: bool | None, as_json: bool, fmt: s
         warn_prepared(prepared)
         stage("predicting memory")
         memory, oom = predict_memory(prepared, view, anyway=run_anyway(spec))
+        steps = predict_training(prepared)
         stage("estimating the schedule")
         est = estimate_plan(prepared, view)
     if fmt == "html" and output is not None:
@@ -81,13 +82,19 @@ def plan(app: AppContext, /, spec: str, soft: bool | None, as_json: bool, fmt: s
             click.echo(f"// {pruned}")
         click.echo(to_dot(prepared.graph, prepared.placement, title), nl=False)
     elif as_json or fmt == "json":
-        click.echo(json_text(report.plan_json(view, prepared, memory, est)))
+        click.echo(json_text(report.plan_json(view, prepared, memory, est, steps)))
     elif not wide and draw_table(app, len(prepared.graph.ops)):  # a long table: plain
-        click.echo(report.plan_fitted(view, prepared, memory, est, terminal_width(app)))
+        click.echo(report.plan_fitted(view, prepared, memory, est, terminal_width(app), steps))
     else:
-        click.echo(report.plan_plain(view, prepared, memory, est))
+        click.echo(report.plan_plain(view, prepared, memory, est, steps))
     if oom is not None:
         raise oom
+    if steps is not None and prepared.training is not None:
+        from ..memory.training import training_oom
+
+        failed = training_oom(steps, {m.device: m.limit for m in memory}, prepared.training)
+        if failed is not None:
+            raise failed
     check_reservations(prepared.logical)  # what run checks before it starts
 
 

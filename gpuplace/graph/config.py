@@ -102,7 +102,9 @@ def _training(value: Any) -> dict[str, str]:
         )
     for key in raw:
         if key not in TRAINING_KEYS:
-            raise SpecError(f"config.training: unknown key {show(key)}{suggest(key, TRAINING_KEYS)}", raw)
+            raise SpecError(
+                f"config.training: unknown key {show(key)}{suggest(key, TRAINING_KEYS)}", raw
+            )
     if raw.get("optimizer") not in TRAINING_OPTIMIZERS:
         raise SpecError(
             f"config.training.optimizer: {show(raw.get('optimizer'))} is not an optimizer; use "

@@ -35,10 +35,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from ..errors import BadInput, Message, Setting
+from ..errors import BadInput, Message, RuntimeFailure, Setting
 from ..graph.model import DTYPES, TRAINING_DTYPES, TRAINING_OPTIMIZERS
 from ..placement.flat import Flat
-from ..units import allocation_size
+from ..units import allocation_size, human
 
 # slots per weight: sgd 0, momentum 1 (velocity), adam and adamw 2 (first and second moments)
 OPTIMIZERS: Mapping[str, int] = dict(zip(TRAINING_OPTIMIZERS, (0, 1, 2, 2), strict=True))
@@ -358,8 +358,8 @@ def training_memory(
         op, phase = ("", "") if step < 0 else (
             (flat.names[step], "forward") if step < n else (flat.names[2 * n - 1 - step], "backward")
         )  # fmt: skip
-        values = [int(v) for v in parts[d]]
-        out.append(TrainingMemory(name, *values, op=op, phase=phase))
+        bytes_of = {part: int(v) for part, v in zip(PARTS, parts[d], strict=True)}
+        out.append(TrainingMemory(name, op=op, phase=phase, **bytes_of))
     return out
 
 
@@ -384,3 +384,29 @@ def training_flat(training: Training) -> Callable[[Flat], Flat]:
         return replace(flat, sizes=tuple(sizes), ends=tuple(ends))
 
     return adjust
+
+
+def training_oom(
+    steps: Sequence[TrainingMemory], limits: Mapping[str, int | None], training: Training
+) -> RuntimeFailure | None:
+    """The first device whose training step would pass its limit (`limits` by device name), as
+    one error naming the device, its parts, the limit and the ways out; None when all fit."""
+    for step in steps:
+        limit = limits.get(step.device)
+        if limit is None or step.peak <= limit:
+            continue
+        parts = ", ".join(f"{name} {human(value)}" for name, value in step.parts().items())
+        return RuntimeFailure(
+            Message(
+                f"a training step ({training.label()}) would need {human(step.peak)} "
+                f"({step.peak:,} B) on {step.device} at the {step.phase} of op '{step.op}' "
+                f"({parts}), more than its limit {human(limit)} ({limit:,} B); predicted, nothing "
+                "was run",
+            ),
+            Message(
+                "spread it with ", Setting("strategy", "balanced"), ", hold weights and "
+                "activations in half precision with ", Setting("training_dtype", "float16"),
+                ", or make the batch smaller",
+            ),
+        )  # fmt: skip
+    return None

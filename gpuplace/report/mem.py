@@ -9,9 +9,11 @@ from typing import Any
 from ..devices.model import Gpu, GpuProcess, LogicalGpu, View
 from ..devices.names import full_name
 from ..memory.pools import DeviceMemory
+from ..memory.training import TrainingMemory
 from ..results import PolicyRun, Reservation
 from ..units import device_memory
 from .text import NA, columns
+from .training import step_record, training_record, training_title
 
 PROCESS_NAME = "gpuplace"
 
@@ -80,57 +82,79 @@ def smi_records(cards: Sequence[Gpu]) -> list[dict[str, Any]]:
 
 
 MEMORY_HEADER = ("DEVICE", "CARD", "POLICY", "RESERVED", "PEAK IN USE", "LIMIT")
+# with --training: the run's peak (the forward graph) beside the predicted training step's
+TRAIN_MEMORY_HEADER = (*MEMORY_HEADER[:5], "PEAK (TRAIN)", MEMORY_HEADER[5])
 
 
 def _mem(n: int | None) -> str:
     return NA if n is None else device_memory(n)
 
 
+Trained = dict[str, TrainingMemory] | None  # a run's training step by device, or None
+
+
 def memory_rows(
-    policy: str, logical: Sequence[LogicalGpu], memory: Sequence[DeviceMemory]
-) -> list[tuple[str, ...]]:
-    """Per logical GPU: what the policy reserved, the peak in use, the limit it set."""
+    policy: str, logical: Sequence[LogicalGpu], memory: Sequence[DeviceMemory],
+    trained: Trained = None,
+) -> list[tuple[str, ...]]:  # fmt: skip
+    """Per logical GPU: what the policy reserved, the peak in use (and, with --training, the
+    training step's predicted peak), the limit it set."""
     by_name = {m.device: m for m in memory}
     rows: list[tuple[str, ...]] = []
     for lg in logical:
-        m = by_name[full_name("GPU", lg.index)]
+        name = full_name("GPU", lg.index)
+        m = by_name[name]
         card = f"{lg.gpu.product} (CUDA {lg.gpu.cuda_index})"
-        rows.append(
-            (f"GPU:{lg.index}", card, policy, _mem(m.reserved), _mem(m.peak), _mem(m.limit))
-        )
+        train = () if trained is None else (_mem(trained[name].peak),)
+        rows.append((f"GPU:{lg.index}", card, policy, _mem(m.reserved), _mem(m.peak), *train,
+                     _mem(m.limit)))  # fmt: skip
     return rows
 
 
-def memory_plain(runs: Sequence[PolicyRun]) -> str:
-    """One table for one or several policies (`--compare`): the runs that ran."""
+def memory_plain(runs: Sequence[PolicyRun], steps: Sequence[Trained] = ()) -> str:
+    """One table for one or several policies (`--compare`): the runs that ran; `steps`, with
+    --training, each run's training step (`run_steps`)."""
+    trained = list(steps) or [None] * len(runs)
     rows = [
         row
-        for run in runs
+        for run, step in zip(runs, trained, strict=True)
         if run.outcome is not None
-        for row in memory_rows(run.name, run.prepared.logical, run.outcome.memory)
+        for row in memory_rows(run.name, run.prepared.logical, run.outcome.memory, step)
     ]
-    return columns(MEMORY_HEADER, rows)
+    training = runs[-1].prepared.training if runs else None
+    if training is None or not steps:
+        return columns(MEMORY_HEADER, rows)
+    return f"{training_title(training)}\n{columns(TRAIN_MEMORY_HEADER, rows)}"
 
 
-def policy_records(runs: Sequence[PolicyRun]) -> list[dict[str, Any]]:
-    """`mem --json`'s policies: each run's devices."""
+def policy_records(
+    runs: Sequence[PolicyRun], steps: Sequence[Trained] = ()
+) -> list[dict[str, Any]]:
+    """`mem --json`'s policies: each run's devices (with --training, each one's training step:
+    `peak` stays what the run held, the training step's predicted peak is `training.peak`)."""
+    trained = list(steps) or [None] * len(runs)
     return [
-        {"policy": run.name, "devices": memory_records(run.prepared.logical, run.outcome.memory)}
-        for run in runs
+        {"policy": run.name, "training": training_record(run.prepared.training),
+         "devices": memory_records(run.prepared.logical, run.outcome.memory, step)}
+        for run, step in zip(runs, trained, strict=True)
         if run.outcome is not None
-    ]
+    ]  # fmt: skip
 
 
 def memory_records(
-    logical: Sequence[LogicalGpu], memory: Sequence[DeviceMemory]
+    logical: Sequence[LogicalGpu], memory: Sequence[DeviceMemory], trained: Trained = None
 ) -> list[dict[str, Any]]:
     by_name = {m.device: m for m in memory}
-    return [
-        {"device": lg.name, "cuda_index": lg.gpu.cuda_index, "product": lg.gpu.product,
-         "reserved": by_name[full_name("GPU", lg.index)].reserved,
-         "peak": by_name[full_name("GPU", lg.index)].peak, "limit": lg.limit}
-        for lg in logical
-    ]  # fmt: skip
+    out = []
+    for lg in logical:
+        name = full_name("GPU", lg.index)
+        record = {"device": lg.name, "cuda_index": lg.gpu.cuda_index, "product": lg.gpu.product,
+                  "reserved": by_name[name].reserved, "peak": by_name[name].peak,
+                  "limit": lg.limit}  # fmt: skip
+        if trained is not None:
+            record["training"] = step_record(trained[name])
+        out.append(record)
+    return out
 
 
 RESERVE_HEADER = ("DEVICE", "CARD", "POLICY", "RESERVED AT START", "LIMIT", "LEFT ON CARD")
