@@ -25,7 +25,7 @@ from .output import draw_table, stages, terminal_width, warn, warn_prepared
 @click.command(
     cls=Command,
     short_help="Place and size a graph without running it",
-    examples=["gpuplace --machine 4xK520 plan examples/big_model.yaml --strategy balanced", "gpuplace --machine 4xK520 plan examples/guide/04_multi_tower.yaml --json"],
+    examples=["gpuplace --machine 4xK520 plan examples/big_model.yaml --strategy balanced", "gpuplace --machine 4xK520 plan examples/guide/04_multi_tower.yaml --json", "gpuplace --machine 4xK520 plan examples/small_model.yaml --training adam --strategy balanced --memory-limit 256MiB"],
 )  # fmt: skip
 @click.argument("spec", metavar="GRAPH.yaml")
 @SOFT

@@ -401,7 +401,7 @@ def training_oom(
                 f"a training step ({training.label()}) would need {human(step.peak)} "
                 f"({step.peak:,} B) on {step.device} at the {step.phase} of op '{step.op}' "
                 f"({parts}), more than its limit {human(limit)} ({limit:,} B); predicted, nothing "
-                "was run",
+                "was run.",
             ),
             Message(
                 "spread it with ", Setting("strategy", "balanced"), ", hold weights and "
