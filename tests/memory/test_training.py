@@ -3,6 +3,7 @@ over random MLPs, balanced placing for the training footprint, and what plan and
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 from pathlib import Path
@@ -103,7 +104,7 @@ def mlp_spec(path: Path, widths: list[int], batch: int, weights: bool = True) ->
     ops: list[dict[str, Any]] = [{"name": "x", "op": "placeholder", "shape": [batch, widths[0]]}]
     last = "x"
     acts = ("relu", "tanh", "softmax", "sigmoid")
-    for i, (a, b) in enumerate(zip(widths, widths[1:], strict=False)):
+    for i, (a, b) in enumerate(itertools.pairwise(widths)):
         w = {"name": f"w{i}", "op": "variable" if weights else "ones", "shape": [a, b]}
         ops += [w, {"name": f"m{i}", "op": "matmul", "inputs": [last, f"w{i}"]},
                 {"name": f"a{i}", "op": acts[i % len(acts)], "inputs": [f"m{i}"]}]  # fmt: skip
@@ -229,7 +230,7 @@ def test_mem_shows_the_run_and_the_training_step(run: Run, tmp_path: Path) -> No
 
 
 def test_config_training_and_bad_settings(run: Run, tmp_path: Path) -> None:
-    ops = [{"name": "w", "op": "variable", "shape": [64, 64]},
+    ops: list[dict[str, Any]] = [{"name": "w", "op": "variable", "shape": [64, 64]},
            {"name": "y", "op": "tanh", "inputs": ["w"]}]  # fmt: skip
     good = spec(
         tmp_path / "g.yaml",
