@@ -98,8 +98,8 @@ class Training:
         return self.dtype != "float32"
 
     def label(self) -> str:
-        """`adam`, or `adam, float16 (float32 master weights)`."""
-        mixed = f", {self.dtype} (float32 master weights)" if self.mixed else ""
+        """`adam`, or `adam, float16 with float32 master weights`."""
+        mixed = f", {self.dtype} with float32 master weights" if self.mixed else ""
         return self.optimizer + mixed
 
 
@@ -404,9 +404,9 @@ def training_oom(
                 "was run.",
             ),
             Message(
-                "spread it with ", Setting("strategy", "balanced"), ", hold weights and "
-                "activations in half precision with ", Setting("training_dtype", "float16"),
-                ", or make the batch smaller",
+                "spread it with ", Setting("strategy", "balanced"), ", take an optimizer with "
+                "fewer slots (", Setting("training", "sgd"), " holds none), or make the batch "
+                "smaller",
             ),
         )  # fmt: skip
     return None

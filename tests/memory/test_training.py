@@ -73,7 +73,7 @@ def test_mixed_precision_halves_weights_and_keeps_float32_master_and_slots(tmp_p
     step = one_device(mlp(tmp_path / "mlp.yaml"), Training("adam", "float16"))
     assert step.weights == 512
     assert step.optimizer == 3 * 512 + 3 * 256
-    assert Training("adam", "bfloat16").label() == "adam, bfloat16 (float32 master weights)"
+    assert Training("adam", "bfloat16").label() == "adam, bfloat16 with float32 master weights"
 
 
 def test_two_devices_counted_by_hand(tmp_path: Path) -> None:
