@@ -234,13 +234,9 @@ def _sizes(flat: Flat, training: Training) -> list[tuple[int, ...]]:
 def _state(op_outputs: Sequence[Any], training: Training) -> int:
     """The optimizer's bytes for one trainable weight: its slots (and, mixed, its master copy),
     each a float32 buffer of the weight's elements."""
-    elements = sum(s.nbytes // _itemsize(s.dtype) for s in op_outputs)
+    elements = sum(s.nbytes // DTYPES[s.dtype] for s in op_outputs)
     buffers = training.slots + int(training.mixed)
     return buffers * allocation_size(elements * SLOT_BYTES)
-
-
-def _itemsize(dtype: str) -> int:
-    return DTYPES[dtype]
 
 
 class _Buffers:
@@ -265,11 +261,14 @@ class _Buffers:
 def _buffers(flat: Flat, device_of: Sequence[int], training: Training) -> _Buffers:
     """Every buffer of one training step (see the module docstring)."""
     n = len(flat.names)
-    last, bwd = 2 * n - 1, 2 * n - 1
+    last = bwd = 2 * n - 1  # the last step; op i's gradient runs at bwd - i
     plan = _backward(flat)
     sizes = _sizes(flat, training)
     out = _Buffers()
     copies: dict[tuple[int, int, int], list[int]] = {}  # (op, output, device) -> [first, last]
+    fetched: dict[int, list[int]] = {}  # op -> its fetched outputs (the loss)
+    for p, k in flat.fetch:
+        fetched.setdefault(p, []).append(k)
     for i in range(n):
         dev = device_of[i]
         if flat.resident[i]:
@@ -277,7 +276,7 @@ def _buffers(flat: Flat, device_of: Sequence[int], training: Training) -> _Buffe
                 out.add(dev, size, 0, last, WEIGHTS)
             if plan.trainable[i]:
                 reader = max(plan.last_reader.get((i, k), -1) for k in range(len(sizes[i])))
-                for size in sizes[i]:
+                for size in sizes[i] if reader >= 0 else ():  # no gradient reaches it: none
                     out.add(dev, size, bwd - reader, last, GRADIENTS)
                 out.add(dev, _state(flat.graph.ops[i].outputs, training), 0, last, OPTIMIZER)
         else:
@@ -290,19 +289,20 @@ def _buffers(flat: Flat, device_of: Sequence[int], training: Training) -> _Buffe
                 life = copies.setdefault((q, m, dev), [i, i])
                 life[1] = i
         if plan.backward[i]:
-            _gradient_flow(flat, plan, sizes, device_of, i, out)
+            _gradient_flow(flat, plan, sizes, device_of, i, fetched.get(i, ()), out)
     for (q, m, dev), (first, end) in copies.items():
         out.add(dev, sizes[q][m], first, end, ACTIVATIONS)
     return out
 
 
 def _gradient_flow(flat: Flat, plan: _Backward, sizes: Sequence[tuple[int, ...]],
-                   device_of: Sequence[int], j: int, out: _Buffers) -> None:  # fmt: skip
-    """Op j's output gradients (accumulated until its backward step) and the contributions its
-    gradient op makes that are held apart for that step."""
+                   device_of: Sequence[int], j: int, fetched: Sequence[int],
+                   out: _Buffers) -> None:  # fmt: skip
+    """Op j's output gradients (accumulated until its backward step; `fetched`: its outputs
+    that are the loss) and the contributions its gradient op makes that are held apart for
+    that step."""
     n = len(flat.names)
     bwd, dev = 2 * n - 1, device_of[j]
-    fetched = {k for p, k in flat.fetch if p == j}
     for k, size in enumerate(sizes[j]):
         reader = plan.last_reader.get((j, k))
         if reader is not None:
