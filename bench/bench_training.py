@@ -7,8 +7,8 @@ for it), on two N-op specs: bench's chain (procs.py: constants and a chain of la
 weights: no backward pass, the cost of finding that out) and a chain of dense layers (a
 variable, a matmul and a relu per layer: every op has a gradient). Under both the tensorflow and
 the balanced strategy. Goal: the ratio at most 1.5 (the training model is linear in ops: one
-more flatten and a few numpy passes). Best of RUNS, the two commands alternating so that drift on
-a shared machine hits both alike. N = 100,000 by default (a few minutes here); --smoke: 500 ops.
+more flatten and a few numpy passes). Best of 2 turns, the two commands alternating so that drift
+on a shared machine hits both alike (bench_commands.best: the plain plan 3 times a turn). N = 100,000 by default (a few minutes here); --smoke: 500 ops.
 """
 
 from __future__ import annotations
@@ -19,7 +19,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from procs import GPUPLACE, size, smoke, to_file, verdict, write_shape
+from bench_commands import best
+from procs import GPUPLACE, size, smoke, verdict, write_shape
 
 FULL = 100_000
 GOAL = 1.5
@@ -42,7 +43,9 @@ def write_dense(n: int, folder: Path) -> Path:
 def main() -> None:
     n = size(FULL, 500)
     runs = 1 if smoke() else 2
-    print(f"plan --json with and without --training adam on {n:,}-op specs, best of {runs} (4xK520)")
+    print(
+        f"plan --json with and without --training adam on {n:,}-op specs, best of {runs} (4xK520)"
+    )
     with tempfile.TemporaryDirectory() as tmp:
         folder, out = Path(tmp), Path(tmp) / "out"
         specs = {"chain": write_shape("chain", n, folder)[1], "dense": write_dense(n, folder)}
@@ -50,11 +53,7 @@ def main() -> None:
             for strategy in ("tensorflow", "balanced"):
                 plain = [*GPUPLACE, "--machine", "4xK520", "plan", str(path), "--json",
                          "--strategy", strategy]  # fmt: skip
-                times: list[list[float]] = [[], []]
-                for _ in range(runs):
-                    for cmd, spent in zip((plain, [*plain, "--training", "adam"]), times, strict=True):
-                        spent.append(to_file(cmd, out))
-                base, training = (min(t) for t in times)
+                base, training = best([plain, [*plain, "--training", "adam"]], out, runs)
                 ratio = training / base
                 print(f"{name} {strategy}: plan {base:.2f} s, plan --training adam {training:.2f} s, "
                       f"ratio {ratio:.2f} ({verdict(ratio, GOAL, n, FULL)})")  # fmt: skip

@@ -114,11 +114,12 @@ def mlp_spec(path: Path, widths: list[int], batch: int, weights: bool = True) ->
 
 layers = st.lists(st.sampled_from([64, 128, 256, 512]), min_size=2, max_size=5)
 batches = st.sampled_from([64, 128])
-
-
-@settings(
+PROPERTY = settings(  # each example writes its spec under the test's tmp_path
     max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
+
+
+@PROPERTY
 @given(widths=layers, batch=batches, spread=st.booleans())
 def test_training_needs_at_least_inference_and_more_slots_need_more(
     tmp_path: Path, widths: list[int], batch: int, spread: bool
@@ -140,9 +141,7 @@ def test_training_needs_at_least_inference_and_more_slots_need_more(
         assert adam >= momentum >= sgd, device
 
 
-@settings(
-    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
-)
+@PROPERTY
 @given(widths=layers, batch=batches, weights=st.booleans())
 def test_half_precision_never_holds_more_than_float32_beyond_the_master_copy(
     tmp_path: Path, widths: list[int], batch: int, weights: bool
