@@ -13,7 +13,7 @@ from ..memory.training import TrainingMemory
 from ..results import PolicyRun, Reservation
 from ..units import device_memory
 from .text import NA, columns
-from .training import step_record, training_record, training_title
+from .training import step_record, train_column_title, training_record
 
 PROCESS_NAME = "gpuplace"
 
@@ -124,7 +124,7 @@ def memory_plain(runs: Sequence[PolicyRun], steps: Sequence[Trained] = ()) -> st
     training = runs[-1].prepared.training if runs else None
     if training is None or not steps:
         return columns(MEMORY_HEADER, rows)
-    return f"{training_title(training)}\n{columns(TRAIN_MEMORY_HEADER, rows)}"
+    return f"{train_column_title(training)}\n{columns(TRAIN_MEMORY_HEADER, rows)}"
 
 
 def policy_records(

@@ -21,6 +21,13 @@ def training_title(training: Training) -> str:
     return f"Training step ({training.label()}), predicted: each part at the device's peak"
 
 
+def train_column_title(training: Training) -> str:
+    """Above `mem`'s table: what its PEAK (TRAIN) column is."""
+    return (
+        f"PEAK (TRAIN): one training step ({training.label()}), predicted; the run held PEAK IN USE"
+    )
+
+
 def training_rows(steps: Sequence[TrainingMemory]) -> list[tuple[str, ...]]:
     """Per device that holds anything in the step: its parts, peak and where the peak falls."""
     return [

@@ -215,7 +215,7 @@ def test_mem_shows_the_run_and_the_training_step(run: Run, tmp_path: Path) -> No
                "--memory-limit", "64MiB")  # fmt: skip
     assert done.code == 0, done.err
     assert done.out.splitlines()[1:5] == [
-        "Training step (adam), predicted: each part at the device's peak",
+        "PEAK (TRAIN): one training step (adam), predicted; the run held PEAK IN USE",
         "DEVICE  CARD                POLICY        RESERVED  PEAK IN USE  PEAK (TRAIN)  LIMIT",
         "GPU:0   GRID K520 (CUDA 0)  limit 64 MiB  64MiB     1024B        2560B         64MiB",
         "GPU:1   GRID K520 (CUDA 1)  limit 64 MiB  64MiB     768B         1536B         64MiB",
