@@ -48,6 +48,7 @@ if TYPE_CHECKING:
     from .execute.backends import CupyLoader
     from .execute.executor import Layout, RunResult
     from .execute.verify import Verified
+    from .placement.flat import Flat
 
 CPU0 = full_name("CPU", 0)
 Observer = Callable[[Prepared, list[DeviceMemory]], None]  # a run's memory while it is held
@@ -197,16 +198,28 @@ def predict_training(prepared: Prepared) -> list[TrainingMemory] | None:
     (`memory/training.py`); None when no training step was asked for. Runs nothing."""
     from .execute.predict import device_names
     from .memory.training import training_memory
-    from .placement.flat import flatten
 
     _expect_prepared(prepared, "predict_training")
     if prepared.training is None:
         return None
     names = device_names(prepared.logical)
     index = {name: i for i, name in enumerate(names)}
-    flat = flatten(prepared.graph)
+    flat = _flat(prepared)
     device_of = [index[prepared.placement.decisions[name].device] for name in flat.names]
     return training_memory(flat, device_of, names, prepared.training)
+
+
+def _flat(prepared: Prepared) -> Flat:
+    """The graph that runs, flattened once: what balanced worked out, else flattened here."""
+    from .placement.estimate import Judged
+    from .placement.flat import flatten
+
+    judged = prepared.placement.judged
+    if isinstance(judged, Judged) and judged.flat.graph is prepared.graph:
+        return judged.flat
+    if not prepared.flats:
+        prepared.flats.append(flatten(prepared.graph))
+    return prepared.flats[0]
 
 
 def _layout(prepared: Prepared) -> Layout:
@@ -234,6 +247,7 @@ def estimate_plan(prepared: Prepared, view: View) -> PlanEstimate:
     est, bounds = estimate_with_bounds(
         prepared.graph, prepared.placement, models,
         allow_soft_placement=prepared.allow_soft_placement, tf=tf,
+        flat=prepared.flats[0] if prepared.flats else None,
     )  # fmt: skip
     return PlanEstimate(est, bounds)
 

@@ -17,6 +17,7 @@ from .memory.pools import DeviceMemory
 from .memory.training import Training
 from .placement.baselines import Bounds
 from .placement.estimate import Estimate
+from .placement.flat import Flat
 from .placement.model import Placement
 
 
@@ -39,6 +40,8 @@ class Prepared:
     training: Training | None = None  # the training step to size (--training), if any
     # the next run's layout, planned by predict_memory for execute_prepared (pipeline.py)
     planned: list[Layout] = field(default_factory=list, init=False, repr=False, compare=False)
+    # the graph flattened once for predict_training and estimate_plan (pipeline.py)
+    flats: list[Flat] = field(default_factory=list, init=False, repr=False, compare=False)
 
     def placed(self) -> tuple[Graph, Placement]:
         """Every op as placed (the placement log's view), pruned or not."""

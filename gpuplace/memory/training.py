@@ -179,14 +179,23 @@ def _backward(flat: Flat) -> _Backward:
     ops, n = flat.graph.ops, len(flat.names)
     origin: list[tuple[tuple[int, int], ...]] = []
     grads = [False] * n  # its float outputs depend on a trainable weight
-    for i, op in enumerate(ops):
-        reads = flat.inputs[i]
-        if flat.is_print[i]:
-            origin.append(tuple(origin[p][k] for p, k in reads))
+    resident, is_print = flat.resident, flat.is_print
+    for i, (op, reads) in enumerate(zip(ops, flat.inputs, strict=True)):
+        outputs = op.outputs
+        if is_print[i]:
+            origin.append(tuple([origin[p][k] for p, k in reads]))
         else:
-            origin.append(tuple((i, k) for k in range(len(op.outputs))))
-        floating = any(s.dtype in FLOATS for s in op.outputs)
-        grads[i] = floating and (flat.resident[i] or any(grads[p] for p, _ in reads))
+            origin.append(
+                ((i, 0),) if len(outputs) == 1 else tuple([(i, k) for k in range(len(outputs))])
+            )
+        if outputs and outputs[0].dtype in FLOATS:  # an op's outputs share a dtype
+            if resident[i]:
+                grads[i] = True
+            else:
+                for p, _ in reads:
+                    if grads[p]:
+                        grads[i] = True
+                        break
     loss = [False] * n  # leads to a fetched tensor
     for p, _ in flat.fetch:
         loss[p] = True
@@ -239,32 +248,18 @@ def _state(op_outputs: Sequence[Any], training: Training) -> int:
     return buffers * allocation_size(elements * SLOT_BYTES)
 
 
-class _Buffers:
-    """Buffers as columns: device, size, first and last step held, part (`PARTS`)."""
-
-    def __init__(self) -> None:
-        self.device: list[int] = []
-        self.size: list[int] = []
-        self.start: list[int] = []
-        self.end: list[int] = []
-        self.part: list[int] = []
-
-    def add(self, device: int, size: int, start: int, end: int, part: int) -> None:
-        if size:
-            self.device.append(device)
-            self.size.append(size)
-            self.start.append(start)
-            self.end.append(end)
-            self.part.append(part)
+Buffer = tuple[int, int, int, int, int]  # device, size, first and last step held, part (PARTS)
 
 
-def _buffers(flat: Flat, device_of: Sequence[int], training: Training) -> _Buffers:
-    """Every buffer of one training step (see the module docstring)."""
+def _buffers(flat: Flat, device_of: Sequence[int], training: Training) -> list[Buffer]:
+    """Every buffer of one training step (see the module docstring); some may be empty."""
     n = len(flat.names)
     last = bwd = 2 * n - 1  # the last step; op i's gradient runs at bwd - i
     plan = _backward(flat)
+    kept = plan.kept
     sizes = _sizes(flat, training)
-    out = _Buffers()
+    out: list[Buffer] = []
+    add = out.append
     copies: dict[tuple[int, int, int], list[int]] = {}  # (op, output, device) -> [first, last]
     fetched: dict[int, list[int]] = {}  # op -> its fetched outputs (the loss)
     for p, k in flat.fetch:
@@ -273,16 +268,15 @@ def _buffers(flat: Flat, device_of: Sequence[int], training: Training) -> _Buffe
         dev = device_of[i]
         if flat.resident[i]:
             for size in sizes[i]:
-                out.add(dev, size, 0, last, WEIGHTS)
+                add((dev, size, 0, last, WEIGHTS))
             if plan.trainable[i]:
                 reader = max(plan.last_reader.get((i, k), -1) for k in range(len(sizes[i])))
                 for size in sizes[i] if reader >= 0 else ():  # no gradient reaches it: none
-                    out.add(dev, size, bwd - reader, last, GRADIENTS)
-                out.add(dev, _state(flat.graph.ops[i].outputs, training), 0, last, OPTIMIZER)
+                    add((dev, size, bwd - reader, last, GRADIENTS))
+                add((dev, _state(flat.graph.ops[i].outputs, training), 0, last, OPTIMIZER))
         else:
-            for k, size in enumerate(sizes[i]):
-                end = max(flat.ends[i][k], plan.kept.get((i, k), -1))
-                out.add(dev, size, i, end, ACTIVATIONS)
+            for k, (size, end) in enumerate(zip(sizes[i], flat.ends[i], strict=True)):
+                add((dev, size, i, max(end, kept.get((i, k), -1)), ACTIVATIONS))
         for p, k in flat.inputs[i]:  # forward copies to this op's device
             q, m = plan.origin[p][k]
             if device_of[q] != dev:
@@ -291,13 +285,13 @@ def _buffers(flat: Flat, device_of: Sequence[int], training: Training) -> _Buffe
         if plan.backward[i]:
             _gradient_flow(flat, plan, sizes, device_of, i, fetched.get(i, ()), out)
     for (q, m, dev), (first, end) in copies.items():
-        out.add(dev, sizes[q][m], first, end, ACTIVATIONS)
+        add((dev, sizes[q][m], first, end, ACTIVATIONS))
     return out
 
 
 def _gradient_flow(flat: Flat, plan: _Backward, sizes: Sequence[tuple[int, ...]],
                    device_of: Sequence[int], j: int, fetched: Sequence[int],
-                   out: _Buffers) -> None:  # fmt: skip
+                   out: list[Buffer]) -> None:  # fmt: skip
     """Op j's output gradients (accumulated until its backward step; `fetched`: its outputs
     that are the loss) and the contributions its gradient op makes that are held apart for
     that step."""
@@ -306,16 +300,16 @@ def _gradient_flow(flat: Flat, plan: _Backward, sizes: Sequence[tuple[int, ...]]
     for k, size in enumerate(sizes[j]):
         reader = plan.last_reader.get((j, k))
         if reader is not None:
-            out.add(dev, size, bwd - reader, bwd - j, TRANSIENT)
+            out.append((dev, size, bwd - reader, bwd - j, TRANSIENT))
         elif k in fetched:  # the loss: its gradient is seeded as the backward pass starts
-            out.add(dev, size, n, bwd - j, TRANSIENT)
+            out.append((dev, size, n, bwd - j, TRANSIENT))
     for p, k in flat.inputs[j]:
         q, m = plan.origin[p][k]
         if plan.last_reader.get((q, m)) is None:
             continue
         first = plan.last_reader[(q, m)] == j and device_of[q] == dev
         if not first:  # added into the gradient already there, or sent to its device
-            out.add(dev, sizes[q][m], bwd - j, bwd - j, TRANSIENT)
+            out.append((dev, sizes[q][m], bwd - j, bwd - j, TRANSIENT))
 
 
 def training_memory(
@@ -327,12 +321,11 @@ def training_memory(
 
     buffers = _buffers(flat, device_of, training)
     n, count = len(flat.names), len(devices)
-    exact = sum(buffers.size) >= 2**62  # past int64: exact Python ints
+    columns = list(zip(*buffers, strict=True)) or [(), (), (), (), ()]
+    exact = sum(columns[1]) >= 2**62  # past int64: exact Python ints
     kind: Any = object if exact else np.int64
-    device = np.asarray(buffers.device, dtype=np.int64)
-    size = np.asarray(buffers.size, dtype=kind)
-    start = np.asarray(buffers.start, dtype=np.int64)
-    end = np.asarray(buffers.end, dtype=np.int64)
+    device, start, end, part = (np.asarray(columns[c], dtype=np.int64) for c in (0, 2, 3, 4))
+    size = np.asarray(columns[1], dtype=kind)
     time = np.concatenate([start * 2, end * 2 + 1])
     where = np.concatenate([device, device])
     delta = np.concatenate([size, -size])
@@ -346,11 +339,12 @@ def training_memory(
         if lo == hi:
             continue
         before = held[lo - 1] if lo else 0
-        at[d] = int(time[lo + int(np.argmax(held[lo:hi] - before))]) // 2
+        top = int(np.argmax(held[lo:hi] - before))
+        if held[lo + top] - before > 0:  # holds something: its peak's step
+            at[d] = int(time[lo + top]) // 2
     peak_at = at[device] if len(device) else device
     alive = (start <= peak_at) & (end >= peak_at)
     parts = np.zeros((count, len(PARTS)), dtype=kind)
-    part = np.asarray(buffers.part, dtype=np.int64)
     np.add.at(parts, (device[alive], part[alive]), size[alive])
     out = []
     for d, name in enumerate(devices):
@@ -373,14 +367,15 @@ def training_flat(training: Training) -> Callable[[Flat], Flat]:
         plan = _backward(flat)
         sizes = _sizes(flat, training)
         ends = list(flat.ends)
-        for i in range(len(flat.names)):
-            if plan.trainable[i]:
-                state = _state(flat.graph.ops[i].outputs, training)
-                sizes[i] = (2 * sizes[i][0] + state, *(2 * s for s in sizes[i][1:]))
-            elif any((i, k) in plan.kept for k in range(len(flat.ends[i]))):
+        for i in {i for i, _ in plan.kept}:  # kept for the backward pass
+            if not flat.resident[i]:
                 ends[i] = tuple(
                     flat.last if (i, k) in plan.kept else e for k, e in enumerate(flat.ends[i])
                 )
+        for i, trainable in enumerate(plan.trainable):
+            if trainable:
+                state = _state(flat.graph.ops[i].outputs, training)
+                sizes[i] = (2 * sizes[i][0] + state, *(2 * s for s in sizes[i][1:]))
         return replace(flat, sizes=tuple(sizes), ends=tuple(ends))
 
     return adjust
