@@ -85,12 +85,12 @@ def read_config(raw: Any, where: object) -> Config:
         gpu_options=gpu,
         placement=placement,
         log_format=log_format,
-        training=_training(raw.get("training")),
+        training=_training(raw.get("training"), raw),
     )
 
 
-def _training(value: Any) -> dict[str, str]:
-    """`training: adam`, or `training: {optimizer: adam, dtype: float16}`."""
+def _training(value: Any, where: dict[str, Any]) -> dict[str, str]:
+    """`training: adam`, or `training: {optimizer: adam, dtype: float16}` (`where`: the config)."""
     if value is None:
         return {}
     raw = {"optimizer": value} if type(value) is str else value
@@ -98,7 +98,7 @@ def _training(value: Any) -> dict[str, str]:
         raise SpecError(
             f"config.training: expected an optimizer ({', '.join(TRAINING_OPTIMIZERS)}) or "
             f"{{optimizer: adam, dtype: float16}}, got {show(value)}",
-            value,
+            where,
         )
     for key in raw:
         if key not in TRAINING_KEYS:
