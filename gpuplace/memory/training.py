@@ -352,7 +352,7 @@ def training_memory(
         op, phase = ("", "") if step < 0 else (
             (flat.names[step], "forward") if step < n else (flat.names[2 * n - 1 - step], "backward")
         )  # fmt: skip
-        bytes_of = {part: int(v) for part, v in zip(PARTS, parts[d], strict=True)}
+        bytes_of = {what: int(v) for what, v in zip(PARTS, parts[d], strict=True)}
         out.append(TrainingMemory(name, op=op, phase=phase, **bytes_of))
     return out
 
