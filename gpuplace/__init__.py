@@ -8,6 +8,7 @@ The public API is imported lazily so that `import gpuplace` stays cheap (no nump
     placement = gpuplace.place(graph, len(seen.gpus))  # TensorFlow's rules, with reasons
     prepared = gpuplace.prepare("graph.yaml", seen, gpuplace.Options(strategy="balanced"), os.environ)
     memory, oom = gpuplace.predict_memory(prepared, seen)  # peaks per device, before running
+    step = gpuplace.predict_training(prepared)  # with Options(training="adam"): one training step
     outcome = gpuplace.execute_prepared(prepared, seen)  # values, copies, memory per device
     estimate = gpuplace.estimate_plan(prepared, seen)  # makespan and lower bounds (plan's)
     checks = gpuplace.verify(prepared, outcome, seen)  # against a float64 CPU run
@@ -46,6 +47,7 @@ if TYPE_CHECKING:  # the real signatures for type checkers; at run time, __getat
     from .pipeline import estimate_plan as estimate_plan
     from .pipeline import execute_prepared as execute_prepared
     from .pipeline import predict_memory as predict_memory
+    from .pipeline import predict_training as predict_training
     from .pipeline import prepare as prepare
     from .pipeline import reservations as reservations
     from .pipeline import verify as verify
@@ -65,6 +67,7 @@ _EXPORTS = {
     "prepare": "gpuplace.pipeline",
     "execute_prepared": "gpuplace.pipeline",
     "predict_memory": "gpuplace.pipeline",
+    "predict_training": "gpuplace.pipeline",
     "estimate_plan": "gpuplace.pipeline",
     "compare_policies": "gpuplace.pipeline",
     "reservations": "gpuplace.pipeline",

@@ -25,6 +25,8 @@ _FIELD_TYPES: dict[str, tuple[tuple[type, ...], str]] = {
     "replicate": ((int, str), "a number of GPUs (2 or more) or 'all'"),
     "out_dir": ((str, os.PathLike), "a folder, e.g. 'out'"),
     "allow_writes_anywhere": ((bool,), "True or False"),
+    "training": ((str,), "an optimizer: 'sgd', 'momentum', 'adam' or 'adamw'"),
+    "training_dtype": ((str,), "'float32', 'float16' or 'bfloat16'"),
 }
 
 
@@ -50,6 +52,10 @@ class Options:
         `plan --format device-map` writes or `infer_auto_device_map` returns): each op asks for
         the device of the longest module prefix that covers it (`placement/devmap.py: pin`), to
         judge that map under gpuplace's placer, memory and cost model.
+    training: size one training step with this optimizer ('sgd', 'momentum', 'adam', 'adamw';
+        over config.training): `predict_training`, and `balanced` places for that footprint;
+        training_dtype: 'float16' or 'bfloat16' for mixed precision (float32 master weights).
+        The run itself still runs the forward graph.
 
     A value of the wrong type is refused here (BadInput); values are checked against the spec
     and the machine by `prepare`.
@@ -69,6 +75,8 @@ class Options:
     allow_writes_anywhere: bool = False
     dims: Mapping[str, int] = field(default_factory=dict)
     device_map: Mapping[str, int | str] | None = None
+    training: str | None = None
+    training_dtype: str | None = None
 
     def __post_init__(self) -> None:
         """Refuse a value of the wrong type (a str for a bool, a list for feeds) here, where

@@ -41,6 +41,7 @@ from .memory.pools import (
     release_pools,
     summary,
 )
+from .memory.training import TrainingMemory, resolve_training, training_flat
 from .options import Options, check_feed_names, check_replicas, replicate_count
 from .placement import place_cluster
 from .placement.devmap import pin
@@ -53,6 +54,7 @@ if TYPE_CHECKING:
     from .execute.dask_run import Runtime
     from .execute.executor import Layout, RunResult
     from .execute.verify import Verified
+    from .placement.flat import Flat
 
 CPU0 = full_name("CPU", 0)
 Connect = Callable[[ClusterDescription], Cluster]  # a live cluster's inventory (the runtime's)
@@ -152,6 +154,8 @@ def prepare(
         soft = graph.config.allow_soft_placement
     strategy = options.strategy or str(graph.config.placement.get("strategy", "tensorflow"))
     rates = load_rates(env)
+    training = resolve_training(options.training, options.training_dtype, graph.config.training)
+    footprint = None if training is None else training_flat(training)
     whole: tuple[Graph, Placement] | None = None
     dropped: tuple[str, ...] = ()
     whole_graph = strategy == "tensorflow"  # TF's placer sees every op; the others weigh work
@@ -159,7 +163,13 @@ def prepare(
         graph, dropped = _pruned(graph, keep)
     host = capped_host(view.machine.host, policy)
     if found is None:
-        placement = place_with(strategy, graph, logical, host, soft, rates.by_uuid)
+        placement = place_with(strategy, graph, logical, host, soft, rates.by_uuid, footprint)
+    elif training is not None:
+        raise BadInput(
+            f"--training sizes a training step on one host; across hosts "
+            f"({found.description or 'a cluster'}) it is not modelled yet: plan the step on "
+            "one task's machine (--machine without the cluster)"
+        )
     else:
         placement = place_on_cluster(strategy, graph, found, per_task, soft, rates.by_uuid)
     if keep is not None and whole_graph:  # placed whole; the run needs fewer
@@ -174,7 +184,7 @@ def prepare(
     log = graph.config.log_device_placement if log is None else log
     return Prepared(
         graph, placement, log, policy, logical, strategy, rates, soft, dropped, whole,
-        cluster=found, task_logical=per_task,
+        cluster=found, task_logical=per_task, training=training,
     )  # fmt: skip
 
 
@@ -323,6 +333,37 @@ def task_devices(prepared: Prepared) -> dict[str, LogicalGpu | None]:
     return out
 
 
+def predict_training(prepared: Prepared) -> list[TrainingMemory] | None:
+    """One training step's memory per device (CPU:0, then each logical GPU) for the training
+    `prepare` resolved (Options.training, else the spec's config.training): weights,
+    gradients, optimizer state, kept activations and gradients in flight at each device's peak
+    (`memory/training.py`); None when no training step was asked for. Runs nothing."""
+    from .execute.predict import device_names
+    from .memory.training import training_memory
+
+    _expect_prepared(prepared, "predict_training")
+    if prepared.training is None:
+        return None
+    names = device_names(prepared.logical)
+    index = {name: i for i, name in enumerate(names)}
+    flat = _flat(prepared)
+    device_of = [index[prepared.placement.decisions[name].device] for name in flat.names]
+    return training_memory(flat, device_of, names, prepared.training)
+
+
+def _flat(prepared: Prepared) -> Flat:
+    """The graph that runs, flattened once: what balanced worked out, else flattened here."""
+    from .placement.estimate import Judged
+    from .placement.flat import flatten
+
+    judged = prepared.placement.judged
+    if isinstance(judged, Judged) and judged.flat.graph is prepared.graph:
+        return judged.flat
+    if not prepared.flats:
+        prepared.flats.append(flatten(prepared.graph))
+    return prepared.flats[0]
+
+
 def _layout(prepared: Prepared) -> Layout:
     """The run's layout (slots, copies, frees, charges), planned once per Prepared for its next
     run: `run` predicts its memory and then runs it from the same one."""
@@ -354,6 +395,7 @@ def estimate_plan(prepared: Prepared, view: View) -> PlanEstimate:
     est, bounds = estimate_with_bounds(
         prepared.graph, prepared.placement, models,
         allow_soft_placement=prepared.allow_soft_placement, tf=tf,
+        flat=prepared.flats[0] if prepared.flats else None,
     )  # fmt: skip
     return PlanEstimate(est, bounds)
 

@@ -16,8 +16,10 @@ from .execute.executor import Layout, RunResult
 from .graph.model import Graph
 from .memory.policy import Policy
 from .memory.pools import DeviceMemory
+from .memory.training import Training
 from .placement.baselines import Bounds
 from .placement.estimate import Estimate
+from .placement.flat import Flat
 from .placement.model import Placement
 
 
@@ -42,8 +44,11 @@ class Prepared:
     # `policy`; `logical` is then the master task's. None: one process, /job:localhost
     cluster: Cluster | None = None
     task_logical: Mapping[TaskName, tuple[LogicalGpu, ...]] = field(default_factory=dict)
+    training: Training | None = None  # the training step to size (--training), if any
     # the next run's layout, planned by predict_memory for execute_prepared (pipeline.py)
     planned: list[Layout] = field(default_factory=list, init=False, repr=False, compare=False)
+    # the graph flattened once for predict_training and estimate_plan (pipeline.py)
+    flats: list[Flat] = field(default_factory=list, init=False, repr=False, compare=False)
 
     def placed(self) -> tuple[Graph, Placement]:
         """Every op as placed (the placement log's view), pruned or not."""

@@ -35,6 +35,8 @@ CASES = [
     ("plan", ("--machine", "1xT4", "plan", f"{G}/01_log_placement.yaml", "--format", "json")),
     ("mem", ("--machine", "1xT4", "mem", "--json", "--memory-limit", "1GiB")),
     ("mem", ("--machine", "2xK520", "mem", f"{G}/01_log_placement.yaml", "--json", "--allow-growth")),
+    ("plan", ("--machine", "4xK20m", "plan", f"{G}/04_multi_tower.yaml", "--json", "--training", "sgd")),
+    ("mem", ("--machine", "1xT4", "mem", f"{G}/01_log_placement.yaml", "--json", "--training", "adamw")),
 ]  # fmt: skip
 
 

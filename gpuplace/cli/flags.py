@@ -29,7 +29,8 @@ CLUSTER_HELP = (
 )
 DEBUG_HELP = "Show tracebacks for errors (the exit code stays the same)."
 MEMORY_FLAGS = ("allow_growth", "memory_fraction", "memory_limit", "virtual_gpus", "max_memory",
-                "strategy", "replicate", "out_dir", "allow_writes_anywhere", "dims")  # fmt: skip
+                "strategy", "replicate", "out_dir", "allow_writes_anywhere", "dims", "training",
+                "training_dtype")  # fmt: skip
 
 
 def count_flag(ctx: click.Context, param: click.Parameter, value: str | None) -> int | None:
@@ -133,6 +134,14 @@ def memory_options(f: Any) -> Any:
                           "'..' or go through symbolic links."),
         click.option("--dim", "dims", multiple=True, metavar="NAME=N", callback=_dims_flag,
                      help="Bind an ONNX model's symbolic dim (e.g. --dim batch=32); repeatable."),
+        click.option("--training", "training", metavar="OPTIMIZER",
+                     type=click.Choice(["sgd", "momentum", "adam", "adamw"]),
+                     help="Size one training step (weights, gradients, optimizer slots, kept "
+                          "activations) for plan and mem, and place for it with balanced "
+                          "(config training). run still runs the forward graph only."),
+        click.option("--dtype", "training_dtype", type=click.Choice(["float32", "float16", "bfloat16"]),
+                     default=None, help="With --training: mixed precision (float16/bfloat16 "
+                     "weights and activations, float32 master weights and slots)."),
     ]  # fmt: skip
     for option in reversed(options):
         f = option(f)

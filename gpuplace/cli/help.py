@@ -22,6 +22,7 @@ SECTIONS: tuple[tuple[str, frozenset[str]], ...] = (
     ("Memory policy (TensorFlow's gpu_options)",
      frozenset({"allow_growth", "memory_fraction", "memory_limit", "virtual_gpus",
                 "max_memory"})),
+    ("Training step", frozenset({"training", "training_dtype"})),
     ("Checks", frozenset({"require_gpus", "min_memory", "check", "presets"})),
     ("Files the spec writes", frozenset({"out_dir", "allow_writes_anywhere"})),
 )  # fmt: skip

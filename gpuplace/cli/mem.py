@@ -24,6 +24,7 @@ from .output import gpus_required, warn, warn_no_gpu, warn_prepared, watch_views
 if TYPE_CHECKING:
     from ..devices.model import Gpu, View
     from ..memory.pools import DeviceMemory
+    from ..memory.training import TrainingMemory
     from ..options import Options
     from ..results import PolicyRun, Prepared, Reservation
 
@@ -86,7 +87,8 @@ def mem(app: AppContext, /, spec: str | None, as_json: bool, compare: bool,
     cards = report.visible_cards(view)
     runs, seen = _with_graph(app, view, spec, feed, kw, compare)
     cards = seen or cards
-    doc["policies"] = report.policy_records(runs)
+    steps = _training_steps(runs)
+    doc["policies"] = report.policy_records(runs, steps)
     prepared = runs[-1].prepared  # what the fetches prune is the same for every policy
     doc["strategy"], doc["rates"] = prepared.strategy, rate_records(prepared)
     doc["pruned"] = list(prepared.pruned)
@@ -104,7 +106,7 @@ def mem(app: AppContext, /, spec: str | None, as_json: bool, compare: bool,
     if pruned and not as_json:
         click.echo(pruned)
     if any(run.prepared.logical for run in runs) and not as_json:  # no GPU: no rows (warned)
-        click.echo(report.memory_plain(runs) + "\n")
+        click.echo(report.memory_plain(runs, steps) + "\n")
     if as_json:
         doc["gpus"] = report.smi_records(cards)
         click.echo(json_text(doc))
@@ -176,6 +178,8 @@ def _needs_graph(feed: tuple[str, ...], kw: dict[str, Any]) -> None:
         ("--feed", bool(feed)),
         ("--out-dir", kw["out_dir"] is not None),
         ("--allow-writes-anywhere", kw["allow_writes_anywhere"]),
+        ("--training", kw["training"] is not None),
+        ("--dtype", kw["training_dtype"] is not None),
     ) if on]  # fmt: skip
     if given:
         names = given[0] if len(given) == 1 else f"{', '.join(given[:-1])} and {given[-1]}"
@@ -242,6 +246,19 @@ def _with_graph(app: AppContext, view: View, spec: str, feed: tuple[str, ...], k
             runs = run_policies(spec, view, [("", options)], app.env, app.cupy_loader, observe,
                                 prepared, cluster=cluster, runs=across)  # fmt: skip
     return runs, shown
+
+
+def _training_steps(runs: list[PolicyRun]) -> list[dict[str, TrainingMemory] | None]:
+    """With --training (or config training): each run's training step by device; else []."""
+    from ..pipeline import predict_training
+
+    if all(run.prepared.training is None for run in runs):
+        return []
+    out: list[dict[str, TrainingMemory] | None] = []
+    for run in runs:
+        steps = predict_training(run.prepared)
+        out.append(None if steps is None else {t.device: t for t in steps})
+    return out
 
 
 def _observe(

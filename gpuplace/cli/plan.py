@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 @click.command(
     cls=Command,
     short_help="Place and size a graph without running it",
-    examples=["gpuplace --machine 4xK520 plan examples/big_model.yaml --strategy balanced", "gpuplace --machine 4xK520 plan examples/guide/04_multi_tower.yaml --json"],
+    examples=["gpuplace --machine 4xK520 plan examples/big_model.yaml --strategy balanced", "gpuplace --machine 4xK520 plan examples/guide/04_multi_tower.yaml --json", "gpuplace --machine 4xK520 plan examples/small_model.yaml --training adam --strategy balanced --memory-limit 256MiB"],
 )  # fmt: skip
 @click.argument("spec", metavar="GRAPH.yaml")
 @SOFT
@@ -47,7 +47,7 @@ def plan(app: AppContext, /, spec: str, soft: bool | None, as_json: bool, fmt: s
          output: str | None, wide: bool, **kw: Any) -> None:  # fmt: skip
     """Everything but execute: placement with reasons, shapes, bytes per device, copies."""
     from ..memory.pools import check_reservations
-    from ..pipeline import ClusterRuns, estimate_plan, predict_memory, prepare
+    from ..pipeline import ClusterRuns, estimate_plan, predict_memory, predict_training, prepare
     from ..report import plan as report
     from ..report.lines import pruned_line
     from ..report.records import json_text
@@ -73,6 +73,7 @@ def plan(app: AppContext, /, spec: str, soft: bool | None, as_json: bool, fmt: s
         warn_prepared(prepared)
         stage("predicting memory")
         memory, oom = predict_memory(prepared, view, anyway=run_anyway(spec))
+        steps = predict_training(prepared)
         stage("estimating the schedule")
         est = estimate_plan(prepared, view)
     if fmt == "html" and output is not None:
@@ -90,13 +91,19 @@ def plan(app: AppContext, /, spec: str, soft: bool | None, as_json: bool, fmt: s
             click.echo(f"// {pruned}")
         click.echo(to_dot(prepared.graph, prepared.placement, title), nl=False)
     elif as_json or fmt == "json":
-        click.echo(json_text(report.plan_json(view, prepared, memory, est)))
+        click.echo(json_text(report.plan_json(view, prepared, memory, est, steps)))
     elif not wide and draw_table(app, len(prepared.graph.ops)):  # a long table: plain
-        click.echo(report.plan_fitted(view, prepared, memory, est, terminal_width(app)))
+        click.echo(report.plan_fitted(view, prepared, memory, est, terminal_width(app), steps))
     else:
-        click.echo(report.plan_plain(view, prepared, memory, est))
+        click.echo(report.plan_plain(view, prepared, memory, est, steps))
     if oom is not None:
         raise oom
+    if steps is not None and prepared.training is not None:
+        from ..memory.training import training_oom
+
+        failed = training_oom(steps, {m.device: m.limit for m in memory}, prepared.training)
+        if failed is not None:
+            raise failed
     check_reservations(prepared.logical)  # what run checks before it starts
 
 

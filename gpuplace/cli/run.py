@@ -138,6 +138,8 @@ def run(app: AppContext, /, spec: str, log: bool | None, log_format: str | None,
             check_members(save, prepared.graph.fetch)
         warn_prepared(prepared)
         warn_no_gpu(view, prepared)
+        if prepared.training is not None:
+            warn(FORWARD_ONLY)
         if not force and prepared.cluster is None:
             stage("predicting memory")
             oom = predict_memory(prepared, view)[1]
@@ -172,6 +174,13 @@ def run(app: AppContext, /, spec: str, log: bool | None, log_format: str | None,
             f"(relative; tolerance for {c.dtype} is {c.tolerance:.0e})"
             + (f"; {c.hint}" if c.hint else "") for c in bad
         ], "; ", width=LINE_CHARS))  # fmt: skip
+
+
+FORWARD_ONLY = (
+    "training (--training or config training): run executes the forward graph only, placed "
+    "for the training step's memory, and checks the forward run's memory; gpuplace plan and "
+    "gpuplace mem predict the training step's"
+)
 
 
 def _without_estimate(prepared: Prepared) -> Prepared:

@@ -11,7 +11,8 @@ from ..echo import TEXT_CHARS, clip, show
 from ..errors import Setting, Term, Words
 
 # Options fields whose flag is not `--` and the field's name with dashes
-_FLAGS = {"log_device_placement": "--log-placement", "feeds": "--feed", "dims": "--dim"}
+_FLAGS = {"log_device_placement": "--log-placement", "feeds": "--feed", "dims": "--dim",
+          "training_dtype": "--dtype"}  # fmt: skip
 
 
 class CliWords(Words):

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..echo import show
-from .model import LOG_FORMATS, STRATEGIES, Config
+from .model import LOG_FORMATS, STRATEGIES, TRAINING_DTYPES, TRAINING_OPTIMIZERS, Config
 from .ops import suggest
 from .scope import SpecError
 
@@ -17,8 +17,10 @@ CONFIG_KEYS = (
     "gpu_options",
     "placement",
     "log_format",
+    "training",
 )
 PLACEMENT_KEYS = ("strategy",)
+TRAINING_KEYS = ("optimizer", "dtype")
 
 
 def read_config(raw: Any, where: object) -> Config:
@@ -83,7 +85,39 @@ def read_config(raw: Any, where: object) -> Config:
         gpu_options=gpu,
         placement=placement,
         log_format=log_format,
+        training=_training(raw.get("training"), raw),
     )
+
+
+def _training(value: Any, where: dict[str, Any]) -> dict[str, str]:
+    """`training: adam`, or `training: {optimizer: adam, dtype: float16}` (`where`: the config)."""
+    if value is None:
+        return {}
+    raw = {"optimizer": value} if type(value) is str else value
+    if type(raw) is not dict:
+        raise SpecError(
+            f"config.training: expected an optimizer ({', '.join(TRAINING_OPTIMIZERS)}) or "
+            f"{{optimizer: adam, dtype: float16}}, got {show(value)}",
+            where,
+        )
+    for key in raw:
+        if key not in TRAINING_KEYS:
+            raise SpecError(
+                f"config.training: unknown key {show(key)}{suggest(key, TRAINING_KEYS)}", raw
+            )
+    if raw.get("optimizer") not in TRAINING_OPTIMIZERS:
+        raise SpecError(
+            f"config.training.optimizer: {show(raw.get('optimizer'))} is not an optimizer; use "
+            f"one of {', '.join(TRAINING_OPTIMIZERS)}",
+            raw,
+        )
+    if raw.get("dtype", "float32") not in TRAINING_DTYPES:
+        raise SpecError(
+            f"config.training.dtype: {show(raw['dtype'])} is not a training dtype; use one of "
+            f"{', '.join(TRAINING_DTYPES)} (float16 and bfloat16 keep float32 master weights)",
+            raw,
+        )
+    return dict(raw)
 
 
 def _virtual_devices(value: Any, where: dict[str, Any]) -> None:

@@ -73,6 +73,10 @@ STRATEGIES = ("tensorflow", "balanced", "round-robin")
 # `config.log_format` (and `run --log-format`): the placement log as the "Using GPUs" guide
 # shows it (`a: /job:...`, the default), or TensorFlow 2.x's exact lines (`a: (Const): /job:...`)
 LOG_FORMATS = ("guide", "tensorflow")
+# `config.training` (and `--training`, `--dtype`): the optimizer of the training step to size,
+# and the weights' and activations' dtype (float16, bfloat16: mixed precision); memory/training.py
+TRAINING_OPTIMIZERS = ("sgd", "momentum", "adam", "adamw")
+TRAINING_DTYPES = ("float32", "float16", "bfloat16")
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,6 +88,7 @@ class Config:
     gpu_options: Mapping[str, Any] = field(default_factory=dict)
     placement: Mapping[str, Any] = field(default_factory=dict)
     log_format: str = LOG_FORMATS[0]
+    training: Mapping[str, str] = field(default_factory=dict)  # optimizer, dtype
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from .attrs import VALUE_SCHEMA
-from .model import LOG_FORMATS, STRATEGIES
+from .model import LOG_FORMATS, STRATEGIES, TRAINING_DTYPES, TRAINING_OPTIMIZERS
 from .ops import REQUIRED, OpDef, list_ops
 
 SCHEMA_PATH = Path(__file__).resolve().parent.parent / "schemas" / "graph.schema.json"
@@ -77,6 +77,20 @@ def _config_schema() -> dict[str, Any]:
                 "properties": {"strategy": {"enum": list(STRATEGIES)}},
             },
             "log_format": {"enum": list(LOG_FORMATS)},
+            "training": {
+                "oneOf": [
+                    {"enum": list(TRAINING_OPTIMIZERS)},
+                    {
+                        "type": "object",
+                        "additionalProperties": False,
+                        "required": ["optimizer"],
+                        "properties": {
+                            "optimizer": {"enum": list(TRAINING_OPTIMIZERS)},
+                            "dtype": {"enum": list(TRAINING_DTYPES)},
+                        },
+                    },
+                ]
+            },
         },
     }
 

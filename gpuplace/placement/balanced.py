@@ -395,11 +395,13 @@ def place_balanced(
     *,
     allow_soft_placement: bool = False,
     op_meta: Callable[[str], OpMeta] | None = None,
+    footprint: Callable[[Flat], Flat] | None = None,
 ) -> Placement:
     """Place `graph` on `devices` (GPU:0..n-1 and CPU:0) with the balanced strategy.
 
     TensorFlow's rules and errors apply first (`place`); raises NoFit when an op fits on no
-    candidate device.
+    candidate device. `footprint` resizes the flattened graph's buffers and lives before the
+    memory checks (a training step's footprint, `memory.training.training_flat`).
     """
     meta = default_meta(op_meta)
     link = link or LinkModel()
@@ -407,7 +409,9 @@ def place_balanced(
     models = [*gpus, cpu]
     tf = place(graph, len(gpus), allow_soft_placement=allow_soft_placement, op_meta=meta)
     with gc_paused():  # flat, slots and drafts are acyclic, freed by reference counting
-        flat = flatten(graph, meta)
+        base = flat = flatten(graph, meta)
+        if footprint is not None:  # charged as the footprint sizes it; judged as it is
+            flat = footprint(base)
         groups, free = free_groups(flat, tf, len(gpus))
         decisions, spread = _best_pass(flat, models, link, tf, groups, free)
         chosen = spread
@@ -422,7 +426,7 @@ def place_balanced(
         by_name = dict(zip(flat.names, decisions, strict=True))
     soft = allow_soft_placement  # judged only with the op registry, as `plan` estimates it
     judged = (
-        Judged(flat, tf, soft, tuple(models), link, by_name, chosen) if op_meta is None else None
+        Judged(base, tf, soft, tuple(models), link, by_name, chosen) if op_meta is None else None
     )
     return Placement(by_name, tf.devices, judged=judged)
 

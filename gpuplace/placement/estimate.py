@@ -164,12 +164,13 @@ class Judged:
 
 def estimate_with_bounds(
     graph: Graph, placement: Placement, devices: Sequence[DeviceModel], *,
-    allow_soft_placement: bool, tf: Placement | None = None,
+    allow_soft_placement: bool, tf: Placement | None = None, flat: Flat | None = None,
 ) -> tuple[Estimate, Bounds]:  # fmt: skip
     """What `gpuplace plan` judges a placement by: its estimate, and the lower bounds no
     placement of `graph` on `devices` can beat, from one flattening of the graph. `tf`:
     TensorFlow's own placement of `graph`, when that is what `placement` is (not placed again).
-    What the strategy already worked out (`placement.judged`) is reused, not done again."""
+    What the strategy already worked out (`placement.judged`) is reused, not done again, and so
+    is `flat`, the graph flattened already (by `memory.training`, say)."""
     gpus, cpu = split_devices(devices)
     models, link, soft = [*gpus, cpu], LinkModel(), allow_soft_placement
     judged = placement.judged
@@ -177,7 +178,7 @@ def estimate_with_bounds(
         if isinstance(judged, Judged) and judged.reusable(graph, placement, models, link, soft):
             flat, est, tf = judged.flat, judged.estimate, tf or judged.tf
         else:
-            flat = flatten(graph)
+            flat = flat if flat is not None and flat.graph is graph else flatten(graph)
             est = simulate(flat, device_index(placement, flat, models), models, link)
         bounds = lower_bounds(graph, devices, link, allow_soft_placement=soft, tf=tf, flat=flat)
     return est, bounds

@@ -9,10 +9,12 @@ from typing import Any
 from ..devices.model import Gpu, GpuProcess, LogicalGpu, View
 from ..devices.names import full_name
 from ..memory.pools import DeviceMemory
+from ..memory.training import TrainingMemory
 from ..results import PolicyRun, Reservation
 from ..units import device_memory
 from .explain import short_device
 from .text import NA, columns
+from .training import step_record, train_column_title, training_record
 
 PROCESS_NAME = "gpuplace"
 
@@ -81,24 +83,33 @@ def smi_records(cards: Sequence[Gpu]) -> list[dict[str, Any]]:
 
 
 MEMORY_HEADER = ("DEVICE", "CARD", "POLICY", "RESERVED", "PEAK IN USE", "LIMIT")
+# with --training: the run's peak (the forward graph) beside the predicted training step's
+TRAIN_MEMORY_HEADER = (*MEMORY_HEADER[:5], "PEAK (TRAIN)", MEMORY_HEADER[5])
 
 
 def _mem(n: int | None) -> str:
     return NA if n is None else device_memory(n)
 
 
+Trained = dict[str, TrainingMemory] | None  # a run's training step by device, or None
+
+
 def memory_rows(
-    policy: str, logical: Sequence[LogicalGpu], memory: Sequence[DeviceMemory], task: str = ""
-) -> list[tuple[str, ...]]:
-    """Per logical GPU: what the policy reserved, the peak in use, the limit it set; `task`
-    names a cluster's task (`/job:worker/replica:0/task:1`; "": one process)."""
+    policy: str, logical: Sequence[LogicalGpu], memory: Sequence[DeviceMemory], task: str = "",
+    trained: Trained = None,
+) -> list[tuple[str, ...]]:  # fmt: skip
+    """Per logical GPU: what the policy reserved, the peak in use (and, with --training, the
+    training step's predicted peak), the limit it set; `task` names a cluster's task
+    (`/job:worker/replica:0/task:1`; "": one process)."""
     by_name = {m.device: m for m in memory}
     rows: list[tuple[str, ...]] = []
     for lg in logical:
-        m = by_name[_device(task, lg.index)]
+        name = _device(task, lg.index)
+        m = by_name[name]
         card = f"{lg.gpu.product} (CUDA {lg.gpu.cuda_index})"
-        label = short_device(_device(task, lg.index))
-        rows.append((label, card, policy, _mem(m.reserved), _mem(m.peak), _mem(m.limit)))
+        train = () if trained is None else (_mem(trained[name].peak),)
+        rows.append((short_device(name), card, policy, _mem(m.reserved), _mem(m.peak), *train,
+                     _mem(m.limit)))  # fmt: skip
     return rows
 
 
@@ -114,39 +125,53 @@ def _by_task(run: PolicyRun) -> list[tuple[str, Sequence[LogicalGpu]]]:
     return [(str(t.name), prepared.task_logical.get(t.name, ())) for t in prepared.cluster.tasks]
 
 
-def memory_plain(runs: Sequence[PolicyRun]) -> str:
-    """One table for one or several policies (`--compare`): the runs that ran."""
+def memory_plain(runs: Sequence[PolicyRun], steps: Sequence[Trained] = ()) -> str:
+    """One table for one or several policies (`--compare`): the runs that ran; `steps`, with
+    --training, each run's training step (`run_steps`)."""
+    trained = list(steps) or [None] * len(runs)
     rows = [
         row
-        for run in runs
+        for run, step in zip(runs, trained, strict=True)
         if run.outcome is not None
         for task, logical in _by_task(run)
-        for row in memory_rows(run.name, logical, run.outcome.memory, task)
+        for row in memory_rows(run.name, logical, run.outcome.memory, task, step)
     ]
-    return columns(MEMORY_HEADER, rows)
+    training = runs[-1].prepared.training if runs else None
+    if training is None or not steps:
+        return columns(MEMORY_HEADER, rows)
+    return f"{train_column_title(training)}\n{columns(TRAIN_MEMORY_HEADER, rows)}"
 
 
-def policy_records(runs: Sequence[PolicyRun]) -> list[dict[str, Any]]:
-    """`mem --json`'s policies: each run's devices."""
+def policy_records(
+    runs: Sequence[PolicyRun], steps: Sequence[Trained] = ()
+) -> list[dict[str, Any]]:
+    """`mem --json`'s policies: each run's devices (with --training, each one's training step:
+    `peak` stays what the run held, the training step's predicted peak is `training.peak`)."""
+    trained = list(steps) or [None] * len(runs)
     return [
-        {"policy": run.name, "devices": [
+        {"policy": run.name, "training": training_record(run.prepared.training), "devices": [
             r for task, logical in _by_task(run)
-            for r in memory_records(logical, run.outcome.memory, task)]}
-        for run in runs
+            for r in memory_records(logical, run.outcome.memory, task, step)]}
+        for run, step in zip(runs, trained, strict=True)
         if run.outcome is not None
     ]  # fmt: skip
 
 
 def memory_records(
-    logical: Sequence[LogicalGpu], memory: Sequence[DeviceMemory], task: str = ""
-) -> list[dict[str, Any]]:
+    logical: Sequence[LogicalGpu], memory: Sequence[DeviceMemory], task: str = "",
+    trained: Trained = None,
+) -> list[dict[str, Any]]:  # fmt: skip
     by_name = {m.device: m for m in memory}
-    return [
-        {"device": _device(task, lg.index) if task else lg.name, "cuda_index": lg.gpu.cuda_index,
-         "product": lg.gpu.product, "reserved": by_name[_device(task, lg.index)].reserved,
-         "peak": by_name[_device(task, lg.index)].peak, "limit": lg.limit}
-        for lg in logical
-    ]  # fmt: skip
+    out = []
+    for lg in logical:
+        name = _device(task, lg.index)
+        record = {"device": name if task else lg.name, "cuda_index": lg.gpu.cuda_index,
+                  "product": lg.gpu.product, "reserved": by_name[name].reserved,
+                  "peak": by_name[name].peak, "limit": lg.limit}  # fmt: skip
+        if trained is not None:
+            record["training"] = step_record(trained[name])
+        out.append(record)
+    return out
 
 
 RESERVE_HEADER = ("DEVICE", "CARD", "POLICY", "RESERVED AT START", "LIMIT", "LEFT ON CARD")

@@ -10,6 +10,7 @@ from ..devices.cluster_spec import network_of
 from ..devices.model import View
 from ..echo import sample
 from ..memory.pools import DeviceMemory
+from ..memory.training import TrainingMemory
 from ..placement.cost import DASK_HOP
 from ..placement.loads import DeviceLoad, device_loads, planned_copies
 from ..results import PlanEstimate, Prepared
@@ -29,11 +30,23 @@ from .lines import title as run_title
 from .records import copy_records, machine_record, placed_ops, placement_records, rate_records
 from .schema import SCHEMA_VERSION
 from .text import columns, fit_table, left_out
+from .training import (
+    TRAINING_DROP,
+    TRAINING_HEADER,
+    step_record,
+    training_record,
+    training_rows,
+    training_title,
+)
 
 LOAD_HEADER = (
     "DEVICE", "OPS", "OUTPUT BYTES", "COPIES IN", "COPY BYTES IN", "COPIES OUT", "BUSY (EST)",
     "PEAK (PREDICTED)", "LIMIT", "FITS",
 )  # fmt: skip
+PEAK = LOAD_HEADER.index("PEAK (PREDICTED)")
+# with --training: inference and training side by side, FITS judged by the training step
+TRAIN_LOAD_HEADER = (*LOAD_HEADER[:PEAK], "PEAK (INFER)", "PEAK (TRAIN)", *LOAD_HEADER[PEAK + 1 :])
+Steps = Sequence[TrainingMemory] | None  # predict_training's: one per device, or None
 
 
 def _ms(seconds: float) -> str:
@@ -100,28 +113,51 @@ def _loads(prepared: Prepared) -> tuple[list[Any], list[DeviceLoad]]:
     return copies, device_loads(prepared.graph, prepared.placement, copies)
 
 
-def fits(m: DeviceMemory | None) -> bool | None:
-    """Whether the predicted peak stays within the device's limit (None: no limit, the CPU)."""
-    return None if m is None or m.limit is None else m.peak <= m.limit
+def fits(m: DeviceMemory | None, step: TrainingMemory | None = None) -> bool | None:
+    """Whether the predicted peak (the training step's, when given) stays within the device's
+    limit (None: no limit, the CPU)."""
+    if m is None or m.limit is None:
+        return None
+    return (m.peak if step is None else step.peak) <= m.limit
+
+
+def _by_device(steps: Steps) -> dict[str, TrainingMemory]:
+    return {} if steps is None else {t.device: t for t in steps}
 
 
 def _load_rows(
-    loads: list[DeviceLoad], memory: Sequence[DeviceMemory], est: PlanEstimate
+    loads: list[DeviceLoad], memory: Sequence[DeviceMemory], est: PlanEstimate, steps: Steps = None
 ) -> list[tuple[str, ...]]:
-    by_name = {m.device: m for m in memory}
+    by_name, trained = {m.device: m for m in memory}, _by_device(steps)
     rows: list[tuple[str, ...]] = []
     for d in loads:
-        m = by_name.get(d.device)
+        m, step = by_name.get(d.device), trained.get(d.device)
         peak = "-" if m is None else device_memory(m.peak)
+        train = () if steps is None else ("-" if step is None else device_memory(step.peak),)
         limit = "-" if m is None or m.limit is None else device_memory(m.limit)
-        fit = fits(m)
+        fit = fits(m, step)
         fits_cell = "-" if fit is None else ("yes" if fit else "NO")
         out = est.estimate.copies_out.get(d.device, (0, 0))
         busy = _ms(est.estimate.busy.get(d.device, 0.0))
         rows.append((short_device(d.device), str(d.ops), human(d.output_bytes), str(d.copies_in),
-                     human(d.copy_bytes_in), f"{out[0]} ({human(out[1])})", busy, peak, limit,
-                     fits_cell))  # fmt: skip
+                     human(d.copy_bytes_in), f"{out[0]} ({human(out[1])})", busy, peak, *train,
+                     limit, fits_cell))  # fmt: skip
     return rows
+
+
+def _load_header(steps: Steps) -> tuple[str, ...]:
+    return LOAD_HEADER if steps is None else TRAIN_LOAD_HEADER
+
+
+def _training_block(prepared: Prepared, steps: Steps, width: int | None = None) -> list[str]:
+    """With --training: the step's parts per device, under a title (fitted to `width`)."""
+    if steps is None or prepared.training is None:
+        return []
+    rows = training_rows(steps)
+    if width is None:
+        return ["", training_title(prepared.training), columns(TRAINING_HEADER, rows)]
+    text, dropped = fit_table(TRAINING_HEADER, rows, width, TRAINING_DROP)
+    return ["", training_title(prepared.training), text, *left_out(dropped, width)]
 
 
 def title(view: View, strategy: str = "tensorflow") -> str:
@@ -153,8 +189,9 @@ def _tail(prepared: Prepared, copies: Sequence[Any], est: PlanEstimate) -> list[
 
 
 def plan_plain(
-    view: View, prepared: Prepared, memory: Sequence[DeviceMemory], est: PlanEstimate
-) -> str:
+    view: View, prepared: Prepared, memory: Sequence[DeviceMemory], est: PlanEstimate,
+    steps: Steps = None,
+) -> str:  # fmt: skip
     copies, loads = _loads(prepared)
     pruned = pruned_line(prepared)
     return "\n".join([
@@ -162,7 +199,8 @@ def plan_plain(
         *([pruned] if pruned else []),
         columns(EXPLAIN_HEADER, explain_rows(prepared.graph, prepared.placement, copies)),
         "",
-        columns(LOAD_HEADER, _load_rows(loads, memory, est)),
+        columns(_load_header(steps), _load_rows(loads, memory, est, steps)),
+        *_training_block(prepared, steps),
         *_tail(prepared, copies, est),
         rates_line(prepared),
         makespan_line(est),
@@ -175,14 +213,16 @@ LOAD_DROP = ("COPY BYTES IN", "COPIES IN", "OUTPUT BYTES", "COPIES OUT", "OPS")
 
 
 def plan_fitted(
-    view: View, prepared: Prepared, memory: Sequence[DeviceMemory], est: PlanEstimate, width: int
-) -> str:
+    view: View, prepared: Prepared, memory: Sequence[DeviceMemory], est: PlanEstimate, width: int,
+    steps: Steps = None,
+) -> str:  # fmt: skip
     """`plan` on a terminal: `plan_plain`'s tables within `width` columns (at least 80):
     reasons and copies wrapped, then the columns of EXPLAIN_DROP and LOAD_DROP left out."""
     width = max(width, 80)
     copies, loads = _loads(prepared)
     pruned = pruned_line(prepared)
-    loads_text, dropped = fit_table(LOAD_HEADER, _load_rows(loads, memory, est), width, LOAD_DROP)
+    rows = _load_rows(loads, memory, est, steps)
+    loads_text, dropped = fit_table(_load_header(steps), rows, width, LOAD_DROP)
     return "\n".join([
         *_head(view, prepared),
         *([pruned] if pruned else []),
@@ -190,6 +230,7 @@ def plan_fitted(
         "",
         loads_text,
         *left_out(dropped, width),
+        *_training_block(prepared, steps, width),
         *_tail(prepared, copies, est),
         rates_line(prepared),
         makespan_line(est),
@@ -198,10 +239,13 @@ def plan_fitted(
 
 
 def plan_json(
-    view: View, prepared: Prepared, memory: Sequence[DeviceMemory], est: PlanEstimate
-) -> dict[str, Any]:
+    view: View, prepared: Prepared, memory: Sequence[DeviceMemory], est: PlanEstimate,
+    steps: Steps = None,
+) -> dict[str, Any]:  # fmt: skip
+    """`plan --json`; with --training each device's `peak_predicted` is the training step's
+    (`peak_inference` beside it, `training` its parts) and `fits` is judged by it."""
     copies, loads = _loads(prepared)
-    by_name = {m.device: m for m in memory}
+    by_name, trained = {m.device: m for m in memory}, _by_device(steps)
     return {
         "schema_version": SCHEMA_VERSION,
         "machine": machine_record(view),
@@ -210,6 +254,7 @@ def plan_json(
         "placement": placement_records(*placed_ops(prepared), prepared.pruned),
         "pruned": list(prepared.pruned),
         "policy": prepared.policy.name(),
+        "training": training_record(prepared.training),
         "estimate": {"makespan_seconds": est.estimate.makespan,
                      "critical_path_seconds": est.bounds.critical_path,
                      "work_bound_seconds": est.bounds.work,
@@ -217,17 +262,8 @@ def plan_json(
                      "makespan_over_bound": makespan_ratio(est)},
         "copies": copy_records(copies),
         "estimated": estimated_ops(prepared),
-        "devices": [
-            {"device": d.device, "ops": d.ops, "output_bytes": d.output_bytes,
-             "copies_in": d.copies_in, "copy_bytes_in": d.copy_bytes_in,
-             "peak_predicted": by_name[d.device].peak if d.device in by_name else None,
-             "limit": by_name[d.device].limit if d.device in by_name else None,
-             "fits": fits(by_name.get(d.device)),
-             "busy_seconds": est.estimate.busy.get(d.device, 0.0),
-             "copies_out": est.estimate.copies_out.get(d.device, (0, 0))[0],
-             "copy_bytes_out": est.estimate.copies_out.get(d.device, (0, 0))[1]}
-            for d in loads
-        ],
+        "devices": [_device_record(d, by_name.get(d.device), trained.get(d.device), est)
+                    for d in loads],
         **_cluster_json(prepared, copies),
     }  # fmt: skip
 
@@ -242,3 +278,22 @@ def _cluster_json(prepared: Prepared, copies: Sequence[Any]) -> dict[str, Any]:
         "network": network_record(network_of(cluster), DASK_HOP),
         "tasks": task_records(cluster, copies),
     }
+
+
+def _device_record(d: DeviceLoad, m: DeviceMemory | None, step: TrainingMemory | None,
+                   est: PlanEstimate) -> dict[str, Any]:  # fmt: skip
+    inference = None if m is None else m.peak
+    record = {
+        "device": d.device, "ops": d.ops, "output_bytes": d.output_bytes,
+        "copies_in": d.copies_in, "copy_bytes_in": d.copy_bytes_in,
+        "peak_predicted": inference if step is None else step.peak,
+        "limit": None if m is None else m.limit,
+        "fits": fits(m, step),
+        "busy_seconds": est.estimate.busy.get(d.device, 0.0),
+        "copies_out": est.estimate.copies_out.get(d.device, (0, 0))[0],
+        "copy_bytes_out": est.estimate.copies_out.get(d.device, (0, 0))[1],
+    }  # fmt: skip
+    if step is not None:
+        record["peak_inference"] = inference
+        record["training"] = step_record(step)
+    return record
