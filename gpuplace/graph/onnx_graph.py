@@ -115,11 +115,13 @@ class Importer:
                 )
             )  # fmt: skip
         if missing:
-            named = list(dict.fromkeys(m[0] for m in missing))
+            places: dict[str, list[str]] = {}  # each dim once, with every place it occurs
+            for d, where in missing:
+                places.setdefault(d, []).append(where)
             flags: list[Part] = []
-            for d in named:
+            for d in places:
                 flags += [" ", Setting("dims", "N", key=d)] if d != "?" else []
-            listed = "; ".join(f"{d} ({where})" for d, where in missing)
+            listed = "; ".join(f"{d} ({', '.join(where)})" for d, where in places.items())
             raise BadInput(
                 Message(
                     f"{self.source}: unbound symbolic dims: {listed}; bind them with",

@@ -384,3 +384,14 @@ def test_a_cumsum_axis_from_an_int32_initializer(run: Run, tmp_path: Path) -> No
     result = run(*SIM, "run", path, "--feed", "x=[[1, 1, 1], [1, 2, 3]]", "--verify")
     assert result.code == 0, result.err
     assert "y:\n[[1 2 3]\n [1 3 6]]\n" in result.out
+
+
+def test_a_dim_shared_by_inputs_is_listed_once(run: Run) -> None:
+    path = str(Path(__file__).parents[2] / "examples" / "onnx" / "gpt2_tiny.onnx")
+    result = run(*SIM, "plan", path)
+    assert (result.code, result.out) == (2, "")
+    assert result.err == (
+        f"error: {path}: unbound symbolic dims: batch (input 'input_ids' dim 0, input "
+        "'attention_mask' dim 0); seq (input 'input_ids' dim 1, input 'attention_mask' dim 1); "
+        "bind them with --dim batch=N --dim seq=N (or dims: in a YAML wrapper, see docs/onnx.md)\n"
+    )
