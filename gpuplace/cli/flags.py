@@ -30,7 +30,7 @@ CLUSTER_HELP = (
 DEBUG_HELP = "Show tracebacks for errors (the exit code stays the same)."
 MEMORY_FLAGS = ("allow_growth", "memory_fraction", "memory_limit", "virtual_gpus", "max_memory",
                 "strategy", "replicate", "out_dir", "allow_writes_anywhere", "dims", "training",
-                "training_dtype")  # fmt: skip
+                "training_dtype", "device_map")  # fmt: skip
 
 
 def count_flag(ctx: click.Context, param: click.Parameter, value: str | None) -> int | None:
@@ -102,6 +102,15 @@ def _dims_flag(ctx: click.Context, param: click.Parameter, values: Sequence[str]
     return dims
 
 
+def _device_map_flag(
+    ctx: click.Context, param: click.Parameter, value: str | None
+) -> dict[str, int | str] | None:
+    """`--device-map FILE`: the map read (bounded) from its JSON file."""
+    from ..placement.devmap import read_device_map
+
+    return None if value is None else read_device_map(value)
+
+
 def memory_options(f: Any) -> Any:
     """The flags run, plan and mem share, each an `Options` field: memory policy (overrides
     config.gpu_options), --replicate and --strategy (overrides config.placement), and where the
@@ -126,6 +135,10 @@ def memory_options(f: Any) -> Any:
         click.option("--strategy", type=click.Choice(["tensorflow", "balanced", "round-robin"]),
                      default=None, help="Placement strategy (config placement.strategy); "
                      "default tensorflow: TensorFlow's rules."),
+        click.option("--device-map", "device_map", metavar="FILE", callback=_device_map_flag,
+                     help="Place by a device map (JSON: Accelerate's device_map, or what plan "
+                          "--format device-map writes): each op asks for the device of the "
+                          "longest module path covering it."),
         click.option("--out-dir", "out_dir", metavar="DIR",
                      help="Folder the spec's save paths start at (default: the spec's folder; "
                           "a spec writes only under it)."),

@@ -16,7 +16,7 @@ SECTIONS: tuple[tuple[str, frozenset[str]], ...] = (
     ("Output",
      frozenset({"log", "log_format", "explain", "as_json", "fmt", "save", "output", "wide"})),
     ("Watching", frozenset({"watch", "count"})),
-    ("Placement", frozenset({"soft", "strategy", "replicate"})),
+    ("Placement", frozenset({"soft", "strategy", "replicate", "device_map"})),
     ("ONNX models", frozenset({"dims"})),
     ("Running", frozenset({"feed", "verify", "force", "compare"})),
     ("Memory policy (TensorFlow's gpu_options)",

@@ -23,12 +23,15 @@ is the key's (the document's `ops` has each op exactly).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 
 from ..echo import show
 from ..errors import BadInput, Message, Setting
 from ..graph.model import Graph, Op
+from ..limits import read_text
+from ..parse_json import json_file
 
 DOTTED = "."  # Accelerate's keys: module paths of the PyTorch model
 SCOPED = "/"  # TensorFlow's name scopes
@@ -161,3 +164,31 @@ def accelerate_value(device: str) -> int | str:
 def short_device(device: str) -> str:
     """`/job:localhost/replica:0/task:0/device:GPU:1` -> `/device:GPU:1` (what tf.device takes)."""
     return "/device:" + device.rpartition("device:")[2]
+
+
+MAP_FILE_BYTES = 16 * 2**20  # a device map of a very large model is well under a MiB
+_CUDA = re.compile(r"cuda:([0-9]{1,4})")
+
+
+def read_device_map(path: str) -> dict[str, int | str]:
+    """The device map in the JSON file at `path` (`--device-map`): a bare map, as Accelerate's
+    `infer_auto_device_map` returns it and `json.dump` writes it, or the document `plan --format
+    device-map` writes (its `modules`, which cover every op, not only the weights that its
+    `device_map` keys for Accelerate). torch's `"cuda:1"` is read as GPU 1; other values are
+    kept for `pin` to judge (and refuse by key)."""
+    data = json_file(
+        read_text(path, MAP_FILE_BYTES, "cannot read device map", "a device map is JSON"), path
+    )
+    if isinstance(data, dict) and data.get("kind") == "device-map":
+        data = data.get("modules")
+    if not isinstance(data, dict) or not data:
+        raise BadInput(
+            f"{path}: expected a JSON object of module paths mapped to GPU indices or \"cpu\" "
+            '(e.g. {"model.layers.0": 0, "lm_head": "cpu"}), or the document plan '
+            f"--format device-map writes; got {show(data)}"
+        )
+    out: dict[str, int | str] = {}
+    for key, value in data.items():
+        cuda = _CUDA.fullmatch(value) if isinstance(value, str) else None
+        out[key] = int(cuda.group(1)) if cuda else value
+    return out
