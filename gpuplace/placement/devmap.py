@@ -183,7 +183,7 @@ def read_device_map(path: str) -> dict[str, int | str]:
         data = data.get("modules")
     if not isinstance(data, dict) or not data:
         raise BadInput(
-            f"{path}: expected a JSON object of module paths mapped to GPU indices or \"cpu\" "
+            f'{path}: expected a JSON object of module paths mapped to GPU indices or "cpu" '
             '(e.g. {"model.layers.0": 0, "lm_head": "cpu"}), or the document plan '
             f"--format device-map writes; got {show(data)}"
         )
