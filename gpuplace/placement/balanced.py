@@ -318,18 +318,29 @@ class _Balancer:
 
     def _finish(self, draft: Draft) -> float:
         """When a draft would finish with its copies planned on the links (none booked)."""
-        ready, held = draft.ready, Link()  # copies planned into the device
+        ready, copies = draft.ready, draft.copies
         timeline, device = self.timeline, draft.device
         inbound, outbound = timeline.inbound[device], timeline.outbound
+        if not copies:
+            return max(draft.start, ready) + draft.seconds
+        if len(copies) == 1:  # nothing planned before it: no held time, no known time of its own
+            source, start, seconds = copies[0]
+            booked = timeline.solid.get((source, device))
+            known = () if booked is None else (booked,)
+            end, _ = transfer(outbound[source], inbound, start, seconds, None, *known)
+            return max(draft.start, ready, end) + draft.seconds
+        held = Link()  # copies planned into the device
         solid: dict[int, tuple[Link, ...]] = {}  # per source: time known busy (links.transfer)
-        for source, start, seconds in draft.copies:
+        last = len(copies) - 1
+        for n, (source, start, seconds) in enumerate(copies):
             known = solid.get(source)
             if known is None:
                 booked = timeline.solid.get((source, device))
                 known = solid[source] = (Link(),) if booked is None else (Link(), booked)
             end, pieces = transfer(outbound[source], inbound, start, seconds, held, *known)
-            held.book(pieces)
-            known[0].cover(start, end)
+            if n < last:  # what the last copy takes, no later one avoids
+                held.book(pieces)
+                known[0].cover(start, end)
             ready = max(ready, end)
         return max(draft.start, ready) + draft.seconds
 

@@ -104,7 +104,9 @@ def flatten(graph: Graph, op_meta: Callable[[str], OpMeta] | None = None) -> Fla
     known: dict[tuple[Any, ...], frozenset[str]] = {}  # kernels by what decides them
     for j, op in enumerate(ops):
         try:
-            reads = tuple((index[r.op], r.index) for r in op.inputs)
+            reads = tuple(
+                [keep(pair, pair) for pair in [(index[r.op], r.index) for r in op.inputs]]
+            )
             specs = tuple(ops[p].outputs[k] for p, k in reads)
         except (KeyError, IndexError):
             raise BadInput(f"op '{op.name}' reads an output no earlier op produces") from None
