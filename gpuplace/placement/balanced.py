@@ -326,8 +326,8 @@ class _Balancer:
         if len(copies) == 1:  # nothing planned before it: no held time, no known time of its own
             source, start, seconds = copies[0]
             booked = timeline.solid.get((source, device))
-            known = () if booked is None else (booked,)
-            end, _ = transfer(outbound[source], inbound, start, seconds, None, *known)
+            only: tuple[Link, ...] = () if booked is None else (booked,)
+            end, _ = transfer(outbound[source], inbound, start, seconds, None, *only)
             return max(draft.start, ready, end) + draft.seconds
         held = Link()  # copies planned into the device
         solid: dict[int, tuple[Link, ...]] = {}  # per source: time known busy (links.transfer)
