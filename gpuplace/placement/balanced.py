@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from operator import itemgetter
 
 from ..devices.names import placer_spec
 from ..echo import sample
@@ -40,6 +41,8 @@ from .model import Decision, NoFit, Placement
 from .occupancy import Occupancy
 from .timeline import Slot, Timeline
 
+_MANY = 8  # copies from which a draft's queue on the inbound link is bounded first (`_serial`)
+_READY = itemgetter(1)
 WEIGHTS = (1.0, 2.0)  # copy weights of the passes tried (see the module docstring)
 PendingCopy = tuple[int, float, float]  # (source device, ready, seconds) of a copy to plan
 Read = tuple[int, int, Slot | None]  # (producer, output, slot read): see _Balancer._reads
@@ -176,7 +179,8 @@ class _Balancer:
 
         Candidates are drafted cheaply (copies as if the links were idle) and planned in
         order of that lower bound (ties: in candidate order), stopping once it cannot beat
-        the best finish found.
+        the best finish found; one with many copies is not planned when they cannot end in
+        time to beat it even one after another on its inbound link (`_serial`).
         """
         best: Draft | None = None
         best_finish = 0.0
@@ -187,12 +191,15 @@ class _Balancer:
             if best is not None and bound >= best_finish:
                 break
             draft = self._draft(op, device, reads)
-            finish = self._finish(draft)
             planned.append(draft)
             if not self._fits(op, draft):
                 excluded.append(draft.device)
-            elif best is None or finish < best_finish:
-                best, best_finish = draft, finish
+            elif best is None:
+                best, best_finish = draft, self._finish(draft)
+            elif len(draft.copies) < _MANY or _serial(draft) < best_finish:
+                finish = self._finish(draft)
+                if finish < best_finish:
+                    best, best_finish = draft, finish
         if best is None:
             raise self._no_fit(op, planned)
         return best.device, tuple(sorted(excluded))
@@ -357,6 +364,19 @@ class _Balancer:
         self.placed[op] = device
         charge = not self.reserved[op]  # a pinned op's outputs were charged up front
         self.timeline.run(op, device, self.times[op][device], charge)
+
+
+def _serial(draft: Draft) -> float:
+    """A lower bound of `_Balancer._finish(draft)` that counts its copies queueing: they share
+    the device's inbound link and take its idle time in pieces that never overlap, so the
+    last ends no sooner than any copy's ready time plus the lengths of every copy ready as
+    late or later. A hair under it: the pieces' lengths may not sum to exactly a copy's."""
+    lengths, latest = 0.0, 0.0
+    for _, ready, seconds in sorted(draft.copies, key=_READY, reverse=True):
+        lengths += seconds
+        if ready + lengths > latest:
+            latest = ready + lengths
+    return (max(draft.start, draft.ready, latest) + draft.seconds) * (1 - 1e-9)
 
 
 def _best_pass(flat: Flat, models: Sequence[DeviceModel], link: LinkModel, tf: Placement,
