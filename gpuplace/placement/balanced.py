@@ -46,6 +46,7 @@ _READY = itemgetter(1)
 WEIGHTS = (1.0, 2.0)  # copy weights of the passes tried (see the module docstring)
 PendingCopy = tuple[int, float, float]  # (source device, ready, seconds) of a copy to plan
 Read = tuple[int, int, Slot | None]  # (producer, output, slot read): see _Balancer._reads
+Tensor = tuple[int, float, int, int, float]  # see _Balancer._tensors
 
 
 def _cpu_allowed(flat: Flat, op: int) -> bool:
@@ -187,10 +188,11 @@ class _Balancer:
         excluded: list[int] = []
         planned: list[Draft] = []
         reads = self._reads(op)
-        for bound, _, device in sorted(self._bounds(op, candidates, reads)):
+        tensors = self._tensors(reads)
+        for bound, _, device in sorted(self._bounds(op, candidates, reads, tensors)):
             if best is not None and bound >= best_finish:
                 break
-            draft = self._draft(op, device, reads)
+            draft = self._draft(op, device, reads, tensors)
             planned.append(draft)
             if not self._fits(op, draft):
                 excluded.append(draft.device)
@@ -220,7 +222,8 @@ class _Balancer:
                     gpu, excluded = self._choose(producer, range(self.cpu))
                     self.decisions[producer] = self._chosen(producer, gpu, excluded)
                     self._commit(producer, gpu)
-        draft = self._draft(op, device, self._reads(op))
+        reads = self._reads(op)
+        draft = self._draft(op, device, reads, self._tensors(reads))
         if not self._fits(op, draft):
             raise self._no_fit(op, [draft], why)
 
@@ -259,25 +262,36 @@ class _Balancer:
                 reads.append((producer, output, home[producer][output]))
         return reads
 
-    def _bounds(self, op: int, candidates: Sequence[int],
-                reads: Sequence[Read]) -> list[tuple[float, int, int]]:  # fmt: skip
+    def _tensors(self, reads: Sequence[Read]) -> list[Tensor | None]:
+        """What `_bounds` and `_draft` need of each read that does not depend on the device,
+        in the order of `reads`: (home device, when it is there, producer, output, seconds of
+        a copy, weighted), or None for a deferred generator's output."""
+        done, link, weight = self.timeline.done, self.link, self.weight
+        out_bytes = self.flat.out_bytes
+        return [
+            None if slot is None else (
+                slot.device, max(done[producer], slot.ready), producer, output,
+                copy_time(out_bytes[producer][output], link) * weight,
+            )
+            for producer, output, slot in reads
+        ]  # fmt: skip
+
+    def _bounds(self, op: int, candidates: Sequence[int], reads: Sequence[Read],
+                tensors: Sequence[Tensor | None]) -> list[tuple[float, int, int]]:  # fmt: skip
         """(`Draft.bound`, position, device) of `op` on each candidate, worked out without
-        drafting each one: what does not depend on the device is looked up once."""
-        timeline, times, flat = self.timeline, self.times, self.flat
+        drafting each one: what does not depend on the device is looked up once (`tensors`:
+        `_tensors(reads)`)."""
+        timeline, times = self.timeline, self.times
         done, copied = timeline.done, timeline.copied
         generators = [times[producer] for producer, _, slot in reads if slot is None]
-        tensors = [
-            (slot.device, max(done[producer], slot.ready), producer, output,
-             copy_time(flat.out_bytes[producer][output], self.link) * self.weight)
-            for producer, output, slot in reads if slot is not None
-        ]  # fmt: skip
+        placed = [tensor for tensor in tensors if tensor is not None]
         seconds, free_at = times[op], timeline.free_at
         out = []
         for n, device in enumerate(candidates):
             start, ready = free_at[device], 0.0
             for generator in generators:  # they run on `device` first
                 start += generator[device]
-            for home, at, producer, output, length in tensors:
+            for home, at, producer, output, length in placed:
                 if home != device:
                     copy = copied.get((producer, output, device))
                     at = at + length if copy is None else max(done[producer], copy.ready)
@@ -286,33 +300,37 @@ class _Balancer:
             out.append((max(start, ready) + seconds[device], n, device))
         return out
 
-    def _draft(self, op: int, device: int, reads: Sequence[Read]) -> Draft:
-        """`op` on `device`, planned cheaply (see Draft)."""
+    def _draft(self, op: int, device: int, reads: Sequence[Read],
+               tensors: Sequence[Tensor | None]) -> Draft:  # fmt: skip
+        """`op` on `device`, planned cheaply (see Draft; `tensors`: `_tensors(reads)`)."""
         flat, timeline, times = self.flat, self.timeline, self.times
         copied, done = timeline.copied, timeline.done
         start, ready = timeline.free_at[device], 0.0
         first = last = op
         before = total = 0
         copies: list[PendingCopy] = []
-        for producer, output, slot in reads:
-            if slot is None:  # a deferred generator runs on `device` first
+        for (producer, output, slot), tensor in zip(reads, tensors, strict=True):
+            if slot is None or tensor is None:  # a deferred generator runs on `device` first
                 start += times[producer][device]
-                ready = max(ready, start)
+                if start > ready:
+                    ready = start
                 size = sum(flat.sizes[producer])
                 first, last = min(first, producer), max(last, *flat.ends[producer])
                 before, total = before + size, total + size
                 continue
-            if slot.device != device:
+            home, at, _, _, seconds = tensor
+            if home != device:
                 copy = copied.get((producer, output, device))
                 if copy is None:
-                    seconds = copy_time(flat.out_bytes[producer][output], self.link) * self.weight
-                    at = max(done[producer], slot.ready)
-                    copies.append((slot.device, at, seconds))
-                    ready = max(ready, at + seconds)
+                    copies.append((home, at, seconds))
+                    if at + seconds > ready:
+                        ready = at + seconds
                     total += slot.size
                     continue
                 slot = copy
-            ready = max(ready, done[producer], slot.ready)
+                at = max(done[producer], slot.ready)
+            if at > ready:
+                ready = at
             if slot.last < op:  # a copy (or forwarded buffer) on `device` lives on to this step
                 first = min(first, slot.last + 1)
                 before, total = before + slot.size, total + slot.size
