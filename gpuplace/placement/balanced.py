@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from operator import itemgetter
 
 from ..devices.cluster import short_name, split_device
 from ..devices.names import placer_spec
@@ -41,9 +42,12 @@ from .model import Decision, NoFit, Placement
 from .occupancy import Occupancy
 from .timeline import Network, Slot, Timeline
 
+_MANY = 8  # copies from which a draft's queue on the inbound link is bounded first (`_serial`)
+_READY = itemgetter(1)
 WEIGHTS = (1.0, 2.0)  # copy weights of the passes tried (see the module docstring)
 PendingCopy = tuple[int, float, float]  # (source device, ready, seconds) of a copy to plan
 Read = tuple[int, int, Slot | None]  # (producer, output, slot read): see _Balancer._reads
+Tensor = tuple[int, float, int, int, float]  # see _Balancer._tensors
 
 
 def _cpu_allowed(flat: Flat, op: int) -> bool:
@@ -181,23 +185,32 @@ class _Balancer:
 
         Candidates are drafted cheaply (copies as if the links were idle) and planned in
         order of that lower bound (ties: in candidate order), stopping once it cannot beat
-        the best finish found.
+        the best finish found; one with many copies is not planned when they cannot end in
+        time to beat it even one after another on its inbound link (`_serial`).
         """
         best: Draft | None = None
         best_finish = 0.0
         excluded: list[int] = []
         planned: list[Draft] = []
         reads = self._reads(op)
-        for bound, _, device in sorted(self._bounds(op, candidates, reads)):
+        tensors = self._tensors(reads)
+        for bound, _, device in sorted(self._bounds(op, candidates, reads, tensors)):
             if best is not None and bound >= best_finish:
                 break
-            draft = self._draft(op, device, reads)
-            finish = self._finish(draft)
+            draft = self._draft(op, device, reads, tensors)
             planned.append(draft)
             if not self._fits(op, draft):
                 excluded.append(draft.device)
-            elif best is None or finish < best_finish:
-                best, best_finish = draft, finish
+            elif best is None:
+                best, best_finish = draft, self._finish(draft)
+            elif (
+                len(draft.copies) < _MANY
+                or self.network is not None
+                or _serial(draft) < best_finish
+            ):
+                finish = self._finish(draft)
+                if finish < best_finish:
+                    best, best_finish = draft, finish
         if best is None:
             raise self._no_fit(op, planned)
         return best.device, tuple(sorted(excluded))
@@ -218,7 +231,8 @@ class _Balancer:
                     gpu, excluded = self._choose(producer, self.gpus)
                     self.decisions[producer] = self._chosen(producer, gpu, excluded)
                     self._commit(producer, gpu)
-        draft = self._draft(op, device, self._reads(op))
+        reads = self._reads(op)
+        draft = self._draft(op, device, reads, self._tensors(reads))
         if not self._fits(op, draft):
             raise self._no_fit(op, [draft], why)
 
@@ -257,25 +271,36 @@ class _Balancer:
                 reads.append((producer, output, home[producer][output]))
         return reads
 
-    def _bounds(self, op: int, candidates: Sequence[int],
-                reads: Sequence[Read]) -> list[tuple[float, int, int]]:  # fmt: skip
+    def _tensors(self, reads: Sequence[Read]) -> list[Tensor | None]:
+        """What `_bounds` and `_draft` need of each read that does not depend on the device,
+        in the order of `reads`: (home device, when it is there, producer, output, seconds of
+        a copy, weighted), or None for a deferred generator's output."""
+        done, link, weight = self.timeline.done, self.link, self.weight
+        out_bytes = self.flat.out_bytes
+        return [
+            None if slot is None else (
+                slot.device, max(done[producer], slot.ready), producer, output,
+                copy_time(out_bytes[producer][output], link) * weight,
+            )
+            for producer, output, slot in reads
+        ]  # fmt: skip
+
+    def _bounds(self, op: int, candidates: Sequence[int], reads: Sequence[Read],
+                tensors: Sequence[Tensor | None]) -> list[tuple[float, int, int]]:  # fmt: skip
         """(`Draft.bound`, position, device) of `op` on each candidate, worked out without
-        drafting each one: what does not depend on the device is looked up once."""
-        timeline, times, flat = self.timeline, self.times, self.flat
+        drafting each one: what does not depend on the device is looked up once (`tensors`:
+        `_tensors(reads)`)."""
+        timeline, times = self.timeline, self.times
         done, copied = timeline.done, timeline.copied
         generators = [times[producer] for producer, _, slot in reads if slot is None]
-        tensors = [
-            (slot.device, max(done[producer], slot.ready), producer, output,
-             copy_time(flat.out_bytes[producer][output], self.link) * self.weight)
-            for producer, output, slot in reads if slot is not None
-        ]  # fmt: skip
+        placed = [tensor for tensor in tensors if tensor is not None]
         seconds, free_at, network = times[op], timeline.free_at, self.network
         out = []
         for n, device in enumerate(candidates):
             start, ready = free_at[device], 0.0
             for generator in generators:  # they run on `device` first
                 start += generator[device]
-            for home, at, producer, output, length in tensors:
+            for home, at, producer, output, length in placed:
                 if home != device:
                     copy = copied.get((producer, output, device))
                     if copy is None and network is not None:  # the route's, across hosts
@@ -286,33 +311,39 @@ class _Balancer:
             out.append((max(start, ready) + seconds[device], n, device))
         return out
 
-    def _draft(self, op: int, device: int, reads: Sequence[Read]) -> Draft:
-        """`op` on `device`, planned cheaply (see Draft)."""
+    def _draft(self, op: int, device: int, reads: Sequence[Read],
+               tensors: Sequence[Tensor | None]) -> Draft:  # fmt: skip
+        """`op` on `device`, planned cheaply (see Draft; `tensors`: `_tensors(reads)`)."""
         flat, timeline, times = self.flat, self.timeline, self.times
         copied, done = timeline.copied, timeline.done
         start, ready = timeline.free_at[device], 0.0
         first = last = op
         before = total = 0
         copies: list[PendingCopy] = []
-        for producer, output, slot in reads:
-            if slot is None:  # a deferred generator runs on `device` first
+        for (producer, output, slot), tensor in zip(reads, tensors, strict=True):
+            if slot is None or tensor is None:  # a deferred generator runs on `device` first
                 start += times[producer][device]
-                ready = max(ready, start)
+                if start > ready:
+                    ready = start
                 size = sum(flat.sizes[producer])
                 first, last = min(first, producer), max(last, *flat.ends[producer])
                 before, total = before + size, total + size
                 continue
-            if slot.device != device:
+            home, at, _, _, seconds = tensor
+            if home != device:
                 copy = copied.get((producer, output, device))
                 if copy is None:
-                    seconds = self._copy_seconds(producer, output, slot.device, device)
-                    at = max(done[producer], slot.ready)
-                    copies.append((slot.device, at, seconds))
-                    ready = max(ready, at + seconds)
+                    if self.network is not None:  # the route's, across hosts
+                        seconds = self._copy_seconds(producer, output, home, device)
+                    copies.append((home, at, seconds))
+                    if at + seconds > ready:
+                        ready = at + seconds
                     total += slot.size
                     continue
                 slot = copy
-            ready = max(ready, done[producer], slot.ready)
+                at = max(done[producer], slot.ready)
+            if at > ready:
+                ready = at
             if slot.last < op:  # a copy (or forwarded buffer) on `device` lives on to this step
                 first = min(first, slot.last + 1)
                 before, total = before + slot.size, total + slot.size
@@ -331,18 +362,32 @@ class _Balancer:
 
     def _finish(self, draft: Draft) -> float:
         """When a draft would finish with its copies planned on the links (none booked)."""
-        ready, held = draft.ready, Link()  # copies planned into the device
+        ready, copies = draft.ready, draft.copies
         timeline, device = self.timeline, draft.device
+        inbound, outbound = timeline.inbound[device], timeline.outbound
+        route = None if self.network is None else timeline.route  # across hosts: NICs too
+        if not copies:
+            return max(draft.start, ready) + draft.seconds
+        if len(copies) == 1:  # nothing planned before it: no held time, no known time of its own
+            source, start, seconds = copies[0]
+            booked = timeline.solid.get((source, device))
+            only: tuple[Link, ...] = () if booked is None else (booked,)
+            out, into = (outbound[source], inbound) if route is None else route(source, device)[1:3]
+            end, _ = transfer(out, into, start, seconds, None, *only)
+            return max(draft.start, ready, end) + draft.seconds
+        held = Link()  # copies planned into the device
         solid: dict[int, tuple[Link, ...]] = {}  # per source: time known busy (links.transfer)
-        for source, start, seconds in draft.copies:
+        last = len(copies) - 1
+        for n, (source, start, seconds) in enumerate(copies):
             known = solid.get(source)
             if known is None:
                 booked = timeline.solid.get((source, device))
                 known = solid[source] = (Link(),) if booked is None else (Link(), booked)
-            _, outbound, inbound, _ = timeline.route(source, device)
-            end, pieces = transfer(outbound, inbound, start, seconds, held, *known)
-            held.book(pieces)
-            known[0].cover(start, end)
+            out, into = (outbound[source], inbound) if route is None else route(source, device)[1:3]
+            end, pieces = transfer(out, into, start, seconds, held, *known)
+            if n < last:  # what the last copy takes, no later one avoids
+                held.book(pieces)
+                known[0].cover(start, end)
             ready = max(ready, end)
         return max(draft.start, ready) + draft.seconds
 
@@ -359,6 +404,19 @@ class _Balancer:
         self.placed[op] = device
         charge = not self.reserved[op]  # a pinned op's outputs were charged up front
         self.timeline.run(op, device, self.times[op][device], charge)
+
+
+def _serial(draft: Draft) -> float:
+    """A lower bound of `_Balancer._finish(draft)` that counts its copies queueing: they share
+    the device's inbound link and take its idle time in pieces that never overlap, so the
+    last ends no sooner than any copy's ready time plus the lengths of every copy ready as
+    late or later. A hair under it: the pieces' lengths may not sum to exactly a copy's."""
+    lengths, latest = 0.0, 0.0
+    for _, ready, seconds in sorted(draft.copies, key=_READY, reverse=True):
+        lengths += seconds
+        if ready + lengths > latest:
+            latest = ready + lengths
+    return (max(draft.start, draft.ready, latest) + draft.seconds) * (1 - 1e-9)
 
 
 def _best_pass(flat: Flat, models: Sequence[DeviceModel], link: LinkModel, tf: Placement,

@@ -70,11 +70,13 @@ class Flat:
 
 
 def _ends(graph: Graph, inputs: Sequence[tuple[tuple[int, int], ...]], index: dict[str, int],
-          resident: Sequence[bool]) -> list[list[int]]:  # fmt: skip
-    """Static last step of every output (see the module docstring)."""
+          resident: Sequence[bool], steps: Sequence[int]) -> list[list[int]]:  # fmt: skip
+    """Static last step of every output (see the module docstring); `steps`: each step's int."""
     ops, last = graph.ops, len(graph.ops) - 1
-    ends = [[last if resident[i] else i] * len(op.outputs) for i, op in enumerate(ops)]
-    for j, reads in enumerate(inputs):
+    ends = [
+        [last if resident[i] else i] * len(op.outputs) for i, op in zip(steps, ops, strict=True)
+    ]
+    for j, reads in zip(steps, inputs, strict=True):
         for p, k in reads:
             if j > ends[p][k]:
                 ends[p][k] = j
@@ -95,6 +97,9 @@ def flatten(graph: Graph, op_meta: Callable[[str], OpMeta] | None = None) -> Fla
     meta_of = default_meta(op_meta)
     ops = graph.ops
     index = {op.name: i for i, op in enumerate(ops)}
+    # each step's int once (the reads' pairs, first readers and ends share it): index's own
+    # ints when every name is distinct, as the loader makes them
+    steps: Sequence[int] = list(index.values()) if len(index) == len(ops) else range(len(ops))
     metas = {t: meta_of(t) for t in {op.type for op in ops}}
     inputs = []
     flops, nbytes = [], []
@@ -102,10 +107,14 @@ def flatten(graph: Graph, op_meta: Callable[[str], OpMeta] | None = None) -> Fla
     first = [-1] * len(ops)
     shared: dict[Any, Any] = {}  # equal tuples and sets are kept once (most ops repeat them)
     keep = shared.setdefault
+    numbers: dict[tuple[type, float], Any] = {}  # equal costs kept once, with their type (2, 2.0)
+    number = numbers.setdefault
     known: dict[tuple[Any, ...], frozenset[str]] = {}  # kernels by what decides them
-    for j, op in enumerate(ops):
+    for j, op in zip(steps, ops, strict=True):
         try:
-            reads = tuple((index[r.op], r.index) for r in op.inputs)
+            reads = tuple(
+                [keep(pair, pair) for pair in [(index[r.op], r.index) for r in op.inputs]]
+            )
             specs = tuple(ops[p].outputs[k] for p, k in reads)
         except (KeyError, IndexError):
             raise BadInput(f"op '{op.name}' reads an output no earlier op produces") from None
@@ -116,8 +125,9 @@ def flatten(graph: Graph, op_meta: Callable[[str], OpMeta] | None = None) -> Fla
                 first[p] = j
         inputs.append(keep(reads, reads))
         kernels.append(_kernels(metas[op.type], op, specs, known))
-        flops.append(op_flops(op, specs, metas[op.type]))
-        nbytes.append(op_bytes(op, specs))
+        cost, moved = op_flops(op, specs, metas[op.type]), op_bytes(op, specs)
+        flops.append(number((cost.__class__, cost), cost))
+        nbytes.append(number((moved.__class__, moved), moved))
     resident = [metas[op.type].resident for op in ops]
     sizes: list[tuple[int, ...]] = []
     out_bytes: list[tuple[int, ...]] = []
@@ -132,7 +142,7 @@ def flatten(graph: Graph, op_meta: Callable[[str], OpMeta] | None = None) -> Fla
             if found is None:
                 found = rounded[made] = tuple(allocation_size(n) for n in made)
             sizes.append(found)
-    ends = [tuple(e) for e in _ends(graph, inputs, index, resident)]
+    ends = [tuple(e) for e in _ends(graph, inputs, index, resident, steps)]
     return Flat(
         graph=graph,
         names=tuple(op.name for op in ops),

@@ -168,3 +168,40 @@ def test_a_judged_placement_of_another_graph_or_other_decisions_is_estimated_afr
         calls.update(simulate=0, flatten=0)
     estimate_with_bounds(g, p, devices, allow_soft_placement=True)
     assert calls["simulate"] == 1  # placed without soft placement: TF's placement may differ
+
+
+@pytest.mark.parametrize("limit", [None, 40 * 2**20], ids=["roomy", "tight"])
+@pytest.mark.parametrize("shape", SHAPES)
+def test_the_queue_bound_is_never_above_a_finish_and_changes_no_choice(
+    shape: str, limit: int | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`_serial` (copies queued on the inbound link) is a lower bound of every draft's planned
+    finish, and skipping the drafts it rules out gives the same decisions as planning every
+    draft, while it skips some of the fan's (each add_n reads copies from every other GPU)."""
+    graph, devices = SHAPES[shape](300), models(4, limit)
+    real_finish, real_serial = balanced._Balancer._finish, balanced._serial
+    finished: list[int] = []
+    bounded: list[float] = []
+
+    def finish(self: Any, draft: balanced.Draft) -> float:
+        out = real_finish(self, draft)
+        finished.append(len(draft.copies))
+        if len(draft.copies) > 1:
+            assert real_serial(draft) <= out, (real_serial(draft), out)
+        return out
+
+    def serial(draft: balanced.Draft) -> float:
+        bounded.append(real_serial(draft))
+        return bounded[-1]
+
+    monkeypatch.setattr(balanced._Balancer, "_finish", finish)
+    monkeypatch.setattr(balanced, "_serial", serial)
+    pruned = place_balanced(graph, devices)
+    planned_pruned = len(finished)
+    monkeypatch.setattr(balanced, "_MANY", 10**9)  # the bound never asked: every draft planned
+    finished.clear()
+    every = place_balanced(graph, devices)
+    assert pruned.decisions == every.decisions
+    assert planned_pruned <= len(finished)
+    if shape == "fan":
+        assert bounded and planned_pruned < len(finished)
