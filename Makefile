@@ -33,7 +33,7 @@ demo: $(STAMP_DEMO)
 	CUDA_VISIBLE_DEVICES=2,0 $(BIN)/gpuplace --machine 4xK20m devices --check
 	$(BIN)/gpuplace --machine 4xK520 mem examples/guide/04_multi_tower.yaml --compare --memory-fraction 0.3
 	$(BIN)/gpuplace --machine 4xK520 plan examples/big_model.yaml --strategy balanced
-	$(BIN)/gpuplace --machine 4xK520 plan examples/onnx/branches.onnx --dim batch=262144 --strategy balanced --format device-map
+	$(BIN)/gpuplace --machine 4xK520 plan examples/onnx/branches.onnx --dim batch=262144 --strategy balanced
 
 lint: $(STAMP)
 	$(BIN)/ruff check gpuplace tests bench examples tools
