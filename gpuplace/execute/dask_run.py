@@ -31,23 +31,27 @@ from typing import Any
 
 import numpy as np
 
-from ..devices.cluster import Cluster, Task, TaskName, split_device
+from ..devices.cluster import NETWORK_REPEATS, Cluster, Task, TaskName, Transfer, split_device
 from ..devices.cluster_spec import ClusterDescription
 from ..errors import BadInput, GpuplaceError, RuntimeFailure
 from ..graph.model import Graph, TensorRef
 from ..memory.policy import Policy
 from ..memory.pools import DeviceMemory
 from .chunks import Chunk, split
+from .device_check import CheckResult, RateSizes
 from .schedule import CopyRecord
 from .task_state import (
     ChunkSpec,
     Closed,
     Inventory,
+    check_here,
     close_run,
+    filled,
     gpuplace_version,
     inventory,
     open_run,
     run_chunk,
+    size_of,
 )
 
 INSTALL = "pip install 'gpuplace[cluster]'"
@@ -510,6 +514,70 @@ def _submit(
     return ClusterRun(values, copies, printed, memory, len(chunks))
 
 
+TRANSFER_TIMEOUT = 60.0  # seconds one measured transfer may take before the check fails
+
+
+@dataclass(frozen=True)
+class ClusterCheck:
+    """`devices --check` across hosts: each task's results (local names), then the transfers
+    from every other task to the first."""
+
+    results: dict[TaskName, list[CheckResult]]
+    transfers: list[Transfer]
+
+
+def _transfer_log(key: str, dask_worker: Any) -> float:
+    for entry in reversed(dask_worker.transfer_incoming_log):
+        if key in entry["keys"]:
+            return float(entry["duration"])
+    return 0.0
+
+
+def _moved(session: Session, source: str, target: str, nbytes: int) -> float:
+    """Seconds the worker at `target` took to fetch an `nbytes` array made at `source`."""
+    client = session.client
+    pinned = {"allow_other_workers": False, "pure": False}
+    made = client.submit(filled, nbytes, workers=[source], **pinned)
+    read = client.submit(size_of, made, workers=[target], **pinned)
+    try:
+        read.result(timeout=TRANSFER_TIMEOUT)
+        key = str(made.key)
+        return float(client.run(_transfer_log, key, workers=[target])[target])
+    finally:
+        for future in (read, made):
+            with contextlib.suppress(Exception):
+                future.release()
+
+
+def measure_transfer(
+    session: Session, source: tuple[TaskName, str], target: tuple[TaskName, str], nbytes: int
+) -> Transfer:
+    """Time Dask moving a host array between two tasks' workers (by address), best of
+    NETWORK_REPEATS, and a 1-byte one for the latency."""
+    big = min(_moved(session, source[1], target[1], nbytes) for _ in range(NETWORK_REPEATS))
+    tiny = min(_moved(session, source[1], target[1], 1) for _ in range(NETWORK_REPEATS))
+    return Transfer(source[0], target[0], nbytes, big, min(tiny, big))
+
+
+def check_cluster(session: Session, cluster: Cluster, sizes: RateSizes) -> ClusterCheck:
+    """gpuplace's device check in every task's worker, one task after the other (tasks sharing
+    a host would slow each other's measurements), then from every other task to the first one
+    a timed transfer of a `sizes.stream`-byte host array."""
+    addresses = wait_for_tasks(session, [t.name for t in cluster.tasks])
+    results: dict[TaskName, list[CheckResult]] = {}
+    try:
+        for task, address in addresses.items():
+            results[task] = session.client.run(check_here, sizes, workers=[address])[address]
+        first, *others = addresses.items()
+        transfers = [measure_transfer(session, other, first, sizes.stream) for other in others]
+    except GpuplaceError:
+        raise
+    except Exception as exc:  # a worker or the scheduler went away, or a transfer timed out
+        watch = _Watch(session, addresses, {t.name: t.host for t in cluster.tasks})
+        raise _failure(exc, watch, next(iter(addresses))) from None
+    return ClusterCheck(results, transfers)
+
+
 class Runtime:
     """The clusters one command works on: connected on first use, closed by `close`.
 
@@ -526,6 +594,7 @@ class Runtime:
         session = self.sessions.get(scheduler)
         if session is None:
             session = self.sessions[scheduler] = connect(scheduler)
+            self.sessions.setdefault(session.scheduler, session)  # a file: by its address too
         names = [t.name for t in description.tasks] or None
         tasks = inventory_tasks(session, names)
         if not tasks:
@@ -562,8 +631,12 @@ class Runtime:
                 replace(t, address=names[t.name]) for t in cluster.tasks))  # fmt: skip
         return run_graph(session, cluster, graph, devices, policy, effects=effects)
 
+    def check(self, cluster: Cluster, sizes: RateSizes) -> ClusterCheck:
+        """`devices --check` on every task of `cluster` (a simulated one's workers start here)."""
+        return check_cluster(self.session(cluster), cluster, sizes)
+
     def close(self) -> None:
-        for session in self.sessions.values():
+        for session in {id(s): s for s in self.sessions.values()}.values():
             session.close()
         self.sessions.clear()
 

@@ -47,6 +47,7 @@ from ..memory.pools import (
     summary,
 )
 from .backends import Backend, device_backends
+from .device_check import CheckResult, RateSizes, check_all
 from .executor import CopyRecord, bind, run
 from .predict import device_names, host_peak
 from .schedule import layout
@@ -71,6 +72,22 @@ def inventory() -> Inventory:
     machine = discover(spec, source=MACHINE_ENV)
     seen = view(machine, os.environ)
     return Inventory(gpuplace_version(), socket.gethostname(), os.getpid(), seen)
+
+
+def check_here(sizes: RateSizes) -> list[CheckResult]:
+    """`devices --check` inside this process: its CPU:0 and every GPU it sees, rates measured
+    with `sizes` (a Dask worker's `client.run` calls it; names are local, `/device:GPU:0`)."""
+    return check_all(inventory().view, None, sizes)
+
+
+def filled(nbytes: int) -> np.ndarray:
+    """A host array of `nbytes` bytes (the network measurement's payload, made on a worker)."""
+    return np.ones(max(1, nbytes), np.uint8)
+
+
+def size_of(array: np.ndarray) -> int:
+    """What the receiving worker does with the payload: nothing but look at it."""
+    return int(array.nbytes)
 
 
 def gpuplace_version() -> str:
