@@ -228,7 +228,7 @@ def measured_network(cluster: Cluster, rates: Rates) -> Cluster:
     measured = rates.networks.get(str(cluster.scheduler))
     if cluster.network is not None or cluster.simulated or measured is None:
         return cluster
-    network = Network(measured.bandwidth_gbs * 1e9, measured.latency_us * 1e-6, "measured")
+    network = Network(measured.bandwidth_gbs * 1e9, measured.latency_us / 1e6, "measured")
     return replace(cluster, network=network)
 
 
