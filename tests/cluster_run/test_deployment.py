@@ -121,6 +121,24 @@ def test_workers_serve_their_tasks_and_a_run_uses_them(
                              capture_output=True, text=True, timeout=60)  # fmt: skip
     assert planned.returncode == 0, planned.stderr
     assert "/job:worker/replica:0/task:1  " in planned.stdout and "NET IN" in planned.stdout
+    rates = tmp_path / "rates.json"
+    env = {**ENV, "GPUPLACE_RATES": str(rates), "GPUPLACE_CHECK_SIZES": "matmul=32,stream=256KiB"}
+    checked = subprocess.run(_gpuplace("devices", "--cluster", str(file), "--check",
+                                       "--require-gpus", "3", "--min-memory", "6GiB"),
+                             env=env, capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert checked.returncode == 1, checked.stderr
+    assert checked.stdout.count(" pass ") == 4  # each task's CPU:0 and GPU:0, in its worker
+    assert "Network task:1 -> task:0: 256.0 KiB in " in checked.stdout
+    assert f"Saved the measured network of {_address(file)} to {rates}" in checked.stdout
+    assert checked.stderr.startswith("error: 3 GPUs required, 2 visible over the cluster "
+                                     "(task:0 1, task:1 1); /job:worker/replica:0/task:0 on ")  # fmt: skip
+    assert "/job:worker/replica:0/task:1/device:GPU:0 (Tesla K20m, host " in checked.stderr
+    assert "less than --min-memory 6GiB" in checked.stderr
+    replanned = subprocess.run(_gpuplace("--cluster", str(file), "plan", str(spec)), env=env,
+                               capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert replanned.returncode == 0, replanned.stderr
+    assert "Network between tasks: " in replanned.stdout
+    assert " (measured); each cross-task copy" in replanned.stdout
     taken = subprocess.run(_gpuplace("worker", str(file), "--task", "1"), env=ENV,
                            capture_output=True, text=True, timeout=60)  # fmt: skip
     assert taken.returncode == 2
