@@ -56,6 +56,7 @@ from .task_state import (
 
 INSTALL = "pip install 'gpuplace[cluster]'"
 POLL = 0.25  # seconds between the watchdog's looks at the scheduler's workers
+GATHER_TIMEOUT = 120.0  # seconds the fetched values may take to arrive once every chunk is done
 CONFIG = {  # for clusters gpuplace starts: fail at once rather than wait (§4.4)
     "distributed.scheduler.allowed-failures": 0,
     "distributed.scheduler.no-workers-timeout": "10s",
@@ -337,6 +338,14 @@ class _Watch:
             if now.get(address) != str(task):
                 raise self.left(task)
 
+    def stuck(self, task: TaskName, limit: float) -> TaskLost:
+        return TaskLost(
+            f"{task} (worker {self.addresses[task]}, host {self.hosts.get(task, 'unknown host')})"
+            f" did not hand over the run's results within {limit:g} s: its process is stuck or "
+            "its host is unreachable; nothing was retried. Check its log and run again.",
+            task,
+        )
+
     def lost(self) -> TaskLost:
         return TaskLost(
             f"lost the connection to the Dask scheduler at {self.session.scheduler}: it stopped "
@@ -402,6 +411,30 @@ def _wait(futures: Sequence[Any], watch: _Watch) -> None:
         pending = list(not_done)
         if pending:
             watch.check()
+
+
+def gather(futures: Sequence[Any], watch: _Watch, limit: float | None = None) -> list[Any]:
+    """Each finished future's value, fetched from its worker. A worker that dies after the
+    run's wait would leave Dask's gather waiting forever, so each fetch waits POLL at a time,
+    the watchdog looks between waits (its one line names the task that left), and the whole
+    gather gives up after `limit` seconds (GATHER_TIMEOUT) naming the task it waited on."""
+    limit = GATHER_TIMEOUT if limit is None else limit
+    deadline = time.monotonic() + limit
+    values = []
+    for future in futures:
+        task = watch.keys[future.key]
+        while True:
+            try:
+                values.append(future.result(timeout=POLL))
+                break
+            except TimeoutError:
+                pass
+            except Exception as exc:  # cancelled or lost on the way: the scheduler, or a worker
+                raise _failure(exc, watch, task) from None
+            watch.check()
+            if time.monotonic() > deadline:
+                raise watch.stuck(task, limit)
+    return values
 
 
 def run_graph(
@@ -495,7 +528,7 @@ def _submit(
         chunk_of = {name: c.index for c in chunks for name in c.ops}
         fetched = [piece(chunk_of[ref.op], ref) for ref in graph.fetch]
         _wait([*futures, *pieces.values()], watch)
-        arrays = client.gather(fetched)
+        arrays = gather(fetched, watch)
     except BaseException:
         for future in [*futures, *pieces.values()]:
             with contextlib.suppress(Exception):
