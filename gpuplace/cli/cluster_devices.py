@@ -35,20 +35,23 @@ def cluster_devices(
     (`sizes`: --check was given) and fail naming the task that falls short."""
     if watch:
         raise BadInput(WATCH_REFUSED)
-    from ..pipeline import ClusterRuns
+    runs = None
+    if described.scheduler is not None or sizes is not None:  # else no runtime is imported
+        from ..pipeline import ClusterRuns
 
-    across = ClusterRuns()
+        runs = ClusterRuns()
     try:
-        if described.scheduler is not None:  # each task's own discovery, run in its worker
-            cluster = across.connect(described)
+        if runs is not None and described.scheduler is not None:  # each task's own discovery
+            cluster = runs.connect(described)
         else:
             cluster = simulated_cluster(described, app.env, app.host_memory)
         doc = show_cluster(cluster, as_json)
         failures = short_failures(cluster, require_gpus, minimum, min_memory)
-        if sizes is not None:
-            failures += _checks(app, across, cluster, sizes, as_json, doc)
+        if runs is not None and sizes is not None:
+            failures += _checks(app, runs, cluster, sizes, as_json, doc)
     finally:
-        across.close()
+        if runs is not None:
+            runs.close()
     if as_json:
         click.echo(json.dumps(doc, indent=2))
     if failures:
