@@ -587,9 +587,15 @@ def measure_transfer(
 ) -> Transfer:
     """Time Dask moving a host array between two tasks' workers (by address), best of
     NETWORK_REPEATS, and a 1-byte one for the latency."""
-    big = min(_moved(session, source[1], target[1], nbytes) for _ in range(NETWORK_REPEATS))
-    tiny = min(_moved(session, source[1], target[1], 1) for _ in range(NETWORK_REPEATS))
-    return Transfer(source[0], target[0], nbytes, big, min(tiny, big))
+    timed = {size: [_moved(session, source[1], target[1], size) for _ in range(NETWORK_REPEATS)]
+             for size in (nbytes, 1)}  # fmt: skip
+    if not all(timed[nbytes]):  # Dask logs every transfer between two workers
+        raise RuntimeFailure(
+            f"the worker of {target[0]} ({target[1]}) logged no transfer from {source[0]} "
+            f"({source[1]}); check that the two workers are distinct processes"
+        )
+    big = min(timed[nbytes])
+    return Transfer(source[0], target[0], nbytes, big, min(*timed[1], big))
 
 
 def check_cluster(session: Session, cluster: Cluster, sizes: RateSizes) -> ClusterCheck:
