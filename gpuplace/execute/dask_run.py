@@ -612,8 +612,15 @@ def check_cluster(session: Session, cluster: Cluster, sizes: RateSizes) -> Clust
     except GpuplaceError:
         raise
     except Exception as exc:  # a worker or the scheduler went away, or a transfer timed out
-        watch = _Watch(session, addresses, {t.name: t.host for t in cluster.tasks})
-        raise _failure(exc, watch, next(iter(addresses))) from None
+        hosts = {t.name: t.host for t in cluster.tasks}
+        found = _failure(exc, _Watch(session, addresses, hosts), next(iter(addresses)))
+        if isinstance(exc, TimeoutError) and not isinstance(found, TaskLost):
+            raise RuntimeFailure(
+                f"a timed transfer between the workers took more than {TRANSFER_TIMEOUT:g} s; "
+                f"check the network between {', '.join(sorted(set(hosts.values())))} and run "
+                "again (GPUPLACE_CHECK_SIZES=stream=... moves less)"
+            ) from None
+        raise found from None
     return ClusterCheck(results, transfers)
 
 
