@@ -125,6 +125,7 @@ class Task:
     address: str | None = None
     machine_spec: str | None = None
     cuda_visible_devices: str | None = None
+    pid: int | None = None  # the worker's process, once one answered (its inventory)
 
 
 @dataclass(frozen=True)

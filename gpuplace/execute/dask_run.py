@@ -246,7 +246,7 @@ def inventory_tasks(session: Session, names: Sequence[TaskName] | None = None) -
     found = task_addresses(session) if names is None else wait_for_tasks(session, names)
     seen: dict[str, Inventory] = session.client.run(inventory, workers=list(found.values()))
     return [
-        Task(name, seen[address].host, seen[address].view, address)
+        Task(name, seen[address].host, seen[address].view, address, pid=seen[address].pid)
         for name, address in sorted(found.items())
     ]
 

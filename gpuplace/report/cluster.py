@@ -172,21 +172,21 @@ def devices_table(tasks: Sequence[Task]) -> str:
     return columns(DEVICE_HEADER, device_rows(tasks))
 
 
-def devices_cluster_json(cluster: Cluster, pids: Sequence[int | None] = ()) -> dict[str, Any]:
+def devices_cluster_json(cluster: Cluster) -> dict[str, Any]:
     """`devices --json` across hosts: `{"cluster": {...}, "tasks": [{"task", "host", "worker",
-    "pid", "machine", "devices"}]}`, each device record named in full (`pids`: each task's
-    worker process, where one runs)."""
+    "pid", "machine", "devices"}]}`, each device record named in full (`pid`: the task's
+    worker process on a live cluster; null on a simulated one)."""
     from .devices import device_records, machine_json
     from .schema import SCHEMA_VERSION
 
     tasks = []
-    for i, task in enumerate(cluster.tasks):
+    for task in cluster.tasks:
         records = device_records(task.view)
         for record in records:
             record["name"] = full_device(task.name, str(record["name"]).removeprefix("/device:"))
         tasks.append({
             "task": str(task.name), "host": task.host, "worker": task.address,
-            "pid": pids[i] if i < len(pids) else None, "machine": machine_json(task.view),
+            "pid": task.pid, "machine": machine_json(task.view),
             "devices": records,
         })  # fmt: skip
     return {"schema_version": SCHEMA_VERSION, "cluster": cluster_record(cluster), "tasks": tasks}

@@ -130,6 +130,7 @@ def test_workers_serve_their_tasks_and_a_run_uses_them(
     assert checked.returncode == 1, checked.stderr
     doc = json.loads(checked.stdout)
     cluster_validator().validate(doc)
+    assert all(t["pid"] > 0 and t["worker"].startswith("tcp://127.0.0.1:") for t in doc["tasks"])
     assert [(c["device"], c["passed"]) for c in doc["checks"]] == [  # each in its own worker
         (f"/job:worker/replica:0/task:{t}/device:{d}", True) for t in (0, 1) for d in ("CPU:0", "GPU:0")
     ]  # fmt: skip
