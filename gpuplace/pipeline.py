@@ -17,11 +17,11 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .devices.cluster import Cluster, TaskName, full_device, short_name
+from .devices.cluster import Cluster, Network, TaskName, full_device, short_name
 from .devices.cluster_spec import ClusterDescription, simulated_cluster, with_machine
 from .devices.model import LogicalGpu, View
 from .devices.names import full_name
-from .devices.rates import load_rates
+from .devices.rates import Rates, load_rates
 from .errors import BadInput, Message, Setting, Term, Text
 from .graph import apply_feeds, load
 from .graph.model import Config, Graph
@@ -154,6 +154,8 @@ def prepare(
         soft = graph.config.allow_soft_placement
     strategy = options.strategy or str(graph.config.placement.get("strategy", "tensorflow"))
     rates = load_rates(env)
+    if found is not None:
+        found = measured_network(found, rates)
     training = resolve_training(options.training, options.training_dtype, graph.config.training)
     footprint = None if training is None else training_flat(training)
     whole: tuple[Graph, Placement] | None = None
@@ -218,6 +220,16 @@ def resolve_cluster(
     if view.machine.simulated and any(t.machine is None for t in described.tasks):
         described = with_machine(described, view.machine.description, "--machine")
     return simulated_cluster(described, env, view.host_available)
+
+
+def measured_network(cluster: Cluster, rates: Rates) -> Cluster:
+    """The cluster with the network `devices --check` measured on it (saved by its scheduler's
+    address) when it names none itself; a simulated cluster keeps what it was given."""
+    measured = rates.networks.get(str(cluster.scheduler))
+    if cluster.network is not None or cluster.simulated or measured is None:
+        return cluster
+    network = Network(measured.bandwidth_gbs * 1e9, measured.latency_us / 1e6, "measured")
+    return replace(cluster, network=network)
 
 
 def task_gpus(cluster: Cluster, policy: Policy) -> dict[TaskName, tuple[LogicalGpu, ...]]:

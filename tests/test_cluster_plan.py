@@ -4,7 +4,11 @@ NET IN / NET OUT per task, and the JSON fields (no Dask: plan runs nothing)."""
 from __future__ import annotations
 
 import json
+import tempfile
 from pathlib import Path
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tests.conftest import Run
 
@@ -44,6 +48,11 @@ def test_plan_on_a_simulated_cluster(run: Run) -> None:
     assert "\n".join(lines) + "\n" == PLAN
     # one network copy: 16 B at 10 Gbit/s after 50 us, and the runtime's 10 ms hand-over
     assert makespan.startswith("Estimated makespan 10.0")
+    # the bound charges that copy too: no placement keeping these tasks does better
+    assert makespan.endswith(
+        "lower bounds: critical path 10.056 ms, work / GPUs 0.004 ms, stage by stage 0.006 ms; "
+        "makespan / bound 1.00"
+    )
 
 
 def test_a_faster_network_from_a_cluster_file_shortens_the_estimate(
@@ -166,3 +175,36 @@ def test_html_and_dot_reports_of_a_cluster_plan(run: Run, tmp_path: Path) -> Non
     assert dot.code == 0, dot.err
     assert 'label="Plan on a simulated cluster (strategy tensorflow)"' in dot.out
     assert 'label="task:1/GPU:0"' in dot.out
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 1), st.sampled_from(["CPU", "GPU"]), st.integers(0, 9)),
+                min_size=1, max_size=12))  # fmt: skip
+def test_cluster_bounds_never_exceed_the_estimate_and_count_each_crossing(
+    steps: list[tuple[int, str, int]],
+) -> None:
+    """A random chain of matmuls hopping between two tasks: the estimate is at least every
+    bound, and the critical path at least one hand-over per crossing of the chain."""
+    from gpuplace.devices import discover, view
+    from gpuplace.options import Options
+    from gpuplace.pipeline import estimate_plan, prepare
+    from gpuplace.placement.cost import DASK_HOP
+    from tests.cluster_run.helpers import cluster_of
+
+    lines = ["graph:", "  - {name: x0, op: random_uniform, shape: [64, 64], seed: 1,"
+             " device: /job:worker/task:0/cpu:0}"]  # fmt: skip
+    for i, (task, kind, other) in enumerate(steps, 1):
+        second = f"x{min(other, i - 1)}"
+        lines.append(f"  - {{name: x{i}, op: matmul, inputs: [x{i - 1}, {second}], "
+                     f"device: /job:worker/task:{task}/device:{kind}:0}}")  # fmt: skip
+    lines.append(f"fetch: [x{len(steps)}]")
+    with tempfile.TemporaryDirectory() as folder:
+        spec = Path(folder) / "chain.yaml"
+        spec.write_text("\n".join(lines) + "\n")
+        seen = view(discover("1xK20m"), {})
+        prepared = prepare(spec, seen, Options(), {}, cluster=cluster_of("1xK20m", "1xK20m"))
+        planned = estimate_plan(prepared, seen)
+    crossings = sum(a[0] != b[0] for a, b in zip([(0,), *steps], steps, strict=False))
+    bounds = planned.bounds
+    assert planned.estimate.makespan >= bounds.best * (1 - 1e-9)
+    assert bounds.critical_path >= crossings * DASK_HOP

@@ -85,10 +85,13 @@ def test_min_memory_names_the_task_and_host(run: Run) -> None:
     )
 
 
-def test_checks_need_real_workers(run: Run) -> None:
-    result = run("--machine", "2x(1xT4)", "devices", "--check")
+def test_watch_on_a_cluster_is_refused_in_one_line(run: Run) -> None:
+    result = run("--machine", "2x(1xT4)", "devices", "--watch", "1")
     assert result.code == 2
-    assert "a simulated cluster has none" in result.err
+    assert result.err == (
+        "error: --watch refreshes one process's devices; across hosts each task's devices are "
+        "fixed when its worker starts (run gpuplace devices --watch on a node to watch its GPUs)\n"
+    )
 
 
 def test_a_live_cluster_needs_the_runtime(run: Run, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -54,6 +54,26 @@ def test_every_document_validates_and_shares_the_machine_object(
         jsonschema.validate(doc["machine"], machine)
 
 
+def cluster_validator() -> jsonschema.protocols.Validator:
+    """devices-cluster.schema.json, its references into devices.schema.json resolved."""
+    from referencing import Registry, Resource
+
+    shipped = [Resource.from_contents(schema(n)) for n in ("devices", "devices-cluster")]
+    registry: Registry[object] = Registry().with_resources((r.id(), r) for r in shipped)  # type: ignore[misc]
+    return jsonschema.Draft202012Validator(schema("devices-cluster"), registry=registry)
+
+
+@pytest.mark.parametrize("machine", ["2xV100-16GB+1xT4", "3x(2xK520)"])
+def test_devices_on_a_simulated_cluster_validates(run: Run, machine: str) -> None:
+    result = run("--machine", machine, "devices", "--json", env={"CUDA_VISIBLE_DEVICES": "1"})
+    assert result.code == 0, result.err
+    doc = json.loads(result.out)
+    cluster_validator().validate(doc)
+    del doc["tasks"][0]["devices"][0]["name"]
+    with pytest.raises(jsonschema.ValidationError, match="'name' is a required property"):
+        cluster_validator().validate(doc)
+
+
 def test_a_removed_field_breaks_the_contract(run: Run) -> None:
     doc = json.loads(run("--machine", "1xK40c", "run", f"{G}/01_log_placement.yaml", "--json").out)
     del doc["placement"]

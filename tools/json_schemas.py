@@ -5,6 +5,8 @@ The structure is inferred by genson (`pip install genson`; a tool, not a depende
 from every sample of a command, so a key is required when every sample has it. Two parts are not
 inferred: `schema_version` is the constant of gpuplace/report/schema.py, and `machine` is the one
 hand-written object of devices.schema.json, so every document's machine is the same object.
+devices-cluster.schema.json (`devices --json` across hosts) is hand-written too and refers to
+devices.schema.json for the machine and device objects.
 tests/test_json_contract.py validates the commands' output against these files on other cases;
 rerun this (with the venv's python, from the repository root) when a document gains a field.
 """

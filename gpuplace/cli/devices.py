@@ -137,8 +137,8 @@ def devices(
     if described is not None:
         from .cluster_devices import cluster_devices
 
-        cluster_devices(app, described, as_json, require_gpus, minimum, min_memory,
-                        check or watch is not None)  # fmt: skip
+        cluster_devices(app, described, as_json, require_gpus, minimum, min_memory, sizes,
+                        watch is not None)  # fmt: skip
         return
     v = app.view()
     doc = devices_json(v)

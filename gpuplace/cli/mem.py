@@ -100,6 +100,7 @@ def mem(app: AppContext, /, spec: str | None, as_json: bool, compare: bool,
         if pruned:
             click.echo(pruned)
         click.echo(report.memory_plain(runs))
+        _require_gpus(require_gpus, view, prepared)
         return
     if view.machine.simulated and not as_json:
         click.echo(title(view))  # first, above the policy table and nvidia-smi's view alike
@@ -116,7 +117,22 @@ def mem(app: AppContext, /, spec: str | None, as_json: bool, compare: bool,
         from ..report.smi import smi_text
 
         click.echo(smi_text(view.machine, cards, datetime.now()))
-    if require_gpus is not None and len(view.gpus) < require_gpus:
+    _require_gpus(require_gpus, view, prepared)
+
+
+def _require_gpus(require_gpus: int | None, view: View, prepared: Prepared) -> None:
+    """--require-gpus after a graph ran: over every task of a cluster (naming the short one),
+    else over this machine's visible GPUs."""
+    if require_gpus is None:
+        return
+    if prepared.cluster is not None:
+        from ..echo import LINE_CHARS, sample
+        from ..report.cluster import short_tasks
+
+        failures = short_tasks(prepared.cluster.tasks, require_gpus, None)
+        if failures:
+            raise CheckFailed(sample(failures, "; ", width=LINE_CHARS))
+    elif len(view.gpus) < require_gpus:
         raise CheckFailed(gpus_required(require_gpus, len(view.gpus)))
 
 

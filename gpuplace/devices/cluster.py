@@ -90,6 +90,26 @@ class Network:
     source: str  # where the numbers came from: "cluster file", "measured", "default"
 
 
+NETWORK_REPEATS = 3  # timed transfers of each size; the fastest counts
+
+
+@dataclass(frozen=True)
+class Transfer:
+    """A host array Dask moved from one task's worker to another's: the best of a few transfers
+    of `nbytes` and of a 1-byte array (the latency), as the receiver's transfer log timed them."""
+
+    source: TaskName
+    target: TaskName
+    nbytes: int
+    seconds: float
+    latency: float
+
+    @property
+    def bandwidth(self) -> float:
+        """Bytes per second beyond the latency (the cost model's `latency + bytes / rate`)."""
+        return self.nbytes / max(self.seconds - self.latency, self.seconds / 2, 1e-9)
+
+
 @dataclass(frozen=True)
 class Task:
     """One task of the cluster and the devices its process sees.
@@ -105,6 +125,7 @@ class Task:
     address: str | None = None
     machine_spec: str | None = None
     cuda_visible_devices: str | None = None
+    pid: int | None = None  # the worker's process, once one answered (its inventory)
 
 
 @dataclass(frozen=True)

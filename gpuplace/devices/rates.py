@@ -1,7 +1,10 @@
 """Rates measured by `gpuplace devices --check` on real GPUs, kept in a small JSON file.
 
 The file maps a GPU's UUID (what `nvidia-smi -L` prints) to what was measured on it:
-`{uuid: {"product", "tflops", "bandwidth_gbs", "measured": "2026-11-29"}}`. It lives at
+`{uuid: {"product", "tflops", "bandwidth_gbs", "measured": "2026-11-29"}}`, and, under the key
+`network`, what `devices --check` measured between the tasks of a live cluster, by its Dask
+scheduler's address: `{"network": {scheduler: {"bandwidth_gbs", "latency_us", "measured"}}}`
+(`plan` on that cluster uses it when the cluster names no network). It lives at
 `$GPUPLACE_RATES`, else `$XDG_CACHE_HOME/gpuplace/rates.json`, else `~/.cache/gpuplace/rates.json`,
 all resolved from the environment mapping given (never `os.environ`). A missing file means no
 measurements; anything else that is not a small JSON object of rates (corrupt, nested too deeply,
@@ -37,12 +40,26 @@ class MeasuredRate:
 
 
 @dataclass(frozen=True)
+class MeasuredNetwork:
+    """The slowest worker-to-worker transfer measured on a cluster: GB/s and latency."""
+
+    bandwidth_gbs: float
+    latency_us: float
+    measured: str  # ISO date
+
+
+NETWORK_KEY = "network"  # not a GPU UUID (those start GPU- or MIG-)
+
+
+@dataclass(frozen=True)
 class Rates:
-    """The measurements found in the rates file (by GPU UUID), where it is, and what was wrong."""
+    """The measurements found in the rates file (by GPU UUID; the networks by scheduler
+    address), where it is, and what was wrong."""
 
     path: Path | None = None
     by_uuid: Mapping[str, MeasuredRate] = field(default_factory=dict)
     warnings: tuple[str, ...] = ()
+    networks: Mapping[str, MeasuredNetwork] = field(default_factory=dict)
 
 
 def rates_path(env: Mapping[str, str]) -> Path | None:
@@ -72,6 +89,17 @@ def _entry(value: Any) -> MeasuredRate:
     return rate
 
 
+def _network(value: Any) -> MeasuredNetwork:
+    rate = MeasuredNetwork(
+        float(value["bandwidth_gbs"]), float(value["latency_us"]), str(value["measured"])
+    )
+    if not (math.isfinite(rate.bandwidth_gbs) and rate.bandwidth_gbs > 0) or not (
+        math.isfinite(rate.latency_us) and rate.latency_us >= 0
+    ):
+        raise _NotRates("a network's rates must be positive numbers")
+    return rate
+
+
 def read_rates(path: Path | None) -> Rates:
     """The measurements in `path`: none when it is missing; none and one warning when it is
     anything but a small JSON object of rates (a cache must never break a command)."""
@@ -83,14 +111,18 @@ def read_rates(path: Path | None) -> Rates:
             return Rates(path)
         if not isinstance(doc, dict):
             raise _NotRates("expected an object keyed by GPU UUID")
+        networks = doc.pop(NETWORK_KEY, {})
+        if not isinstance(networks, dict):
+            raise _NotRates(f"{NETWORK_KEY!r} must be an object keyed by scheduler address")
         by_uuid = {str(uuid): _entry(value) for uuid, value in doc.items()}
+        by_scheduler = {str(where): _network(value) for where, value in networks.items()}
     except (OSError, ValueError, KeyError, TypeError, OverflowError, RecursionError) as exc:
         warning = (
             f"ignoring the measured rates in {shown(path)} ({_reason(exc)}); the presets "
             "are used instead. Rerun `gpuplace devices --check` to measure again"
         )
         return Rates(path, {}, (warning,))
-    return Rates(path, by_uuid)
+    return Rates(path, by_uuid, (), by_scheduler)
 
 
 def _reason(exc: Exception) -> str:
@@ -141,8 +173,23 @@ def load_rates(env: Mapping[str, str]) -> Rates:
 def save_rates(path: Path, measured: Mapping[str, MeasuredRate]) -> Path:
     """Merge `measured` into the file at `path` (newer measurements replace older ones) and
     write it atomically; a corrupt existing file is replaced."""
-    merged = {**read_rates(path).by_uuid, **measured}
+    found = read_rates(path)
+    return _write(path, {**found.by_uuid, **measured}, found.networks)
+
+
+def save_network(path: Path, scheduler: str, measured: MeasuredNetwork) -> Path:
+    """Merge the network measured on the cluster at `scheduler` into the file at `path`."""
+    found = read_rates(path)
+    return _write(path, found.by_uuid, {**found.networks, scheduler: measured})
+
+
+def _write(
+    path: Path, by_uuid: Mapping[str, MeasuredRate], networks: Mapping[str, MeasuredNetwork]
+) -> Path:
+    doc: dict[str, Any] = {u: asdict(r) for u, r in sorted(by_uuid.items())}
+    if networks:
+        doc[NETWORK_KEY] = {s: asdict(r) for s, r in sorted(networks.items())}
     path.parent.mkdir(parents=True, exist_ok=True)
-    text = json.dumps({u: asdict(r) for u, r in sorted(merged.items())}, indent=2) + "\n"
+    text = json.dumps(doc, indent=2) + "\n"
     write_atomic(path, lambda f: f.write(text.encode("utf-8")))
     return path

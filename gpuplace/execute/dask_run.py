@@ -31,27 +31,32 @@ from typing import Any
 
 import numpy as np
 
-from ..devices.cluster import Cluster, Task, TaskName, split_device
+from ..devices.cluster import NETWORK_REPEATS, Cluster, Task, TaskName, Transfer, split_device
 from ..devices.cluster_spec import ClusterDescription
 from ..errors import BadInput, GpuplaceError, RuntimeFailure
 from ..graph.model import Graph, TensorRef
 from ..memory.policy import Policy
 from ..memory.pools import DeviceMemory
 from .chunks import Chunk, split
+from .device_check import CheckResult, RateSizes
 from .schedule import CopyRecord
 from .task_state import (
     ChunkSpec,
     Closed,
     Inventory,
+    check_here,
     close_run,
+    filled,
     gpuplace_version,
     inventory,
     open_run,
     run_chunk,
+    size_of,
 )
 
 INSTALL = "pip install 'gpuplace[cluster]'"
 POLL = 0.25  # seconds between the watchdog's looks at the scheduler's workers
+GATHER_TIMEOUT = 120.0  # seconds the fetched values may take to arrive once every chunk is done
 CONFIG = {  # for clusters gpuplace starts: fail at once rather than wait (§4.4)
     "distributed.scheduler.allowed-failures": 0,
     "distributed.scheduler.no-workers-timeout": "10s",
@@ -241,7 +246,7 @@ def inventory_tasks(session: Session, names: Sequence[TaskName] | None = None) -
     found = task_addresses(session) if names is None else wait_for_tasks(session, names)
     seen: dict[str, Inventory] = session.client.run(inventory, workers=list(found.values()))
     return [
-        Task(name, seen[address].host, seen[address].view, address)
+        Task(name, seen[address].host, seen[address].view, address, pid=seen[address].pid)
         for name, address in sorted(found.items())
     ]
 
@@ -333,6 +338,14 @@ class _Watch:
             if now.get(address) != str(task):
                 raise self.left(task)
 
+    def stuck(self, task: TaskName, limit: float) -> TaskLost:
+        return TaskLost(
+            f"{task} (worker {self.addresses[task]}, host {self.hosts.get(task, 'unknown host')})"
+            f" did not hand over the run's results within {limit:g} s: its process is stuck or "
+            "its host is unreachable; nothing was retried. Check its log and run again.",
+            task,
+        )
+
     def lost(self) -> TaskLost:
         return TaskLost(
             f"lost the connection to the Dask scheduler at {self.session.scheduler}: it stopped "
@@ -398,6 +411,30 @@ def _wait(futures: Sequence[Any], watch: _Watch) -> None:
         pending = list(not_done)
         if pending:
             watch.check()
+
+
+def gather(futures: Sequence[Any], watch: _Watch, limit: float | None = None) -> list[Any]:
+    """Each finished future's value, fetched from its worker. A worker that dies after the
+    run's wait would leave Dask's gather waiting forever, so each fetch waits POLL at a time,
+    the watchdog looks between waits (its one line names the task that left), and the whole
+    gather gives up after `limit` seconds (GATHER_TIMEOUT) naming the task it waited on."""
+    limit = GATHER_TIMEOUT if limit is None else limit
+    deadline = time.monotonic() + limit
+    values = []
+    for future in futures:
+        task = watch.keys[future.key]
+        while True:
+            try:
+                values.append(future.result(timeout=POLL))
+                break
+            except TimeoutError:
+                pass
+            except Exception as exc:  # cancelled or lost on the way: the scheduler, or a worker
+                raise _failure(exc, watch, task) from None
+            watch.check()
+            if time.monotonic() > deadline:
+                raise watch.stuck(task, limit)
+    return values
 
 
 def run_graph(
@@ -491,7 +528,7 @@ def _submit(
         chunk_of = {name: c.index for c in chunks for name in c.ops}
         fetched = [piece(chunk_of[ref.op], ref) for ref in graph.fetch]
         _wait([*futures, *pieces.values()], watch)
-        arrays = client.gather(fetched)
+        arrays = gather(fetched, watch)
     except BaseException:
         for future in [*futures, *pieces.values()]:
             with contextlib.suppress(Exception):
@@ -510,6 +547,83 @@ def _submit(
     return ClusterRun(values, copies, printed, memory, len(chunks))
 
 
+TRANSFER_TIMEOUT = 60.0  # seconds one measured transfer may take before the check fails
+
+
+@dataclass(frozen=True)
+class ClusterCheck:
+    """`devices --check` across hosts: each task's results (local names), then the transfers
+    from every other task to the first."""
+
+    results: dict[TaskName, list[CheckResult]]
+    transfers: list[Transfer]
+
+
+def _transfer_log(key: str, dask_worker: Any) -> float:
+    for entry in reversed(dask_worker.transfer_incoming_log):
+        if key in entry["keys"]:
+            return float(entry["duration"])
+    return 0.0
+
+
+def _moved(session: Session, source: str, target: str, nbytes: int) -> float:
+    """Seconds the worker at `target` took to fetch an `nbytes` array made at `source`."""
+    client = session.client
+    pinned = {"allow_other_workers": False, "pure": False}
+    made = client.submit(filled, nbytes, workers=[source], **pinned)
+    read = client.submit(size_of, made, workers=[target], **pinned)
+    try:
+        read.result(timeout=TRANSFER_TIMEOUT)
+        key = str(made.key)
+        return float(client.run(_transfer_log, key, workers=[target])[target])
+    finally:
+        for future in (read, made):
+            with contextlib.suppress(Exception):
+                future.release()
+
+
+def measure_transfer(
+    session: Session, source: tuple[TaskName, str], target: tuple[TaskName, str], nbytes: int
+) -> Transfer:
+    """Time Dask moving a host array between two tasks' workers (by address), best of
+    NETWORK_REPEATS, and a 1-byte one for the latency."""
+    timed = {size: [_moved(session, source[1], target[1], size) for _ in range(NETWORK_REPEATS)]
+             for size in (nbytes, 1)}  # fmt: skip
+    if not all(timed[nbytes]):  # Dask logs every transfer between two workers
+        raise RuntimeFailure(
+            f"the worker of {target[0]} ({target[1]}) logged no transfer from {source[0]} "
+            f"({source[1]}); check that the two workers are distinct processes"
+        )
+    big = min(timed[nbytes])
+    return Transfer(source[0], target[0], nbytes, big, min(*timed[1], big))
+
+
+def check_cluster(session: Session, cluster: Cluster, sizes: RateSizes) -> ClusterCheck:
+    """gpuplace's device check in every task's worker, one task after the other (tasks sharing
+    a host would slow each other's measurements), then from every other task to the first one
+    a timed transfer of a `sizes.stream`-byte host array."""
+    addresses = wait_for_tasks(session, [t.name for t in cluster.tasks])
+    results: dict[TaskName, list[CheckResult]] = {}
+    try:
+        for task, address in addresses.items():
+            results[task] = session.client.run(check_here, sizes, workers=[address])[address]
+        first, *others = addresses.items()
+        transfers = [measure_transfer(session, other, first, sizes.stream) for other in others]
+    except GpuplaceError:
+        raise
+    except Exception as exc:  # a worker or the scheduler went away, or a transfer timed out
+        hosts = {t.name: t.host for t in cluster.tasks}
+        found = _failure(exc, _Watch(session, addresses, hosts), next(iter(addresses)))
+        if isinstance(exc, TimeoutError) and not isinstance(found, TaskLost):
+            raise RuntimeFailure(
+                f"a timed transfer between the workers took more than {TRANSFER_TIMEOUT:g} s; "
+                f"check the network between {', '.join(sorted(set(hosts.values())))} and run "
+                "again (GPUPLACE_CHECK_SIZES=stream=... moves less)"
+            ) from None
+        raise found from None
+    return ClusterCheck(results, transfers)
+
+
 class Runtime:
     """The clusters one command works on: connected on first use, closed by `close`.
 
@@ -526,6 +640,7 @@ class Runtime:
         session = self.sessions.get(scheduler)
         if session is None:
             session = self.sessions[scheduler] = connect(scheduler)
+            self.sessions.setdefault(session.scheduler, session)  # a file: by its address too
         names = [t.name for t in description.tasks] or None
         tasks = inventory_tasks(session, names)
         if not tasks:
@@ -562,8 +677,12 @@ class Runtime:
                 replace(t, address=names[t.name]) for t in cluster.tasks))  # fmt: skip
         return run_graph(session, cluster, graph, devices, policy, effects=effects)
 
+    def check(self, cluster: Cluster, sizes: RateSizes) -> ClusterCheck:
+        """`devices --check` on every task of `cluster` (a simulated one's workers start here)."""
+        return check_cluster(self.session(cluster), cluster, sizes)
+
     def close(self) -> None:
-        for session in self.sessions.values():
+        for session in {id(s): s for s in self.sessions.values()}.values():
             session.close()
         self.sessions.clear()
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import os
 import socket
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -47,6 +48,7 @@ from ..memory.pools import (
     summary,
 )
 from .backends import Backend, device_backends
+from .device_check import CheckResult, RateSizes, check_all
 from .executor import CopyRecord, bind, run
 from .predict import device_names, host_peak
 from .schedule import layout
@@ -71,6 +73,22 @@ def inventory() -> Inventory:
     machine = discover(spec, source=MACHINE_ENV)
     seen = view(machine, os.environ)
     return Inventory(gpuplace_version(), socket.gethostname(), os.getpid(), seen)
+
+
+def check_here(sizes: RateSizes) -> list[CheckResult]:
+    """`devices --check` inside this process: its CPU:0 and every GPU it sees, rates measured
+    with `sizes` (a Dask worker's `client.run` calls it; names are local, `/device:GPU:0`)."""
+    return check_all(inventory().view, None, sizes)
+
+
+def filled(nbytes: int) -> np.ndarray:
+    """A host array of `nbytes` bytes (the network measurement's payload, made on a worker)."""
+    return np.ones(max(1, nbytes), np.uint8)
+
+
+def size_of(array: np.ndarray) -> int:
+    """What the receiving worker does with the payload: nothing but look at it."""
+    return int(array.nbytes)
 
 
 def gpuplace_version() -> str:
@@ -146,9 +164,22 @@ class _TaskRun:
     books: dict[str, Ledger]
     copies: list[CopyRecord] = field(default_factory=list)
     printed: list[tuple[int, str]] = field(default_factory=list)  # (stage, line)
+    used: float = field(default_factory=time.monotonic)  # when a chunk last ran on it
 
 
 _RUNS: dict[tuple[str, TaskName], _TaskRun] = {}
+IDLE_EXPIRY = 600.0  # seconds a run's state may sit unused before the next open_run drops it
+
+
+def expire_idle(now: float | None = None) -> list[tuple[str, TaskName]]:
+    """Drop the state of runs no chunk has used for IDLE_EXPIRY seconds (their client died
+    before closing them), giving their pools back; the (run, task) pairs dropped."""
+    now = time.monotonic() if now is None else now
+    stale = [key for key, state in _RUNS.items() if now - state.used > IDLE_EXPIRY]
+    for key in stale:
+        state = _RUNS.pop(key)
+        release_after_failure(state.logical, state.backends)
+    return stale
 
 
 @dataclass(frozen=True)
@@ -183,7 +214,11 @@ def qualify(error: GpuplaceError, task: TaskName) -> GpuplaceError:
 
 
 def open_run(run_id: str, task: TaskName, policy: Policy) -> None:
-    """Create this task's state for run `run_id`: devices, ledgers, reservations."""
+    """Create this task's state for run `run_id`: devices, ledgers, reservations. First the
+    state of runs idle for IDLE_EXPIRY seconds is dropped: a client that died mid-run never
+    closes its run, and a long-lived worker must not hold its pools forever (a live run's
+    chunks keep its state fresh, and a run that comes back after that finds none and fails)."""
+    expire_idle()
     seen = inventory().view
     logical = tuple(logical_gpus(seen.gpus, policy))
     backs = device_backends(seen.machine, logical)
@@ -201,6 +236,7 @@ def _state(run_id: str, task: TaskName) -> _TaskRun:
     found = _RUNS.get((run_id, task))
     if found is None:
         raise _lost(task)
+    found.used = time.monotonic()
     return found
 
 
@@ -209,7 +245,8 @@ def _lost(task: TaskName) -> GpuplaceError:
 
     return RuntimeFailure(
         f"{task} has no state for this run: its worker restarted during the run and lost the "
-        "tensors and memory it held; nothing was retried. Run again."
+        "tensors and memory it held (or the run sat unused for longer than "
+        f"{IDLE_EXPIRY:g} s and was dropped); nothing was retried. Run again."
     )
 
 

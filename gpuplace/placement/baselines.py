@@ -96,6 +96,13 @@ def lower_bounds(
     return Bounds(cp, work, _Stages(flat, w, where, len(gpus), link or LinkModel()).total())
 
 
+def stage_bound(flat: Flat, w: Sequence[float], where: Sequence[int], num_gpus: int,
+                link: LinkModel) -> float:  # fmt: skip
+    """The stage-by-stage bound (`_Stages`) of ops taking `w` seconds at best, `where` they
+    must run (1: a GPU, 2: the CPU, 0: either)."""
+    return _Stages(flat, w, where, num_gpus, link).total()
+
+
 def _bound(flat: Flat, ops: Iterable[int], w: Sequence[float], where: Sequence[int],
            num_gpus: int, stage: Sequence[int] | None = None,
            ) -> tuple[float, float, dict[int, float]]:  # fmt: skip

@@ -18,8 +18,8 @@ from operator import attrgetter
 from ..errors import BadInput
 from ..gc_pause import gc_paused
 from ..graph.model import Graph, OpMeta
-from .baselines import Bounds, lower_bounds, round_robin
-from .cost import DeviceModel, LinkModel, split_devices, work_time
+from .baselines import Bounds, lower_bounds, round_robin, stage_bound
+from .cost import DeviceModel, LinkModel, copy_time, split_devices, work_time
 from .flat import Flat, flatten
 from .model import Placement
 from .timeline import Network, Timeline
@@ -190,19 +190,31 @@ def estimate_cluster(
 ) -> tuple[Estimate, Bounds]:  # fmt: skip
     """`plan` across hosts: the estimate of `placement` on every task's devices (`models`,
     full names; `tasks[d]` the task of model d), copies within a task over `link`, between
-    tasks over `network` plus `hop` seconds each; and two lower bounds that hold whatever the
-    requests: the critical path and the work spread over every device, each op at its fastest
-    device with a kernel and copies free (the stage bound is left out: 0)."""
+    tasks over `network` plus `hop` seconds each; and the lower bounds of any placement that
+    keeps each op on the task `placement` gave it (TensorFlow's soft placement never changes
+    an op's task), each op at its fastest device with a kernel: the critical path, where every
+    edge between two tasks costs at least one network copy (latency, bytes over the bandwidth
+    and the hop), the work spread over every device, and stage by stage (`_Stages`, copies
+    within a task at `link`'s rate, which no network copy beats)."""
     flat = flatten(graph)
+    dev = device_index(placement, flat, models)
     with gc_paused():
-        est = simulate(flat, device_index(placement, flat, models), models, link,
-                       Network(tuple(tasks), network, hop))  # fmt: skip
-    fastest = []
+        est = simulate(flat, dev, models, link, Network(tuple(tasks), network, hop))
+    fastest, where = [], []
     for j in range(len(flat.names)):
         usable = [m for m in models if m.kind in flat.kernels[j]] or list(models)
         fastest.append(min(work_time(flat.flops[j], flat.nbytes[j], m) for m in usable))
+        where.append(1 if all(m.kind == "GPU" for m in usable) else 0)
+    task = [tasks[d] for d in dev]
     longest = [0.0] * len(fastest)
     for j, w in enumerate(fastest):
-        longest[j] = w + max((longest[p] for p, _ in flat.inputs[j]), default=0.0)
+        longest[j] = w + max(
+            (longest[p] + (0.0 if task[p] == task[j] else
+                           hop + copy_time(flat.out_bytes[p][k], network))
+             for p, k in flat.inputs[j]),
+            default=0.0,
+        )  # fmt: skip
+    gpus = sum(m.kind == "GPU" for m in models)
     work = sum(fastest) / max(len(models), 1)
-    return est, Bounds(max(longest, default=0.0), work, 0.0)
+    stages = stage_bound(flat, fastest, where, gpus, link)
+    return est, Bounds(max(longest, default=0.0), work, stages)

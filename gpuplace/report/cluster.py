@@ -6,14 +6,17 @@ inventory gives the same Task objects). Plain text and dicts; nothing prints her
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
 
 from ..devices.cluster import (
+    NETWORK_REPEATS,
     Cluster,
     Network,
     Task,
     TaskName,
+    Transfer,
     full_device,
     split_device,
     task_label,
@@ -22,6 +25,9 @@ from ..placement.candidates import describe_tasks
 from ..placement.loads import PlannedCopy
 from ..units import device_memory, human
 from .text import columns
+
+if TYPE_CHECKING:
+    from ..execute.device_check import CheckResult
 
 TASK_HEADER = ("TASK", "HOST", "DEVICES", "NET IN", "NET BYTES IN", "NET OUT", "NET BYTES OUT")
 
@@ -166,21 +172,21 @@ def devices_table(tasks: Sequence[Task]) -> str:
     return columns(DEVICE_HEADER, device_rows(tasks))
 
 
-def devices_cluster_json(cluster: Cluster, pids: Sequence[int | None] = ()) -> dict[str, Any]:
+def devices_cluster_json(cluster: Cluster) -> dict[str, Any]:
     """`devices --json` across hosts: `{"cluster": {...}, "tasks": [{"task", "host", "worker",
-    "pid", "machine", "devices"}]}`, each device record named in full (`pids`: each task's
-    worker process, where one runs)."""
+    "pid", "machine", "devices"}]}`, each device record named in full (`pid`: the task's
+    worker process on a live cluster; null on a simulated one)."""
     from .devices import device_records, machine_json
     from .schema import SCHEMA_VERSION
 
     tasks = []
-    for i, task in enumerate(cluster.tasks):
+    for task in cluster.tasks:
         records = device_records(task.view)
         for record in records:
             record["name"] = full_device(task.name, str(record["name"]).removeprefix("/device:"))
         tasks.append({
             "task": str(task.name), "host": task.host, "worker": task.address,
-            "pid": pids[i] if i < len(pids) else None, "machine": machine_json(task.view),
+            "pid": task.pid, "machine": machine_json(task.view),
             "devices": records,
         })  # fmt: skip
     return {"schema_version": SCHEMA_VERSION, "cluster": cluster_record(cluster), "tasks": tasks}
@@ -208,3 +214,44 @@ def short_tasks(tasks: Sequence[Task], gpus: int | None, memory: int | None) -> 
                         f"{t.host}) has {size} total"
                     )
     return failures
+
+
+def qualified_results(results: Mapping[TaskName, Sequence[CheckResult]]) -> list[CheckResult]:
+    """Every task's `--check` results in task order, each device named in full."""
+    return [
+        replace(r, device=full_device(task, r.device.removeprefix("/device:")))
+        for task, found in sorted(results.items())
+        for r in found
+    ]
+
+
+def transfer_lines(transfers: Sequence[Transfer], simulated: bool) -> list[str]:
+    """`Network task:1 -> task:0: 16.0 MiB in 12.1 ms, 1.39 GB/s (11.1 Gbit/s), latency 0.61 ms
+    (best of 3 Dask transfers of a host array)`, one per measured pair, and what it is for."""
+    lines = [
+        f"Network {task_label(t.source)} -> {task_label(t.target)}: {human(t.nbytes)} in "
+        f"{t.seconds * 1e3:.3g} ms, {t.bandwidth / 1e9:.3g} GB/s ({rate_text(t.bandwidth)}), "
+        f"latency {t.latency * 1e3:.3g} ms (best of {NETWORK_REPEATS} Dask transfers of a host "
+        "array)"
+        for t in transfers
+    ]
+    if transfers and simulated:
+        lines.append(
+            "Simulated tasks are processes on this host: that is loopback's rate, not a "
+            "network's, and it is not saved for plan (give the cluster a network: instead)"
+        )
+    return lines
+
+
+def transfer_records(transfers: Sequence[Transfer]) -> list[dict[str, Any]]:
+    return [
+        {
+            "source": str(t.source),
+            "target": str(t.target),
+            "bytes": t.nbytes,
+            "seconds": t.seconds,
+            "latency_seconds": t.latency,
+            "bandwidth_bytes_per_second": t.bandwidth,
+        }
+        for t in transfers
+    ]

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests.cluster_run.helpers import TOWERS, slow_chain
+from tests.test_json_contract import cluster_validator
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(180)]
 
@@ -121,6 +122,35 @@ def test_workers_serve_their_tasks_and_a_run_uses_them(
                              capture_output=True, text=True, timeout=60)  # fmt: skip
     assert planned.returncode == 0, planned.stderr
     assert "/job:worker/replica:0/task:1  " in planned.stdout and "NET IN" in planned.stdout
+    rates = tmp_path / "rates.json"
+    env = {**ENV, "GPUPLACE_RATES": str(rates), "GPUPLACE_CHECK_SIZES": "matmul=32,stream=256KiB"}
+    checked = subprocess.run(_gpuplace("devices", "--cluster", str(file), "--check", "--json",
+                                       "--require-gpus", "3", "--min-memory", "6GiB"),
+                             env=env, capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert checked.returncode == 1, checked.stderr
+    doc = json.loads(checked.stdout)
+    cluster_validator().validate(doc)
+    assert all(t["pid"] > 0 and t["worker"].startswith("tcp://127.0.0.1:") for t in doc["tasks"])
+    assert [(c["device"], c["passed"]) for c in doc["checks"]] == [  # each in its own worker
+        (f"/job:worker/replica:0/task:{t}/device:{d}", True) for t in (0, 1) for d in ("CPU:0", "GPU:0")
+    ]  # fmt: skip
+    [moved] = doc["network"]
+    assert (moved["source"], moved["target"], moved["bytes"]) == (
+        "/job:worker/replica:0/task:1",
+        "/job:worker/replica:0/task:0",
+        256 * 1024,
+    )
+    saved = f"Saved the measured network of {_address(file)} to {rates} (plan uses it on this "
+    assert checked.stderr.startswith(saved)  # on stderr under --json
+    assert checked.stderr.splitlines()[1].startswith("error: 3 GPUs required, 2 visible over the cluster "
+                                     "(task:0 1, task:1 1); /job:worker/replica:0/task:0 on ")  # fmt: skip
+    assert "/job:worker/replica:0/task:1/device:GPU:0 (Tesla K20m, host " in checked.stderr
+    assert "less than --min-memory 6GiB" in checked.stderr
+    replanned = subprocess.run(_gpuplace("--cluster", str(file), "plan", str(spec)), env=env,
+                               capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert replanned.returncode == 0, replanned.stderr
+    assert "Network between tasks: " in replanned.stdout
+    assert " (measured); each cross-task copy" in replanned.stdout
     taken = subprocess.run(_gpuplace("worker", str(file), "--task", "1"), env=ENV,
                            capture_output=True, text=True, timeout=60)  # fmt: skip
     assert taken.returncode == 2

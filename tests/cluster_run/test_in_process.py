@@ -193,3 +193,23 @@ def test_a_task_described_on_another_host_is_refused() -> None:
     for host in ("node7", "10.0.0.7", "node7:40001"):  # by name, by address, with its port
         ok = ClusterDescription((TaskPlan(T1, host=host),), source="cluster.yaml")
         dask_run.check_hosts(ok, tasks)
+
+
+def test_the_cluster_check_runs_in_each_worker_and_times_a_transfer(
+    session: dask_run.Session, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from gpuplace.execute.device_check import RateSizes
+
+    sizes = RateSizes(32, 64 * 1024)
+    done = dask_run.check_cluster(session, CLUSTER, sizes)
+    assert {t: [(r.device, r.product, r.passed) for r in rs] for t, rs in done.results.items()} == {
+        t: [("/device:CPU:0", "Simulated CPU", True), ("/device:GPU:0", "Tesla K20m", True)]
+        for t in (T0, T1)
+    }
+    [moved] = done.transfers
+    assert (moved.source, moved.target, moved.nbytes) == (T1, T0, 64 * 1024)
+    assert moved.seconds >= moved.latency > 0 and moved.bandwidth > 0
+    monkeypatch.setattr(dask_run, "TRANSFER_TIMEOUT", 1e-6)  # no transfer is that fast
+    with pytest.raises(RuntimeFailure, match=r"^a timed transfer between the workers took more "
+                       r"than 1e-06 s; check the network between localhost and run again"):  # fmt: skip
+        dask_run.check_cluster(session, CLUSTER, sizes)
