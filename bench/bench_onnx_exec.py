@@ -6,12 +6,16 @@ then `execute_prepared` on this machine's CPU, everything on CPU:0) and to an on
 InferenceSession on its CPU provider, both on one thread (OPENBLAS_NUM_THREADS=1 and the same
 for the other BLAS libraries numpy may use, set before numpy loads unless already set; ORT's
 intra- and inter-op threads 1: on a shared 2-core machine more threads measure the neighbours),
-best of N wall time,
+best of N process CPU time (warm: each side runs once before timing),
 the outputs checked to agree (float32 tolerance) before anything is timed. Printed: both times
 and `ratio` = gpuplace / onnxruntime. Goal: <= 1.5 on the MLP, the CNN and the transformer.
 For the MLP also the same Gemm and Relu written by hand in numpy (`numpy`), which splits the
 ratio into what the executor adds (gpuplace / numpy) and what numpy's BLAS costs against
 onnxruntime's own kernels (numpy / onnxruntime).
+For every model also `matmuls alone`: the very xp.matmul calls gpuplace's run makes (recorded
+during one run: shapes, dtypes, transposed or not), replayed on fresh arrays of the same kind:
+the floor numpy's BLAS sets, whatever the executor and the other kernels do. The first line
+names the OpenBLAS kernel numpy's BLAS picked for this CPU (OPENBLAS_CORETYPE overrides it).
 A model gpuplace cannot run yet (an op without a kernel) is reported as skipped, with why.
 
 Run: .venv/bin/python bench/bench_onnx_exec.py [--smoke]
@@ -19,8 +23,11 @@ Run: .venv/bin/python bench/bench_onnx_exec.py [--smoke]
 
 from __future__ import annotations
 
+import ctypes
+import glob
 import os
 import sys
+import time
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
@@ -75,6 +82,48 @@ def by_hand(path: Path, x: np.ndarray) -> Callable[[], object]:
     return run
 
 
+def openblas_core() -> str:
+    """The kernel family numpy's OpenBLAS chose (scipy-openblas wheels), or "unknown"."""
+    here = os.path.dirname(np.__file__)
+    for lib in glob.glob(os.path.join(here, os.pardir, "numpy.libs", "libscipy_openblas*")):
+        try:
+            corename = ctypes.CDLL(lib).scipy_openblas_get_corename64_
+        except (OSError, AttributeError):
+            continue
+        corename.restype = ctypes.c_char_p
+        return str(corename().decode())
+    return "unknown"
+
+
+def matmuls_of(run: Callable[[], object]) -> Callable[[], object]:
+    """The np.matmul calls `run` makes, replayed on fresh arrays of the same shapes, dtypes
+    and layouts (a transposed operand stays a transposed view)."""
+    calls: list[tuple[np.ndarray, np.ndarray]] = []
+    real = np.matmul
+    rng = np.random.default_rng(1)
+
+    def like(a: np.ndarray) -> np.ndarray:
+        if a.ndim >= 2 and not a.flags.c_contiguous and a.T.flags.c_contiguous:
+            return like(a.T).T
+        return rng.standard_normal(a.shape).astype(a.dtype)
+
+    def record(a: np.ndarray, b: np.ndarray, *args: object, **kwargs: object) -> object:
+        calls.append((like(a), like(b)))
+        return real(a, b, *args, **kwargs)
+
+    np.matmul = record  # type: ignore[assignment]  # the kernels look xp.matmul up per call
+    try:
+        run()
+    finally:
+        np.matmul = real  # type: ignore[assignment]
+
+    def replay() -> None:
+        for a, b in calls:
+            real(a, b)
+
+    return replay
+
+
 def main() -> int:
     import onnxruntime as ort
 
@@ -85,6 +134,7 @@ def main() -> int:
     # CUDA_VISIBLE_DEVICES empty: the process sees no GPU, so CPU:0 runs everything
     view = gpuplace.view(gpuplace.discover("1xK520"), {"CUDA_VISIBLE_DEVICES": ""})
     rng = np.random.default_rng(0)
+    print(f"numpy's OpenBLAS kernels: {openblas_core()}; CPU time, one thread each side")
     for name, dims in MODELS:
         path = ROOT / "gpuplace" / "examples" / "onnx" / f"{name}.onnx"
         feeds = inputs(name, dims, rng)
@@ -105,8 +155,17 @@ def main() -> int:
 
         run_gpuplace = partial(execute_prepared, prepared, view)
         run_ort = partial(session.run, None, feeds)
+        blas = matmuls_of(run_gpuplace)
         hand = [by_hand(path, feeds["x"])] if name == "mlp" else []
-        t_ours, t_ort, *t_hand = best(REPEATS, run_gpuplace, run_ort, *hand)
+        for warm in (run_gpuplace, run_ort, blas, *hand):
+            warm()
+        t_ours, t_ort, t_blas, *t_hand = best(
+            REPEATS, run_gpuplace, run_ort, blas, *hand, clock=time.process_time
+        )
+        print(
+            f"{name} ({shown}): matmuls alone {t_blas * 1e3:.3f} ms: gpuplace / matmuls ratio "
+            f"{t_ours / t_blas:.2f}, matmuls / onnxruntime ratio {t_blas / t_ort:.2f}"
+        )
         for t_np in t_hand:
             print(
                 f"{name} ({shown}): numpy by hand {t_np * 1e3:.3f} ms: gpuplace / numpy ratio "
