@@ -115,7 +115,7 @@ def matmuls_of(run: Callable[[], object]) -> Callable[[], object]:
     try:
         run()
     finally:
-        np.matmul = real  # type: ignore[assignment]
+        np.matmul = real
 
     def replay() -> None:
         for a, b in calls:
