@@ -38,12 +38,7 @@ from .common import (
 )
 
 Attrs = Mapping[str, Any]
-# Conv's im2col columns at most this (but one image's) at a time. On the CPU a block about the
-# size of a core's L2 cache: the columns are read back by the matmul while still cached, and the
-# allocator hands the same block out again instead of fresh pages to fault in (at 64 MiB the
-# CNN example's first Conv took 3x as long). On a GPU fewer, larger launches win.
-COLS_BYTES = 1 << 20
-GPU_COLS_BYTES = 64 << 20
+COLS_BYTES = 64 << 20  # Conv's im2col columns at most this (but one image's) at a time
 AUTO_PAD = choice("NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID")
 
 
@@ -173,14 +168,13 @@ def _conv_flops(attrs: Attrs, ins: Specs, outs: Specs) -> float:
 
 def _conv_kernel(xp: ModuleType, inputs: Sequence[Array], attrs: Attrs) -> list[Array]:
     """im2col + one batched matmul per group, for as many images at a time as keep the
-    columns within `COLS_BYTES` (`GPU_COLS_BYTES` with cupy; at least one image)."""
+    columns within `COLS_BYTES` (at least one image)."""
     x, weights = inputs[0], inputs[1]
     specs = tuple(TensorSpec(tuple(a.shape), a.dtype.name) for a in inputs)
     w = _conv_window("", "Conv", attrs, specs)
     n, c, m, g = x.shape[0], x.shape[1], weights.shape[0], attrs["group"]
     per_image = c * prod(w.kernel) * prod(w.out) * x.dtype.itemsize
-    block = COLS_BYTES if xp.__name__ == "numpy" else GPU_COLS_BYTES
-    step = max(1, block // max(per_image, 1))
+    step = max(1, COLS_BYTES // max(per_image, 1))
     grouped = weights.reshape(g, m // g, -1)
     y = xp.empty((n, m, *w.out), dtype=x.dtype)
     for start in range(0, n, step):
