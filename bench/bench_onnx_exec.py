@@ -12,9 +12,9 @@ and `ratio` = gpuplace / onnxruntime. Goal: <= 1.5 on the MLP, the CNN and the t
 For the MLP also the same Gemm and Relu written by hand in numpy (`numpy`), which splits the
 ratio into what the executor adds (gpuplace / numpy) and what numpy's BLAS costs against
 onnxruntime's own kernels (numpy / onnxruntime).
-For every model also `in matmul`: the CPU time gpuplace's run spends inside numpy.matmul (its
-MatMul and Gemm, Conv's products; the least over N runs): the floor numpy's BLAS sets at these
-shapes, whatever the executor and the other kernels do. The first line
+For every model also `in matmul`: the CPU time gpuplace's run spends inside numpy.matmul on
+matrices (its MatMul and Gemm, Conv's products; the least over N runs): the floor numpy's
+BLAS sets at these shapes, whatever the executor and the other kernels do. The first line
 names the OpenBLAS kernel numpy's BLAS picked for this CPU (OPENBLAS_CORETYPE overrides it).
 A model gpuplace cannot run yet (an op without a kernel) is reported as skipped, with why.
 
@@ -96,15 +96,18 @@ def openblas_core() -> str:
 
 
 def in_matmul(run: Callable[[], object], repeats: int) -> float:
-    """The CPU time one run of `run` spends inside np.matmul (the kernels look xp.matmul up
-    per call), the least over `repeats` runs: the same calls on the same arrays, each just
-    made by the op before it, as the run has them."""
+    """The CPU time one run of `run` spends inside np.matmul multiplying matrices (the kernels
+    look xp.matmul up per call; a product with a vector, a row sum, is not counted), the least
+    over `repeats` runs: the same calls on the same arrays, each just made by the op before
+    it, as the run has them."""
     real, spent = np.matmul, [0.0]
 
-    def timed(*args: object, **kwargs: object) -> object:
+    def timed(a: np.ndarray, b: np.ndarray, *args: object, **kwargs: object) -> object:
+        if a.ndim < 2 or b.ndim < 2:  # a row sum (Softmax, LayerNormalization), not a product
+            return real(a, b, *args, **kwargs)  # type: ignore[call-overload]
         start = time.process_time()
         try:
-            return real(*args, **kwargs)  # type: ignore[call-overload]
+            return real(a, b, *args, **kwargs)  # type: ignore[call-overload]
         finally:
             spent[0] += time.process_time() - start
 

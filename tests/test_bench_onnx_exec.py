@@ -64,3 +64,5 @@ def test_in_matmul_times_the_runs_own_matmul_calls_and_puts_numpy_back(
     assert len(got) == 3 and all((g == 4.0).all() and g.shape == (3, 3) for g in got)
     assert spent >= 0.0
     assert bench_onnx_exec.in_matmul(lambda: np.add(x, x), 2) == 0.0  # no matmul: none
+    row_sums = bench_onnx_exec.in_matmul(lambda: got.append(np.matmul(x, np.ones(4))), 2)
+    assert row_sums == 0.0 and (got[-1] == 4.0).all()  # a product with a vector is not counted
