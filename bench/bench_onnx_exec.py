@@ -6,12 +6,16 @@ then `execute_prepared` on this machine's CPU, everything on CPU:0) and to an on
 InferenceSession on its CPU provider, both on one thread (OPENBLAS_NUM_THREADS=1 and the same
 for the other BLAS libraries numpy may use, set before numpy loads unless already set; ORT's
 intra- and inter-op threads 1: on a shared 2-core machine more threads measure the neighbours),
-best of N wall time,
+best of N process CPU time (warm: each side runs once before timing),
 the outputs checked to agree (float32 tolerance) before anything is timed. Printed: both times
 and `ratio` = gpuplace / onnxruntime. Goal: <= 1.5 on the MLP, the CNN and the transformer.
 For the MLP also the same Gemm and Relu written by hand in numpy (`numpy`), which splits the
 ratio into what the executor adds (gpuplace / numpy) and what numpy's BLAS costs against
 onnxruntime's own kernels (numpy / onnxruntime).
+For every model also `in matmul`: the CPU time gpuplace's run spends inside numpy.matmul on
+matrices (its MatMul and Gemm, Conv's products; the least over N runs): the floor numpy's
+BLAS sets at these shapes, whatever the executor and the other kernels do. The first line
+names the OpenBLAS kernel numpy's BLAS picked for this CPU (OPENBLAS_CORETYPE overrides it).
 A model gpuplace cannot run yet (an op without a kernel) is reported as skipped, with why.
 
 Run: .venv/bin/python bench/bench_onnx_exec.py [--smoke]
@@ -19,8 +23,11 @@ Run: .venv/bin/python bench/bench_onnx_exec.py [--smoke]
 
 from __future__ import annotations
 
+import ctypes
+import glob
 import os
 import sys
+import time
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
@@ -75,6 +82,47 @@ def by_hand(path: Path, x: np.ndarray) -> Callable[[], object]:
     return run
 
 
+def openblas_core() -> str:
+    """The kernel family numpy's OpenBLAS chose (scipy-openblas wheels), or "unknown"."""
+    here = os.path.dirname(np.__file__)
+    for lib in glob.glob(os.path.join(here, os.pardir, "numpy.libs", "libscipy_openblas*")):
+        try:
+            corename = ctypes.CDLL(lib).scipy_openblas_get_corename64_
+        except (OSError, AttributeError):
+            continue
+        corename.restype = ctypes.c_char_p
+        return str(corename().decode())
+    return "unknown"
+
+
+def in_matmul(run: Callable[[], object], repeats: int) -> float:
+    """The CPU time one run of `run` spends inside np.matmul multiplying matrices (the kernels
+    look xp.matmul up per call; a product with a vector, a row sum, is not counted), the least
+    over `repeats` runs: the same calls on the same arrays, each just made by the op before
+    it, as the run has them."""
+    real, spent = np.matmul, [0.0]
+
+    def timed(a: np.ndarray, b: np.ndarray, *args: object, **kwargs: object) -> object:
+        if a.ndim < 2 or b.ndim < 2:  # a row sum (Softmax, LayerNormalization), not a product
+            return real(a, b, *args, **kwargs)  # type: ignore[call-overload]
+        start = time.process_time()
+        try:
+            return real(a, b, *args, **kwargs)  # type: ignore[call-overload]
+        finally:
+            spent[0] += time.process_time() - start
+
+    least = float("inf")
+    np.matmul = timed  # type: ignore[assignment]
+    try:
+        for _ in range(repeats):
+            spent[0] = 0.0
+            run()
+            least = min(least, spent[0])
+    finally:
+        np.matmul = real
+    return least
+
+
 def main() -> int:
     import onnxruntime as ort
 
@@ -85,6 +133,7 @@ def main() -> int:
     # CUDA_VISIBLE_DEVICES empty: the process sees no GPU, so CPU:0 runs everything
     view = gpuplace.view(gpuplace.discover("1xK520"), {"CUDA_VISIBLE_DEVICES": ""})
     rng = np.random.default_rng(0)
+    print(f"numpy's OpenBLAS kernels: {openblas_core()}; CPU time, one thread each side")
     for name, dims in MODELS:
         path = ROOT / "gpuplace" / "examples" / "onnx" / f"{name}.onnx"
         feeds = inputs(name, dims, rng)
@@ -106,7 +155,16 @@ def main() -> int:
         run_gpuplace = partial(execute_prepared, prepared, view)
         run_ort = partial(session.run, None, feeds)
         hand = [by_hand(path, feeds["x"])] if name == "mlp" else []
-        t_ours, t_ort, *t_hand = best(REPEATS, run_gpuplace, run_ort, *hand)
+        for warm in (run_gpuplace, run_ort, *hand):
+            warm()
+        t_ours, t_ort, *t_hand = best(
+            REPEATS, run_gpuplace, run_ort, *hand, clock=time.process_time
+        )
+        t_blas = in_matmul(run_gpuplace, REPEATS)
+        print(
+            f"{name} ({shown}): in matmul {t_blas * 1e3:.3f} ms of the run: gpuplace / matmul "
+            f"ratio {t_ours / t_blas:.2f}, matmul / onnxruntime ratio {t_blas / t_ort:.2f}"
+        )
         for t_np in t_hand:
             print(
                 f"{name} ({shown}): numpy by hand {t_np * 1e3:.3f} ms: gpuplace / numpy ratio "

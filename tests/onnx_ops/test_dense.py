@@ -212,3 +212,26 @@ def test_softmax_in_blocks_of_rows_matches_one_pass(width: int) -> None:
     want = e / e.sum(axis=-1, keepdims=True)
     assert np.allclose(ours("Softmax", [x])[0], want, rtol=1e-5, atol=1e-7)
     assert np.allclose(ours("LogSoftmax", [x])[0], np.log(want), rtol=1e-5, atol=1e-5)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.lists(st.integers(1, 5), min_size=0, max_size=2).map(tuple),
+    st.integers(1, 200),
+    st.floats(0.1, 50.0),
+    st.integers(0, 3),
+)
+def test_softmax_matches_a_float64_reference_masked_rows_included(
+    lead: tuple[int, ...], width: int, scale: float, masked: int
+) -> None:
+    """Softmax along the last axis (row sums as a product with ones) against float64 numpy,
+    with some entries -inf as an attention mask leaves them (never a whole row)."""
+    x = normal(*lead, width) * np.float32(scale)
+    if width > 1:
+        x[..., :: max(2, width // max(masked, 1))][..., : min(masked, width - 1)] = -np.inf
+    wide = x.astype(np.float64)
+    e = np.exp(wide - wide.max(axis=-1, keepdims=True))
+    want = e / e.sum(axis=-1, keepdims=True)
+    got = ours("Softmax", [x])[0]
+    assert got.dtype == np.float32 and got.shape == x.shape
+    assert np.allclose(got, want, rtol=1e-5, atol=1e-7)

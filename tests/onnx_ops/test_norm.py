@@ -114,3 +114,21 @@ def test_layer_norm_in_blocks_of_rows_matches_one_pass() -> None:
     want = norm.reshape(x.shape) * scale + bias
     assert np.allclose(got, want, atol=1e-4)
     assert ours("LayerNormalization", [np.zeros((2, 0), np.float32)])[0].shape == (2, 0)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.integers(1, 6), min_size=1, max_size=3).map(tuple), st.integers(1, 300),
+       st.floats(-100.0, 100.0), st.sampled_from(["float32", "float64"]))  # fmt: skip
+def test_layer_norm_matches_a_float64_reference(
+    lead: tuple[int, ...], width: int, offset: float, dtype: str
+) -> None:
+    """Row means as products with ones, against float64 numpy's mean and variance; an offset
+    far from 0 checks that centring comes before the variance."""
+    x = (normal(*lead, width) + np.float32(offset)).astype(dtype)
+    scale, bias = normal(width).astype(dtype), normal(width).astype(dtype)
+    got = ours("LayerNormalization", [x, scale, bias])[0]
+    wide = x.astype(np.float64)
+    centred = wide - wide.mean(-1, keepdims=True)
+    want = centred / np.sqrt((centred**2).mean(-1, keepdims=True) + 1e-5) * scale + bias
+    assert got.dtype == x.dtype and got.shape == x.shape
+    assert np.allclose(got, want, rtol=1e-4, atol=1e-4)

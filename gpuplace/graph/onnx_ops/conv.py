@@ -176,12 +176,18 @@ def _conv_kernel(xp: ModuleType, inputs: Sequence[Array], attrs: Attrs) -> list[
     per_image = c * prod(w.kernel) * prod(w.out) * x.dtype.itemsize
     step = max(1, COLS_BYTES // max(per_image, 1))
     grouped = weights.reshape(g, m // g, -1)
-    y = xp.empty((n, m, *w.out), dtype=x.dtype)
-    for start in range(0, n, step):
-        images = x[start : start + step]
+
+    def products(images: Array) -> Array:
         cols = xp.stack(list(_windows(xp, images, w, 0.0)), axis=2)  # n, C, K, *out
         cols = cols.reshape(len(images), g, (c // g) * prod(w.kernel), prod(w.out))
-        y[start : start + step] = xp.matmul(grouped, cols).reshape(len(images), m, *w.out)
+        return xp.matmul(grouped, cols).reshape(len(images), m, *w.out)
+
+    if step >= n:  # one block: the matmul's own output is the result, not copied
+        y = products(x)
+    else:
+        y = xp.empty((n, m, *w.out), dtype=x.dtype)
+        for start in range(0, n, step):
+            y[start : start + step] = products(x[start : start + step])
     if len(inputs) == 3:
         y += inputs[2].reshape(m, *(1,) * len(w.out))
     return [y]

@@ -15,7 +15,7 @@ from typing import Any
 
 from ..attrs import INT, NUMBER
 from ..infer import ANY, FLOATS, NUMERIC, Specs, binary, check_dtypes, shape_error, unary
-from ..kernels import Array, elementwise, identity, relu, sigmoid, softmax_along
+from ..kernels import Array, elementwise, identity, last_max, relu, sigmoid, softmax_along
 from ..model import TensorSpec
 from ..opdef import OpDef
 from .common import (
@@ -192,10 +192,26 @@ def _log_softmax_kernel(xp: ModuleType, inputs: Sequence[Array], attrs: Attrs) -
 
 
 def _softmax_rows(xp: ModuleType, x: Array, axis: int, log: bool) -> Array:
-    """Along the last axis in blocks of rows (`by_rows`); along another in one go."""
+    """Softmax along the last axis in one go (`_softmax_last`); LogSoftmax along it in blocks
+    of rows (`by_rows`); either along another axis in one go."""
     if axis not in (-1, x.ndim - 1):
         return softmax_along(xp, x, axis, log)
+    if not log:
+        return _softmax_last(xp, x)
     return by_rows(xp, x, x.shape[-1], lambda rows: softmax_along(xp, rows, -1, log))
+
+
+def _softmax_last(xp: ModuleType, x: Array) -> Array:
+    """Softmax along the last axis, its row sums one matrix-vector product with ones (BLAS):
+    numpy sums a short contiguous axis row by row, several times slower. On the whole tensor:
+    in 32K-element blocks of rows it was slower still (attention's 128-wide rows: 0.97 ms
+    against 0.69 ms for 8x4x128x128, 7.0 ms against 6.4 ms for 16x12x128x128)."""
+    if x.size == 0:
+        return x.copy()
+    out = x - last_max(xp, x)
+    xp.exp(out, out=out)  # in place: one tensor-sized temporary
+    out /= xp.matmul(out, xp.ones(x.shape[-1], dtype=out.dtype))[..., None]
+    return out
 
 
 # --- the ops ---------------------------------------------------------------------------------
