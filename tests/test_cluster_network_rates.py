@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from gpuplace.across_hosts import measured_network
 from gpuplace.devices import discover, view
 from gpuplace.devices.cluster import Cluster, Network, Task, TaskName, Transfer
 from gpuplace.devices.rates import (
@@ -16,7 +17,6 @@ from gpuplace.devices.rates import (
     save_network,
     save_rates,
 )
-from gpuplace.pipeline import measured_network
 from gpuplace.report.cluster import transfer_lines
 
 T0, T1 = TaskName("worker", 0), TaskName("worker", 1)

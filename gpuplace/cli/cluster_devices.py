@@ -17,9 +17,9 @@ from .context import AppContext
 from .output import warn
 
 if TYPE_CHECKING:
+    from ..across_hosts import ClusterRuns
     from ..execute.dask_run import ClusterCheck
     from ..execute.device_check import RateSizes
-    from ..pipeline import ClusterRuns
 
 WATCH_REFUSED = (
     "--watch refreshes one process's devices; across hosts each task's devices are fixed when "
@@ -37,7 +37,7 @@ def cluster_devices(
         raise BadInput(WATCH_REFUSED)
     runs = None
     if described.scheduler is not None or sizes is not None:  # else no runtime is imported
-        from ..pipeline import ClusterRuns
+        from ..across_hosts import ClusterRuns
 
         runs = ClusterRuns()
     try:

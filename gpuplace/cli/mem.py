@@ -234,7 +234,8 @@ def _with_graph(app: AppContext, view: View, spec: str, feed: tuple[str, ...], k
     """Run `spec` under the policy (or each compared policy): the runs, in order, and
     nvidia-smi's cards while the last run held its memory. Each run's warnings are given once
     it is prepared, before it runs; the no-GPU warning once."""
-    from ..pipeline import ClusterRuns, compare_policies, run_policies
+    from ..across_hosts import ClusterRuns
+    from ..pipeline import compare_policies, run_policies
 
     options = options_from_flags(pop_memory_flags(kw), feed=feed)
     shown: list[Gpu] = []

@@ -46,8 +46,9 @@ if TYPE_CHECKING:
 def plan(app: AppContext, /, spec: str, soft: bool | None, as_json: bool, fmt: str | None,
          output: str | None, wide: bool, **kw: Any) -> None:  # fmt: skip
     """Everything but execute: placement with reasons, shapes, bytes per device, copies."""
+    from ..across_hosts import ClusterRuns
     from ..memory.pools import check_reservations
-    from ..pipeline import ClusterRuns, estimate_plan, predict_memory, predict_training, prepare
+    from ..pipeline import estimate_plan, predict_memory, predict_training, prepare
     from ..report import plan as report
     from ..report.lines import pruned_line
     from ..report.records import json_text

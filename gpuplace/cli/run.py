@@ -110,13 +110,8 @@ def run(app: AppContext, /, spec: str, log: bool | None, log_format: str | None,
         soft: bool | None, explain: bool, as_json: bool, save: str | None, verify: bool,
         feed: tuple[str, ...], force: bool, wide: bool, **kw: Any) -> None:  # fmt: skip
     """Place a graph the way TensorFlow does, run it, print the placement log and the results."""
-    from ..pipeline import (
-        ClusterRuns,
-        execute_on_cluster,
-        execute_prepared,
-        predict_memory,
-        prepare,
-    )
+    from ..across_hosts import ClusterRuns
+    from ..pipeline import execute_on_cluster, execute_prepared, predict_memory, prepare
     from ..report import run as report
     from ..report.records import json_text
 
