@@ -78,6 +78,19 @@ GRADIENT_NEEDS: Mapping[str, Needs] = {
     "reduce_sum": NOTHING, "reduce_mean": NOTHING,  # shapes only
     "identity": NOTHING, "print": NOTHING, "cast": NOTHING, "transpose": NOTHING,
     "reshape": NOTHING, "concat": NOTHING, "split": NOTHING, "batch_slice": NOTHING,
+    # ONNX operators (an imported model), by the same rules as their PyTorch autograd formulas
+    "MatMul": INPUTS, "Gemm": INPUTS, "Conv": INPUTS, "Mul": INPUTS, "Div": INPUTS,
+    "Pow": INPUTS, "Log": INPUTS, "Erf": INPUTS, "Gelu": INPUTS,  # d gelu(x) needs x
+    "LayerNormalization": INPUTS, "BatchNormalization": INPUTS,  # x (and its statistics)
+    "Gather": INPUTS, "GatherND": INPUTS, "Where": INPUTS,  # indices / condition
+    "Relu": OUTPUTS, "Tanh": OUTPUTS, "Sigmoid": OUTPUTS, "Exp": OUTPUTS, "Sqrt": OUTPUTS,
+    "Softmax": OUTPUTS, "LogSoftmax": OUTPUTS,
+    "MaxPool": BOTH, "GlobalMaxPool": BOTH, "ReduceMax": BOTH, "Max": BOTH, "Min": BOTH,
+    "Add": NOTHING, "Sub": NOTHING, "Neg": NOTHING, "Identity": NOTHING, "Dropout": NOTHING,
+    "Cast": NOTHING, "Reshape": NOTHING, "Transpose": NOTHING, "Concat": NOTHING,
+    "Split": NOTHING, "Slice": NOTHING, "Squeeze": NOTHING, "Unsqueeze": NOTHING,
+    "Flatten": NOTHING, "Expand": NOTHING, "ReduceSum": NOTHING, "ReduceMean": NOTHING,
+    "AveragePool": NOTHING, "GlobalAveragePool": NOTHING,
 }  # fmt: skip
 
 

@@ -282,3 +282,14 @@ def test_keras_seed_example_does_not_fit_one_k520_for_adam_and_fits_spread(run: 
     assert spread.code == 0
     assert all(d["fits"] is not False for d in json.loads(spread.out)["devices"])
     assert os.path.getsize(path) < 4096
+
+
+def test_an_imported_models_onnx_ops_keep_what_their_tf_twins_keep(tmp_path: Path) -> None:
+    """ONNX MatMul and Relu (an imported model's ops) follow the same gradient rules as matmul
+    and relu: the same bytes, not the everything-kept default of an unknown op."""
+    text = Path(mlp(tmp_path / "tf.yaml")).read_text()
+    onnx_path = tmp_path / "onnx.yaml"
+    onnx_path.write_text(text.replace("matmul", "MatMul").replace("relu", "Relu"))
+    assert "MatMul" in onnx_path.read_text()
+    adam = Training("adam")
+    assert one_device(str(onnx_path), adam) == one_device(str(tmp_path / "tf.yaml"), adam)
