@@ -22,11 +22,9 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from sys import getrefcount as refs
 from typing import Any
 
 import numpy as np
-from numpy import ndarray
 
 from ..errors import GpuplaceError, RuntimeFailure
 from ..gc_pause import gc_paused
@@ -36,11 +34,9 @@ from .backends import Backend
 from .cupy_backend import CupyBackend, cuda_failure
 from .schedule import (
     BINARY,
-    BINARY_INTO_Y,
     HOST,
     KERNEL,
     UNARY,
-    UNARY_INTO,
     Compute,
     Copies,
     CopyRecord,
@@ -103,32 +99,6 @@ class _Run:
                         values[first] = compute(values[x], values[y])
                     elif kind == UNARY:
                         values[first] = compute(values[x])
-                    elif kind == BINARY_INTO_Y:  # forwards y's buffer if nothing else holds it
-                        a = values[y]
-                        if (
-                            type(a) is ndarray
-                            and a.base is None
-                            and refs(a) == 3
-                            and a.flags.writeable
-                        ):
-                            values[first] = compute(values[x], a, out=a)
-                        else:
-                            values[first] = compute(values[x], a)
-                        a = None  # holds no freed array past its step
-                    elif kind >= UNARY_INTO:  # the same with x's buffer (schedule.forward)
-                        a = values[x]
-                        if (
-                            type(a) is ndarray
-                            and a.base is None
-                            and refs(a) == 3
-                            and a.flags.writeable
-                        ):
-                            values[first] = (
-                                compute(a, out=a) if y < 0 else compute(a, values[y], out=a)
-                            )
-                        else:
-                            values[first] = compute(a) if y < 0 else compute(a, values[y])
-                        a = None
                     else:
                         self.call(kind, compute, step, backend)
                     for slot in frees:

@@ -45,12 +45,6 @@ from .cupy_backend import CupyBackend
 Compute = Callable[[ModuleType, list[Any], Mapping[str, Any]], list[Any]]
 KERNEL, HOST, PRINT, UNARY, BINARY = 0, 1, 2, 3, 4  # a step's kind; the last two call
 # `xp.<function>(a)` or `xp.<function>(a, b)` directly, for one output
-UNARY_INTO, BINARY_INTO_X, BINARY_INTO_Y = 5, 6, 7  # the same, writing into input x (or y) when
-# this step is its last reader and nothing else holds it: buffer forwarding (see `forward`)
-ENTRIES = 6  # kernel indexes per op type: see `Layout.kernels`
-FORWARD_BYTES = 1 << 18  # the least buffer forwarded: numpy's add of two 256 KiB float32
-# arrays took 4.9 us into one of them, 5.9 us into a fresh one (1 MiB: 21 and 31 us); below
-# that it saved nothing and the run's check cost more (a chain of 2x2 adds: 0.37 -> 0.52 us/op)
 PRINT_OP = "print"
 SAVE_OP = "save"  # writes a file: skipped by a run without side effects (`effects=False`)
 
@@ -127,9 +121,8 @@ class Layout:
     slots: int
     keep: frozenset[int]
     fetch: tuple[tuple[str, int, int], ...]
-    kernels: tuple[Kernel, ...]  # type i: kernel index 6i + 1 (one output, one input),
-    # 6i + 2 (one output, two inputs), 6i + 3 (any), on a device whose library has its function;
-    # 6i + 4 .. 6i + 6: the first two writing into input x, or the second into y (`forward`)
+    kernels: tuple[Kernel, ...]  # type i: kernel index 3i + 1 (one output, one input),
+    # 3i + 2 (one output, two inputs), 3i + 3 (any), on a device whose library has its function
     effects: bool
     charges: Charges
 
@@ -197,26 +190,15 @@ def _entries(kernel: Kernel, backend: Backend) -> tuple[KernelEntry, ...]:
     output and two inputs, then for any op.
 
     A host-value kernel on a host-memory (numpy) device is a plain kernel: its result is
-    already on the device, so creating it there costs nothing. The last three entries forward
-    an input's buffer (`forward`) on the host; elsewhere they are the plain direct calls."""
+    already on the device, so creating it there costs nothing."""
     if kernel.host_value and not isinstance(backend, NumpyBackend):
-        return ((HOST, kernel.compute),) * ENTRIES
+        return ((HOST, kernel.compute),) * 3
     plain = (KERNEL, kernel.compute)
     name = getattr(kernel, "xp_function", None)
     direct = getattr(backend.xp, name, None) if isinstance(name, str) else None
     if not callable(direct):
-        return (plain,) * ENTRIES
-    unary, binary = (UNARY, direct), (BINARY, direct)
-    if not isinstance(backend, NumpyBackend):
-        return unary, binary, plain, unary, binary, binary
-    return (
-        unary,
-        binary,
-        plain,
-        (UNARY_INTO, direct),
-        (BINARY_INTO_X, direct),
-        (BINARY_INTO_Y, direct),
-    )
+        return plain, plain, plain
+    return (UNARY, direct), (BINARY, direct), plain
 
 
 def bind(layout: Layout, backends: Mapping[str, Backend]) -> Schedule:
@@ -360,7 +342,7 @@ class _Planner:
         kernel = self.kernels(op_type)
         self.kernel_list.append(kernel)
         direct = isinstance(getattr(kernel, "xp_function", None), str)
-        entry = (ENTRIES * len(self.kernel_list) - ENTRIES + 1, self.resident(op_type), direct)
+        entry = (3 * len(self.kernel_list) - 2, self.resident(op_type), direct)
         self.types[op_type] = entry
         return entry
 
@@ -414,7 +396,6 @@ class _Planner:
         n = len(steps)
         for slot in self.keep:
             last_use[slot] = n  # the step after the last: never freed
-        info = self.slot_info
         for slot, step in enumerate(last_use):  # each step's frees: the slots it reads last
             if step < n:
                 at = steps[step]
@@ -422,18 +403,11 @@ class _Planner:
                     at[5].append(slot)
                 else:
                     at[5] = [slot]
-                if (
-                    info[slot][1] >= FORWARD_BYTES
-                    and (slot == at[1] or slot == at[2])
-                    and type(at[1]) is int  # a direct call ...
-                    and (at[0] - 1) % ENTRIES < 2  # ... not yet forwarding
-                    and info[slot] is info[at[3]]
-                ):
-                    forward(at, slot)
         ends = [step for step, _ in starts[1:]] + [n]
         step_device: list[int] = []
         for (a, device), b in zip(starts, ends, strict=True):
             step_device += [device] * (b - a)
+        info = self.slot_info
         devices, sizes = (i[0] for i in info), (i[2] for i in info)
         charges = Charges(len(self.names), step_device, self.allocs, (last_use, devices, sizes))
         return Layout(
@@ -446,20 +420,6 @@ class _Planner:
             self.effects,
             charges,
         )
-
-
-def forward(step: Step, slot: int) -> None:
-    """A direct call's input `slot` dies at `step`, with its output's shape, dtype and device
-    (they share one SlotInfo): the call may write its result into that buffer (`out=`) instead
-    of a fresh one, as TensorFlow's executor forwards a dying input's buffer to an op's output
-    (`OpKernelContext::forward_input`). Whether nothing else holds the array (a view of it, the
-    same array in another slot, a caller's feed) is known only at run time: the run checks
-    before each such call (`executor._Run.segment`). The ledger still charges a fresh output:
-    what the plan predicts and the run charges stay the same, an upper bound on what it holds."""
-    if step[1] == slot:
-        step[0] += 3  # unary -> into x (UNARY_INTO), binary -> into x (BINARY_INTO_X)
-    else:  # a binary call's y
-        step[0] += 4
 
 
 def is_variable(op_type: str) -> bool:
