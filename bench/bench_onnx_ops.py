@@ -60,6 +60,8 @@ def cases() -> list[tuple[str, list[np.ndarray], dict[str, Any]]]:
         ("Add", [f(N, T, D), f(D)], {}),
         ("Mul", [f(N, T, 4 * D), f(N, T, 4 * D)], {}),
         ("Div", [f(N, H, T, T), np.array(8.0, np.float32)], {}),
+        ("Where", [np.tril(np.ones((T, T), bool))[None, None].repeat(N, 0), f(N, H, T, T),
+                   np.array(-3.4e38, np.float32)], {}),  # GPT-2's causal mask, broadcast
         ("Tanh", [f(N, T, D)], {}),
         ("ReduceMean", [f(N, T, D)], {"axes": [-1]}),
     ]  # fmt: skip
@@ -79,7 +81,8 @@ def onnxruntime_fn(op_type: str, inputs: list[np.ndarray], attrs: dict[str, Any]
 
     names = [f"x{i}" for i in range(len(inputs))]
     values = [
-        helper.make_tensor_value_info(n, 1, x.shape) for n, x in zip(names, inputs, strict=True)
+        helper.make_tensor_value_info(n, helper.np_dtype_to_tensor_dtype(x.dtype), x.shape)
+        for n, x in zip(names, inputs, strict=True)
     ]
     onnx_attrs = dict(attrs)
     extra: list[Any] = []

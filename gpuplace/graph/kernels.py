@@ -182,16 +182,25 @@ def softmax_along(xp: ModuleType, x: Array, axis: int, log: bool = False) -> Arr
 
 
 def last_max(xp: ModuleType, x: Array) -> Array:
-    """x.max(axis=-1, keepdims=True) by halving the last axis with elementwise maxima: numpy
-    reduces a short contiguous axis row by row, about 8 times slower than this."""
+    """x.max(axis=-1, keepdims=True) by halving the last axis with elementwise maxima down to
+    `_ACROSS` columns, then one maximum down the columns of their transposed copy: numpy
+    reduces a short contiguous axis row by row, about 8 times slower than this. Halving all
+    the way down to one column took 0.26 ms on attention's 8x4x128x128 float32, this 0.20 ms
+    (its last steps ran 4096 rows of 8, 4, 2 and 1 elements)."""
     rest = None
-    while x.shape[-1] > 1:
+    while x.shape[-1] > _ACROSS:
         half = x.shape[-1] // 2
         if x.shape[-1] % 2:
             tail = x[..., -1:]
             rest = tail if rest is None else xp.maximum(rest, tail)
         x = xp.maximum(x[..., :half], x[..., half : 2 * half])
+    if x.shape[-1] > 1:
+        columns = xp.ascontiguousarray(x.reshape(-1, x.shape[-1]).T)
+        x = columns.max(axis=0).reshape(*x.shape[:-1], 1)
     return x if rest is None else xp.maximum(x, rest)
+
+
+_ACROSS = 32  # see last_max
 
 
 def matmul(xp: ModuleType, inputs: Sequence[Array], attrs: Mapping[str, Any]) -> list[Array]:

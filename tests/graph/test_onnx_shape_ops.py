@@ -377,6 +377,7 @@ CUPY_HAS = {  # each is in cupy's API as in numpy's (https://docs.cupy.dev/en/st
     "pad", "where", "take", "arange", "flip", "cumsum", "zeros_like", "argsort", "take_along_axis",
     "equal", "less", "less_equal", "greater", "greater_equal", "logical_and", "logical_or",
     "logical_xor", "logical_not", "isnan", "isinf", "inf", "zeros", "maximum", "minimum",
+    "copyto", "empty", "result_type",
 }  # fmt: skip
 
 

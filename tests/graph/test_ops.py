@@ -30,7 +30,7 @@ GENERATORS = {"constant", "zeros", "ones", "fill", "random_uniform", "random_nor
 # numpy and cupy both provide these; device kernels may call nothing else on xp
 XP_CALLS = {"add", "subtract", "multiply", "divide", "negative", "exp", "log", "tanh", "maximum",
             "max", "sum", "mean", "matmul", "transpose", "reshape", "concatenate", "split",
-            "asarray"}  # fmt: skip
+            "asarray", "ascontiguousarray"}  # fmt: skip
 
 
 def test_registry_lists_every_op_with_its_tensorflow_type() -> None:

@@ -45,7 +45,19 @@ def infer_where(name: str, tf_type: str, attrs: Attrs, inputs: Specs) -> Specs:
 
 
 def where(xp: ModuleType, inputs: Sequence[Array], attrs: Attrs) -> list[Array]:
-    return [xp.where(*inputs)]
+    """`xp.where(condition, x, y)` as two copies into one buffer: y everywhere, then x where
+    the condition holds. numpy's `where` with a broadcast condition (attention's causal mask,
+    (8, 1, 128, 128) against (8, 4, 128, 128)) took 2.3 times as long (0.35 ms against 0.15)."""
+    # the graph package imports numpy only once a kernel runs (tests/graph/test_loader.py);
+    # broadcast_shapes takes shape tuples, so this serves cupy's arrays too
+    from numpy import broadcast_shapes as shapes_of
+
+    condition, x, y = inputs
+    shape = shapes_of(*(a.shape for a in inputs))
+    out = xp.empty(shape, dtype=xp.result_type(x, y))
+    xp.copyto(out, y)
+    xp.copyto(out, x, where=condition)
+    return [out]
 
 
 def infer_isinf(name: str, tf_type: str, attrs: Attrs, inputs: Specs) -> Specs:
