@@ -16,11 +16,10 @@ from __future__ import annotations
 import functools
 import importlib
 import json
-import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, redirect_stdout
 from pathlib import Path
 from typing import Any
 
@@ -77,14 +76,10 @@ def command(argv: list[str], out: Path) -> dict[str, float]:
     from gpuplace.cli.main import main
 
     spent: dict[str, float] = {}
-    real = sys.stdout
-    with open(out, "w") as sys.stdout, timed_phases(spent):  # noqa: PLW2901 - restored below
-        try:
-            start = time.perf_counter()
-            code = main(argv)
-            spent["total"] = time.perf_counter() - start
-        finally:
-            sys.stdout = real
+    with open(out, "w") as f, redirect_stdout(f), timed_phases(spent):
+        start = time.perf_counter()
+        code = main(argv)
+        spent["total"] = time.perf_counter() - start
     if code != 0:
         raise SystemExit(f"gpuplace {' '.join(argv)} exited {code}")
     return spent
