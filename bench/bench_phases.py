@@ -6,7 +6,7 @@ file), with the pipeline's phases timed where the command calls them: the loader
 the memory prediction, the estimate (flattening, simulation, lower bounds), the run, the JSON
 document and its text. Each phase is printed in seconds and as a ratio to `json.load` of the same
 file, timed in the same run; `rest` is what no phase covers (flags, the devices, pruning, checks,
-writing the output). Imports are warmed up first on a small spec, so start-up is not in these
+writing the output). The cyclic GC is paused, as `gpuplace/__main__.py` pauses it. Imports are warmed up first on a small spec, so start-up is not in these
 numbers: bench_commands.py times whole processes. Phases nest (the estimate holds its parts);
 each is timed inclusively, best of RUNS. `--smoke`: 300 ops, one run.
 """
@@ -74,9 +74,10 @@ def _timer(fn: Callable[..., Any], label: str, spent: dict[str, float]) -> Calla
 def command(argv: list[str], out: Path) -> dict[str, float]:
     """Run the command line in this process, stdout to `out`: seconds per phase, and `total`."""
     from gpuplace.cli.main import main
+    from gpuplace.gc_pause import gc_paused
 
     spent: dict[str, float] = {}
-    with open(out, "w") as f, redirect_stdout(f), timed_phases(spent):
+    with open(out, "w") as f, redirect_stdout(f), timed_phases(spent), gc_paused():
         start = time.perf_counter()
         code = main(argv)
         spent["total"] = time.perf_counter() - start
