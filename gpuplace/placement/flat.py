@@ -117,7 +117,9 @@ def flatten(graph: Graph, op_meta: Callable[[str], OpMeta] | None = None) -> Fla
         out_bytes.append(keep(made, made))
     for j, op in zip(steps, ops, strict=True):
         try:
-            reads = tuple([keep(pair, pair) for pair in [(index[r.op], r.index) for r in op.inputs]])  # fmt: skip
+            reads = tuple(
+                [keep(pair, pair) for pair in [(index[r.op], r.index) for r in op.inputs]]
+            )
             specs = tuple([ops[p].outputs[k] for p, k in reads])
         except (KeyError, IndexError):
             raise BadInput(f"op '{op.name}' reads an output no earlier op produces") from None
@@ -130,8 +132,9 @@ def flatten(graph: Graph, op_meta: Callable[[str], OpMeta] | None = None) -> Fla
         meta = metas[op.type]
         kernels.append(_kernels(meta, op, specs, known))
         cost = op_flops(op, specs, meta)
-        # `cost.op_bytes` (inputs read plus outputs written) from the sizes worked out above
-        moved = 0 if op.type == VARIABLE else sum([out_bytes[p][k] for p, k in reads]) + sum(out_bytes[j])  # fmt: skip
+        moved = 0  # `cost.op_bytes` (inputs read plus outputs written), from the sizes above
+        if op.type != VARIABLE:
+            moved = sum([out_bytes[p][k] for p, k in reads]) + sum(out_bytes[j])
         flops.append(number((cost.__class__, cost), cost))
         nbytes.append(number((moved.__class__, moved), moved))
     resident = [metas[op.type].resident for op in ops]
