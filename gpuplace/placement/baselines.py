@@ -25,11 +25,17 @@ def _options(flat: Flat, tf: Placement, gpus: Sequence[DeviceModel], cpu: Device
     generator with a CPU kernel (it may follow a consumer there, as TF's heuristic A does)."""
     groups, free = free_groups(flat, tf, num_gpus)
     rates: dict[int, list[DeviceModel]] = {}  # per candidate tuple (groups share them): see below
+    pinned: dict[str, list[DeviceModel]] = {}  # one list per device (the bounds read it by id)
+    decisions = tf.decisions
     out = []
     for j, name in enumerate(flat.names):
         cands = free.get(groups[j])
         if cands is None:
-            out.append([models[tf.decisions[name].device]])
+            device = decisions[name].device
+            options = pinned.get(device)
+            if options is None:
+                options = pinned[device] = [models[device]]
+            out.append(options)
             continue
         options = rates.get(id(cands))
         if options is None:  # a bound needs one GPU per rate, not all 20,000 logical GPUs
@@ -88,12 +94,32 @@ def lower_bounds(
     if flat is None:
         flat = flatten(graph, meta)
     options = _options(flat, tf, gpus, cpu, {m.name: m for m in (*gpus, cpu)}, len(gpus))
-    w = [min(work_time(flat.flops[j], flat.nbytes[j], m) for m in opts) for j, opts in
-         enumerate(options)]  # fmt: skip
-    # 1: must run on a GPU, 2: must run on the CPU, 0: either
-    where = [1 if all(m.kind == "GPU" for m in o) else 2 if len(o) == 1 else 0 for o in options]
+    w, where = _fastest(flat, options)
     cp, work, _ = _bound(flat, range(len(w)), w, where, len(gpus))
     return Bounds(cp, work, _Stages(flat, w, where, len(gpus), link or LinkModel()).total())
+
+
+def _fastest(flat: Flat, options: Sequence[Sequence[DeviceModel]]) -> tuple[list[float], list[int]]:
+    """Per op: its fastest time on the devices it may use, and where it must run (1: a GPU,
+    2: the CPU, 0: either). Worked out once per options list and cost: ops share both (the
+    options lists by identity, `_options`; equal costs are one object, `flatten`)."""
+    w: list[float] = []
+    where: list[int] = []
+    times: dict[tuple[int, float, float], float] = {}
+    kinds: dict[int, int] = {}
+    for opts, flops, nbytes in zip(options, flat.flops, flat.nbytes, strict=True):
+        key = (id(opts), flops, nbytes)
+        best = times.get(key)
+        if best is None:
+            best = times[key] = min(work_time(flops, nbytes, m) for m in opts)
+        w.append(best)
+        kind = kinds.get(id(opts))
+        if kind is None:
+            kind = kinds[id(opts)] = (
+                1 if all(m.kind == "GPU" for m in opts) else 2 if len(opts) == 1 else 0
+            )
+        where.append(kind)
+    return w, where
 
 
 def stage_bound(flat: Flat, w: Sequence[float], where: Sequence[int], num_gpus: int,

@@ -24,11 +24,12 @@ from ..devices.names import DeviceSpec, placer_spec
 from ..errors import BadInput
 from ..graph.model import Graph, Op, OpMeta, TensorSpec
 from ..units import allocation_size
-from .cost import op_bytes, op_flops
+from .cost import op_flops
 from .model import Placement
 from .tf import generator_flags, kernels_of, tf_type_of
 
 PRINT = "print"
+VARIABLE = "variable"  # moves no bytes (`cost.op_bytes`)
 
 
 def default_meta(op_meta: Callable[[str], OpMeta] | None) -> Callable[[str], OpMeta]:
@@ -110,31 +111,36 @@ def flatten(graph: Graph, op_meta: Callable[[str], OpMeta] | None = None) -> Fla
     numbers: dict[tuple[type, float], Any] = {}  # equal costs kept once, with their type (2, 2.0)
     number = numbers.setdefault
     known: dict[tuple[Any, ...], frozenset[str]] = {}  # kernels by what decides them
+    out_bytes: list[tuple[int, ...]] = []  # exact output sizes, worked out once per op
+    for op in ops:
+        made = tuple([s.nbytes for s in op.outputs])
+        out_bytes.append(keep(made, made))
     for j, op in zip(steps, ops, strict=True):
         try:
             reads = tuple(
                 [keep(pair, pair) for pair in [(index[r.op], r.index) for r in op.inputs]]
             )
-            specs = tuple(ops[p].outputs[k] for p, k in reads)
+            specs = tuple([ops[p].outputs[k] for p, k in reads])
         except (KeyError, IndexError):
             raise BadInput(f"op '{op.name}' reads an output no earlier op produces") from None
-        if any(p >= j for p, _ in reads):
-            raise BadInput(f"op '{op.name}' reads an op that comes after it: order the graph")
         for p, _ in reads:
+            if p >= j:
+                raise BadInput(f"op '{op.name}' reads an op that comes after it: order the graph")
             if first[p] < 0:
                 first[p] = j
         inputs.append(keep(reads, reads))
-        kernels.append(_kernels(metas[op.type], op, specs, known))
-        cost, moved = op_flops(op, specs, metas[op.type]), op_bytes(op, specs)
+        meta = metas[op.type]
+        kernels.append(_kernels(meta, op, specs, known))
+        cost = op_flops(op, specs, meta)
+        moved = 0  # `cost.op_bytes` (inputs read plus outputs written), from the sizes above
+        if op.type != VARIABLE:
+            moved = sum([out_bytes[p][k] for p, k in reads]) + sum(out_bytes[j])
         flops.append(number((cost.__class__, cost), cost))
         nbytes.append(number((moved.__class__, moved), moved))
     resident = [metas[op.type].resident for op in ops]
     sizes: list[tuple[int, ...]] = []
-    out_bytes: list[tuple[int, ...]] = []
     rounded: dict[tuple[int, ...], tuple[int, ...]] = {}  # allocation sizes per output sizes
-    for op in ops:
-        made = tuple(s.nbytes for s in op.outputs)
-        out_bytes.append(keep(made, made))
+    for op, made in zip(ops, out_bytes, strict=True):
         if op.type == PRINT:
             sizes.append(())
         else:

@@ -114,6 +114,7 @@ def run_json(view: View, prepared: Prepared, outcome: Outcome) -> dict[str, Any]
     --explain print), results (shape, dtype, value), copies, memory, the strategy and the rates'
     sources, and `pruned`: the ops the fetches do not need, which did not run."""
     result = outcome.result
+    dtypes: dict[np.dtype[Any], str] = {}  # str(dtype) is numpy's Python code: once per dtype
     return {
         "schema_version": SCHEMA_VERSION,
         "machine": machine_record(view),
@@ -123,7 +124,11 @@ def run_json(view: View, prepared: Prepared, outcome: Outcome) -> dict[str, Any]
         "placement": placement_records(*placed_ops(prepared), prepared.pruned),
         "pruned": list(prepared.pruned),
         "results": {
-            name: {"shape": list(v.shape), "dtype": str(v.dtype), "value": json_value(v)}
+            name: {
+                "shape": list(v.shape),
+                "dtype": dtypes.get(v.dtype) or dtypes.setdefault(v.dtype, str(v.dtype)),
+                "value": json_value(v),
+            }
             for name, v in result.values.items()
         },
         "copies": copy_records(result.copies),

@@ -23,6 +23,7 @@ from gpuplace.placement.cost import (
     LinkModel,
     copy_time,
     device_models,
+    op_bytes,
     op_flops,
     op_time,
     split_devices,
@@ -85,6 +86,17 @@ def test_an_op_types_flops_hook_decides_its_count() -> None:
     assert list(flatten(GRAPH).flops) == [flops(op.name) for op in GRAPH.ops]
     hooked = flatten(GRAPH, lambda t: replace(get_op(t), flops=count) if t == "relu" else get_op(t))
     assert hooked.flops[hooked.names.index("r")] == 7.0
+
+
+def test_flatten_counts_the_bytes_op_bytes_counts() -> None:
+    """flatten works each op's bytes out from the output sizes it keeps (`out_bytes`): the
+    same number as `op_bytes` (inputs read plus outputs written; a variable none)."""
+    flat = flatten(GRAPH)
+    moved = [op_bytes(op, tuple(OPS[r.op].outputs[r.index] for r in op.inputs)) for op in GRAPH.ops]
+    assert list(flat.nbytes) == moved
+    assert moved[flat.names.index("v")] == 0
+    assert moved[flat.names.index("n")] == 4 * 100 * 200 * 4  # three inputs and one output
+    assert list(flat.out_bytes) == [tuple(s.nbytes for s in op.outputs) for op in GRAPH.ops]
 
 
 def test_op_time_is_a_roofline_plus_overhead() -> None:
