@@ -83,7 +83,11 @@ def read_text(path: str | os.PathLike[str], limit: int, cannot: str, hint: str) 
     regular file's size is checked before reading. Messages start with `cannot` and the path
     (`cannot read spec 'g.yaml': ...`); `hint` says how to raise the limit."""
     name = clip_middle(os.fspath(path))
-    data = _read_bytes(path, limit, f"{cannot} {name!r}", hint)
+    return utf8_text(_read_bytes(path, limit, f"{cannot} {name!r}", hint), name)
+
+
+def utf8_text(data: bytes, name: str) -> str:
+    """`data` as UTF-8 text (a BOM dropped), or BadInput naming `name`, the byte and the line."""
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as err:

@@ -16,16 +16,16 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from ..devices.cluster_spec import ClusterDescription, cluster_block
-from ..echo import sample, show
+from ..echo import clip_middle, sample, show
 from ..errors import BadInput, Message, Setting, Term
 from ..gc_pause import gc_paused
-from ..limits import SPEC_SIZE_ENV, Limits, read_text
+from ..limits import SPEC_SIZE_ENV, Limits, read_bytes, utf8_text
 from ..parse import Document, key_line, parse
 from ..parse_json import json_lines
 from .config import read_config
 from .expansion import count_ops
 from .model import Config, Graph, Op, TensorRef, TensorSpec
-from .onnx_import import is_onnx_path, load_onnx
+from .onnx_import import is_onnx_path, load_onnx, looks_like_onnx
 from .ops import suggest
 from .replicate import FlagSettings, Synthetic, replica_error
 from .resolve import Inputs, Lookup, direct, new_op, new_ref, order, resolve_inputs
@@ -48,8 +48,12 @@ def load(path: str | Path, **options: Any) -> Graph:
         return load_onnx(path, dims=options.get("dims"), limits=options.get("limits"))
     limit = (options.get("limits") or Limits()).spec_bytes
     hint = f"set {SPEC_SIZE_ENV} to raise the limit (e.g. {SPEC_SIZE_ENV}=4GiB)"
-    text = read_text(path, limit, "cannot read spec", hint)
-    return loads(text, str(path), base=str(path.parent), **options)
+    name = clip_middle(str(path))
+    data = read_bytes(path, limit, f"cannot read spec {name!r}", hint)
+    if looks_like_onnx(data[:2]):  # a pipe (`<(cat model.onnx)`) is read once: its bytes tell
+        _no_replicate(options.get("replicate"))
+        return load_onnx(path, dims=options.get("dims"), limits=options.get("limits"), data=data)
+    return loads(utf8_text(data, name), str(path), base=str(path.parent), **options)
 
 
 def loads(

@@ -78,13 +78,16 @@ def load_onnx(
     config: Config | None = None,
     limits: Limits | None = None,
     source: str | None = None,
+    data: bytes | None = None,
 ) -> Graph:
     """Read the ONNX model at `path` (bounded) and import it; `dims` binds symbolic dims,
-    `devices` pins ops by name or module prefix (`Placer`), `config` is the wrapper's."""
+    `devices` pins ops by name or module prefix (`Placer`), `config` is the wrapper's. `data`:
+    the file's bytes, read already (a pipe can be read only once)."""
     limits = limits or Limits()
     name = clip_middle(os.fspath(path))
     hint = f"set {SPEC_SIZE_ENV} to raise the limit (e.g. {SPEC_SIZE_ENV}=4GiB)"
-    data = read_bytes(path, limits.spec_bytes, f"cannot read ONNX model {name!r}", hint)
+    if data is None:
+        data = read_bytes(path, limits.spec_bytes, f"cannot read ONNX model {name!r}", hint)
     if not looks_like_onnx(data[:2]):
         raise BadInput(
             f"{name}: not an ONNX model (a .onnx file is a protobuf ModelProto, which starts with "

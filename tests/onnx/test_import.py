@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -395,3 +396,19 @@ def test_a_dim_shared_by_inputs_is_listed_once(run: Run) -> None:
         "'attention_mask' dim 0); seq (input 'input_ids' dim 1, input 'attention_mask' dim 1); "
         "bind them with --dim batch=N --dim seq=N (or dims: in a YAML wrapper, see docs/onnx.md)\n"
     )
+
+
+def test_a_model_through_a_pipe_is_told_by_its_bytes(run: Run, tmp_path: Path) -> None:
+    """`gpuplace plan <(cat model.onnx)`: a pipe has no .onnx name and can be read only once;
+    its first bytes say it is a model."""
+    import threading
+
+    fifo = tmp_path / "model"
+    os.mkfifo(fifo)
+    data = mlp().SerializeToString()
+    writer = threading.Thread(target=fifo.write_bytes, args=(data,))
+    writer.start()
+    result = run(*SIM, "plan", str(fifo), "--dim", "batch=2", "--json")
+    writer.join()
+    assert result.code == 0, result.err
+    assert {p["op"] for p in json.loads(result.out)["placement"]} >= {"/fc1/MatMul", "y"}
