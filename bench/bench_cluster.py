@@ -31,7 +31,7 @@ import numpy as np
 from gpuplace.devices import discover, view
 from gpuplace.devices.cluster import Cluster, Task, TaskName, full_device
 from gpuplace.devices.names import full_name
-from gpuplace.execute import dask_run
+from gpuplace.execute import dask_run, dask_session
 from gpuplace.execute.backends import Backend, NumpyBackend
 from gpuplace.execute.executor import execute
 from gpuplace.graph import get_op
@@ -88,9 +88,9 @@ def _add(*xs: np.ndarray) -> np.ndarray:
     return out
 
 
-def per_op(session: dask_run.Session, graph: Graph, devices: dict[str, str]) -> np.ndarray:
+def per_op(session: dask_session.Session, graph: Graph, devices: dict[str, str]) -> np.ndarray:
     """One Dask task per op, pinned to its task's worker address; returns the fetched value."""
-    client, addresses = session.client, dask_run.task_addresses(session)
+    client, addresses = session.client, dask_session.task_addresses(session)
     futures: dict[str, Any] = {}
     for op in graph.ops:
         address = addresses[TaskName.parse(devices[op.name])]
@@ -108,7 +108,7 @@ def median(repeats: int, fn: Callable[[], object]) -> float:
     return statistics.median(times)
 
 
-def bench_ops(session: dask_run.Session, c: Cluster, n: int, repeats: int) -> None:
+def bench_ops(session: dask_session.Session, c: Cluster, n: int, repeats: int) -> None:
     graph, devices = towers(n)
     expected = local(graph)["sum"]
     fused = dask_run.run_graph(session, c, graph, devices, POLICY)
@@ -131,7 +131,7 @@ def bench_startup(c: Cluster, repeats: int) -> None:
     starts, closes = [], []
     for _ in range(repeats):
         start = time.perf_counter()
-        session = dask_run.start_simulated(c)
+        session = dask_session.start_simulated(c)
         starts.append(time.perf_counter() - start)
         start = time.perf_counter()
         session.close()
@@ -151,7 +151,7 @@ def _same(x: np.ndarray) -> np.ndarray:
     return x
 
 
-def _transfer_seconds(session: dask_run.Session, key: str, address: str) -> float:
+def _transfer_seconds(session: dask_session.Session, key: str, address: str) -> float:
     def read(dask_worker: Any) -> float:
         for entry in reversed(dask_worker.transfer_incoming_log):
             if key in entry["keys"]:
@@ -161,7 +161,7 @@ def _transfer_seconds(session: dask_run.Session, key: str, address: str) -> floa
     return float(session.client.run(read, workers=[address])[address])
 
 
-def bench_copy(session: dask_run.Session, c: Cluster, mib: int, repeats: int) -> None:
+def bench_copy(session: dask_session.Session, c: Cluster, mib: int, repeats: int) -> None:
     n = mib * 2**20 // 4
     spec = (TensorSpec((n,)),)
     graph = Graph((
@@ -169,7 +169,7 @@ def bench_copy(session: dask_run.Session, c: Cluster, mib: int, repeats: int) ->
         Op("head", "identity", (TensorRef("big"),), outputs=spec),
     ), (TensorRef("head"),))  # fmt: skip
     devices = {"big": full_device(T1, "CPU:0"), "head": full_device(T0, "CPU:0")}
-    addresses = dask_run.task_addresses(session)
+    addresses = dask_session.task_addresses(session)
     ours_copy, ours_run, raw_copy, raw_run = [], [], [], []
 
     def ours() -> None:
@@ -210,7 +210,7 @@ def main() -> None:
         args.ops, args.mib, args.repeats = 200, 1, 2
     c = cluster()
     bench_startup(c, args.repeats)
-    with dask_run.simulated(c) as session:
+    with dask_session.simulated(c) as session:
         bench_ops(session, c, args.ops, args.repeats)
         bench_copy(session, c, args.mib, args.repeats)
 

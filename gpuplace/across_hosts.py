@@ -1,8 +1,8 @@
 """The pipeline's stages across hosts: the cluster a command works on (a flag, the spec's
 `cluster:` block, a simulated `--machine '2x(...)'`, or a live Dask cluster's inventory), placing
 over its tasks, their memory limits, the estimate with the network between tasks, and the runtime
-(`execute/dask_run.py`, imported on first use so a command without a cluster never imports Dask).
-`pipeline.py` sequences these; TensorFlow's cluster rules are in `placement/`, the Dask runtime
+(`execute/dask_runtime.py`, imported on first use so a command without a cluster never imports
+Dask). `pipeline.py` sequences these; TensorFlow's cluster rules are in `placement/`, the Dask runtime
 in `execute/`. See docs/cluster.md.
 """
 
@@ -24,7 +24,7 @@ from .placement.model import Placement
 from .results import Outcome, PlanEstimate, Prepared
 
 if TYPE_CHECKING:
-    from .execute.dask_run import Runtime
+    from .execute.dask_runtime import Runtime
 
 Connect = Callable[[ClusterDescription], Cluster]  # a live cluster's inventory (the runtime's)
 
@@ -141,7 +141,7 @@ def estimate_on_cluster(prepared: Prepared) -> PlanEstimate:
 
 
 class ClusterRuns:
-    """The runtime across hosts for one command (`execute/dask_run.py: Runtime`), made on first
+    """The runtime across hosts for one command (`execute/dask_runtime.py: Runtime`), made on first
     use, so a command without a cluster never imports Dask. `connect` is `prepare`'s; `close`
     ends what it connected to and the worker processes of a simulated cluster."""
 
@@ -151,7 +151,8 @@ class ClusterRuns:
 
     def runtime(self) -> Runtime:
         if self._runtime is None:
-            from .execute.dask_run import Runtime, load_distributed
+            from .execute.dask_runtime import Runtime
+            from .execute.dask_session import load_distributed
 
             load_distributed()  # one line naming the extra when it is missing
             self._runtime = Runtime(self.processes)

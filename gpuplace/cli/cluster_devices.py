@@ -18,7 +18,7 @@ from .output import warn
 
 if TYPE_CHECKING:
     from ..across_hosts import ClusterRuns
-    from ..execute.dask_run import ClusterCheck
+    from ..execute.dask_runtime import ClusterCheck
     from ..execute.device_check import RateSizes
 
 WATCH_REFUSED = (

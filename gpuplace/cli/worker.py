@@ -31,7 +31,7 @@ def worker(app: AppContext, /, scheduler: str, task: int, job: str, **kw: Any) -
     Needs gpuplace[cluster], the same version everywhere. A Dask scheduler runs code from any
     client that reaches it: use TLS or keep it on a private network."""
     from ..devices.cluster import TaskName
-    from ..execute.dask_run import serve_worker
+    from ..execute.dask_session import serve_worker
 
     name = TaskName.parse(f"/job:{job}/replica:0/task:{task}")  # BadInput for a bad job name
     serve_worker(scheduler, name, app.machine_source()[0])

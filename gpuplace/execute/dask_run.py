@@ -1,18 +1,15 @@
-"""A placed graph run across TensorFlow tasks on Dask distributed: the one module that imports it.
+"""A placed graph run across TensorFlow tasks on Dask distributed: chunks, watchdog, gather.
 
-One task (`/job:worker/replica:0/task:N`) is one Dask worker process of that name, started by
-`gpuplace worker` or, for a simulated cluster, here (one Nanny per task on 127.0.0.1, port 0,
-dashboard off, `GPUPLACE_MACHINE` and `CUDA_VISIBLE_DEVICES` in its env). The graph runs in
-(task, stage) chunks (`chunks.py`), each one `client.submit` pinned to its worker's ADDRESS
-(a name that no worker has would become a host restriction that waits forever), running
-gpuplace's executor on per-run state the worker opened (`task_state.py`).
+The graph runs in (task, stage) chunks (`chunks.py`), each one `client.submit` pinned to its
+task's worker ADDRESS (a name that no worker has would become a host restriction that waits
+forever), running gpuplace's executor on per-run state the worker opened (`task_state.py`).
+The session the run uses (connecting, each task's worker) is `dask_session.py`.
 
 Dask's defaults hang when a worker dies (../shared/reference/multihost-dask.md §5), so:
 - a watchdog polls the scheduler's workers every 0.25 s while the run waits and fails the run as
   soon as a task's worker address changes or disappears;
-- clusters started here also set `allowed-failures: 0` and `no-workers-timeout`;
-- a lost scheduler, a task missing at start and a version mismatch each end the command with
-  one line naming the task, the worker's address and the fix (exit 1). Nothing is retried.
+- a lost scheduler or worker ends the command with one line naming the task, the worker's
+  address and the fix (exit 1). Nothing is retried.
 """
 
 from __future__ import annotations
@@ -20,235 +17,25 @@ from __future__ import annotations
 import contextlib
 import itertools
 import operator
-import os
 import time
 import uuid
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field, replace
-from pathlib import Path
-from types import ModuleType
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from ..devices.cluster import NETWORK_REPEATS, Cluster, Task, TaskName, Transfer, split_device
-from ..devices.cluster_spec import ClusterDescription
-from ..errors import BadInput, GpuplaceError, RuntimeFailure
+from ..devices.cluster import Cluster, TaskName, split_device
+from ..errors import GpuplaceError, RuntimeFailure
 from ..graph.model import Graph, TensorRef
 from ..memory.policy import Policy
 from ..memory.pools import DeviceMemory
 from .chunks import Chunk, split
-from .device_check import CheckResult, RateSizes
+from .dask_session import POLL, Session, wait_for_tasks, worker_names
 from .schedule import CopyRecord
-from .task_state import (
-    ChunkSpec,
-    Closed,
-    Inventory,
-    check_here,
-    close_run,
-    filled,
-    gpuplace_version,
-    inventory,
-    open_run,
-    run_chunk,
-    size_of,
-)
+from .task_state import ChunkSpec, Closed, close_run, open_run, run_chunk
 
-INSTALL = "pip install 'gpuplace[cluster]'"
-POLL = 0.25  # seconds between the watchdog's looks at the scheduler's workers
 GATHER_TIMEOUT = 120.0  # seconds the fetched values may take to arrive once every chunk is done
-CONFIG = {  # for clusters gpuplace starts: fail at once rather than wait (§4.4)
-    "distributed.scheduler.allowed-failures": 0,
-    "distributed.scheduler.no-workers-timeout": "10s",
-    "distributed.comm.timeouts.connect": "5s",
-    # workers fork from a fresh single-threaded server instead of importing everything anew:
-    # a 2-task cluster starts in about 0.4 s instead of 1.6 s (each Nanny's env still applies)
-    "distributed.worker.multiprocessing-method": "forkserver",
-    # set before a worker process starts (its logging is configured as distributed loads)
-    "distributed.nanny.pre-spawn-environ.DASK_LOGGING__DISTRIBUTED": "error",
-}
-
-
-def load_distributed() -> ModuleType:
-    """`distributed`, or one line naming the extra to install (exit 2)."""
-    try:
-        import distributed
-    except ImportError:
-        raise BadInput(
-            f"running across hosts needs Dask distributed, which is not installed; {INSTALL}"
-        ) from None
-    return distributed
-
-
-@dataclass
-class Session:
-    """A client connected to a scheduler and, when gpuplace started it, the cluster itself."""
-
-    client: Any
-    scheduler: str
-    cluster: Any = None  # a SpecCluster gpuplace started (simulated tasks), else None
-    pids: dict[TaskName, int] = field(default_factory=dict)
-
-    def close(self) -> None:
-        """Close the client and any cluster gpuplace started, each with a short timeout."""
-        with contextlib.suppress(Exception):
-            self.client.close(timeout=2)
-        if self.cluster is not None:
-            with contextlib.suppress(Exception):
-                self.cluster.close(timeout=5)
-
-
-def _spec(distributed: ModuleType, task: Task, processes: bool) -> dict[str, Any]:
-    env = {"GPUPLACE_MACHINE": task.machine_spec or ""}
-    if task.cuda_visible_devices is not None:
-        env["CUDA_VISIBLE_DEVICES"] = task.cuda_visible_devices
-    options: dict[str, Any] = {"nthreads": 1, "name": str(task.name), "host": "127.0.0.1"}
-    if processes:
-        options.update(env=env, dashboard=False)
-        return {"cls": distributed.Nanny, "options": options}
-    return {"cls": distributed.Worker, "options": options}
-
-
-def start_simulated(cluster: Cluster, processes: bool = True) -> Session:
-    """Start one local worker per task of `cluster` (processes by default; in-process Workers
-    for tests that need bit-equal BLAS) and a scheduler in this process, all on 127.0.0.1."""
-    distributed = load_distributed()
-    import dask
-
-    dask.config.set(CONFIG)
-    scheduler = {
-        "cls": distributed.Scheduler,
-        "options": {
-            "host": "127.0.0.1",
-            "port": 0,
-            "dashboard": False,
-            "dashboard_address": "127.0.0.1:0",
-        },
-    }
-    workers = {str(t.name): _spec(distributed, t, processes) for t in cluster.tasks}
-    spec_cluster = distributed.SpecCluster(
-        workers=workers, scheduler=scheduler, silence_logs=50, name="gpuplace"
-    )
-    try:
-        client = distributed.Client(spec_cluster, set_as_default=False)
-    except BaseException:
-        spec_cluster.close(timeout=5)
-        raise
-    session = Session(client, spec_cluster.scheduler_address, spec_cluster)
-    try:
-        found = wait_for_tasks(session, [t.name for t in cluster.tasks], timeout=30.0)
-        pids = client.run(os.getpid)
-        session.pids = {name: pids[address] for name, address in found.items()}
-    except BaseException:
-        session.close()
-        raise
-    return session
-
-
-def scheduler_target(spec: str) -> dict[str, str]:
-    """`Client` keywords for a scheduler address or a `scheduler.json` file."""
-    if spec.endswith(".json"):
-        if not Path(spec).is_file():
-            raise BadInput(
-                f"scheduler file {spec!r} does not exist; give the file `dask scheduler "
-                "--scheduler-file` wrote, or the scheduler's address (tcp://host:8786)"
-            )
-        return {"scheduler_file": spec}
-    if "://" not in spec:
-        raise BadInput(
-            f"scheduler {spec!r} is neither an address nor a scheduler.json file; "
-            "for example tcp://head:8786"
-        )
-    return {"address": spec}
-
-
-def connect(spec: str, timeout: float = 10.0) -> Session:
-    """A client of the running scheduler `spec` (address or scheduler.json), versions checked."""
-    distributed = load_distributed()
-    target = scheduler_target(spec)
-    try:
-        client = distributed.Client(**target, timeout=timeout, set_as_default=False)
-    except (OSError, TimeoutError) as exc:
-        raise RuntimeFailure(
-            f"cannot reach the Dask scheduler {spec}: {exc}. Start it with `dask scheduler` "
-            "and check the address (and the network between here and there)"
-        ) from None
-    session = Session(client, client.scheduler.address)
-    try:
-        check_versions(session)
-    except BaseException:
-        session.close()
-        raise
-    return session
-
-
-def check_versions(session: Session, mine: str | None = None) -> None:
-    """Dask's own check of client, scheduler and workers, then gpuplace's version in each
-    against `mine` (this process's, unless given)."""
-    mine = mine or gpuplace_version()
-    try:
-        session.client.get_versions(check=True)
-    except ValueError as exc:
-        first = str(exc).strip().splitlines()[0]
-        raise RuntimeFailure(
-            f"the Dask scheduler {session.scheduler} and its workers run other versions than "
-            f"this client ({first}); install the same dask, distributed and gpuplace everywhere"
-        ) from None
-    names = _names(session)
-    for address, version in session.client.run(gpuplace_version).items():
-        if version != mine:
-            raise RuntimeFailure(
-                f"{names.get(address, 'a worker')} (worker {address}) runs gpuplace {version}, "
-                f"this client {mine}; install gpuplace {mine} on every worker "
-                "and on the scheduler's host"
-            )
-
-
-def _names(session: Session) -> dict[str, str]:
-    """Worker address -> name, as the scheduler sees them now."""
-    workers = session.client.scheduler_info(n_workers=-1)["workers"]
-    return {address: str(w.get("name")) for address, w in workers.items()}
-
-
-def task_addresses(session: Session) -> dict[TaskName, str]:
-    """The TF task of each worker whose name is one (`/job:worker/replica:0/task:1`)."""
-    out: dict[TaskName, str] = {}
-    for address, name in _names(session).items():
-        with contextlib.suppress(BadInput):
-            if str(TaskName.parse(name)) == name:
-                out[TaskName.parse(name)] = address
-    return out
-
-
-def wait_for_tasks(
-    session: Session, names: Sequence[TaskName], timeout: float = 5.0
-) -> dict[TaskName, str]:
-    """Each task's worker address, waiting up to `timeout` s; one line for a missing one."""
-    deadline = time.monotonic() + timeout
-    while True:
-        found = task_addresses(session)
-        missing = [n for n in names if n not in found]
-        if not missing:
-            return {n: found[n] for n in names}
-        if time.monotonic() > deadline:
-            have = ", ".join(str(n) for n in sorted(found)) or "none"
-            first = missing[0]
-            raise RuntimeFailure(
-                f"no worker for {first} on {session.scheduler} (workers: {have}); start it with "
-                f"gpuplace worker {session.scheduler} --task {first.task}"
-                + ("" if first.job == "worker" else f" --job {first.job}")
-            )
-        time.sleep(POLL)
-
-
-def inventory_tasks(session: Session, names: Sequence[TaskName] | None = None) -> list[Task]:
-    """Every task's devices as its own process sees them (gpuplace's discovery, run there)."""
-    found = task_addresses(session) if names is None else wait_for_tasks(session, names)
-    seen: dict[str, Inventory] = session.client.run(inventory, workers=list(found.values()))
-    return [
-        Task(name, seen[address].host, seen[address].view, address, pid=seen[address].pid)
-        for name, address in sorted(found.items())
-    ]
 
 
 @dataclass(frozen=True)
@@ -317,8 +104,9 @@ class TaskLost(RuntimeFailure):
         self.task = task
 
 
-class _Watch:
-    """The run's watchdog: every task's worker must keep the address it had at start."""
+class Watch:
+    """The run's watchdog: every task's worker must keep the address it had at start
+    (`check_cluster` in `dask_runtime.py` uses it too, to explain a failure)."""
 
     def __init__(
         self, session: Session, addresses: Mapping[TaskName, str], hosts: Mapping[TaskName, str]
@@ -327,11 +115,12 @@ class _Watch:
         self.keys: dict[str, TaskName] = {}  # each submitted Dask key's task
 
     def check(self) -> None:
+        """Raise a TaskLost if the scheduler is gone or a task's worker changed or left."""
         client = self.session.client
         if client.status not in ("running", "newly-created"):
             raise self.lost()
         try:
-            now = _names(self.session)
+            now = worker_names(self.session)
         except (OSError, TimeoutError):
             raise self.lost() from None
         for task, address in self.addresses.items():
@@ -339,6 +128,7 @@ class _Watch:
                 raise self.left(task)
 
     def stuck(self, task: TaskName, limit: float) -> TaskLost:
+        """`task` did not hand over its results within `limit` seconds."""
         return TaskLost(
             f"{task} (worker {self.addresses[task]}, host {self.hosts.get(task, 'unknown host')})"
             f" did not hand over the run's results within {limit:g} s: its process is stuck or "
@@ -347,6 +137,7 @@ class _Watch:
         )
 
     def lost(self) -> TaskLost:
+        """The scheduler went away."""
         return TaskLost(
             f"lost the connection to the Dask scheduler at {self.session.scheduler}: it stopped "
             "or its host is unreachable; nothing was retried. Check the scheduler and run again.",
@@ -354,6 +145,7 @@ class _Watch:
         )
 
     def left(self, task: TaskName) -> TaskLost:
+        """`task`'s worker left the cluster."""
         host = self.hosts.get(task, "unknown host")
         return TaskLost(
             f"{task} (worker {self.addresses[task]}, host {host}) left the cluster during the "
@@ -363,7 +155,7 @@ class _Watch:
         )
 
 
-def _failure(exc: BaseException, watch: _Watch, task: TaskName) -> BaseException:
+def failure(exc: BaseException, watch: Watch, task: TaskName) -> BaseException:
     """What a failed (or cancelled) chunk means to the user. A worker that left explains its
     chunks' errors and their readers': the scheduler may take a moment to drop it, so look
     for that for up to a second before reading the error itself."""
@@ -386,7 +178,7 @@ def _failure(exc: BaseException, watch: _Watch, task: TaskName) -> BaseException
     )
 
 
-def _wait(futures: Sequence[Any], watch: _Watch) -> None:
+def _wait(futures: Sequence[Any], watch: Watch) -> None:
     """Wait for every future, checking the cluster between waits; raise the first failure."""
     import distributed
 
@@ -399,7 +191,7 @@ def _wait(futures: Sequence[Any], watch: _Watch) -> None:
         except (TimeoutError, distributed.TimeoutError):
             done, not_done = set(), set(pending)
         except Exception as exc:  # a future was cancelled: the scheduler, or a worker, left
-            raise _failure(exc, watch, next(iter(watch.addresses))) from None
+            raise failure(exc, watch, next(iter(watch.addresses))) from None
         for future in done:
             if future.status in ("error", "cancelled"):
                 task = watch.keys[future.key]
@@ -407,13 +199,13 @@ def _wait(futures: Sequence[Any], watch: _Watch) -> None:
                     error = future.exception(timeout=5)
                 except BaseException as exc:  # cancelled: the scheduler went away
                     error = exc
-                raise _failure(error, watch, task) from None
+                raise failure(error, watch, task) from None
         pending = list(not_done)
         if pending:
             watch.check()
 
 
-def gather(futures: Sequence[Any], watch: _Watch, limit: float | None = None) -> list[Any]:
+def gather(futures: Sequence[Any], watch: Watch, limit: float | None = None) -> list[Any]:
     """Each finished future's value, fetched from its worker. A worker that dies after the
     run's wait would leave Dask's gather waiting forever, so each fetch waits POLL at a time,
     the watchdog looks between waits (its one line names the task that left), and the whole
@@ -430,7 +222,7 @@ def gather(futures: Sequence[Any], watch: _Watch, limit: float | None = None) ->
             except TimeoutError:
                 pass
             except Exception as exc:  # cancelled or lost on the way: the scheduler, or a worker
-                raise _failure(exc, watch, task) from None
+                raise failure(exc, watch, task) from None
             watch.check()
             if time.monotonic() > deadline:
                 raise watch.stuck(task, limit)
@@ -453,7 +245,7 @@ def run_graph(
     used = sorted({c.task for c in chunks})
     addresses = wait_for_tasks(session, used)
     hosts = {t.name: t.host for t in cluster.tasks}
-    watch = _Watch(session, addresses, hosts)
+    watch = Watch(session, addresses, hosts)
     run_id = uuid.uuid4().hex[:12]
     try:
         _on_tasks(client, _open_on, watch, run_id, policy)
@@ -476,9 +268,7 @@ def _close_on(run_id: str, tasks: Mapping[str, TaskName], dask_worker: Any) -> C
     return close_run(run_id, tasks[dask_worker.address])
 
 
-def _on_tasks(
-    client: Any, fn: Callable[..., Any], watch: _Watch, *args: Any
-) -> dict[TaskName, Any]:
+def _on_tasks(client: Any, fn: Callable[..., Any], watch: Watch, *args: Any) -> dict[TaskName, Any]:
     """`fn(run_id, tasks, *args)` on every task's worker at once, by task; a GpuplaceError
     raised there re-raised as itself."""
     tasks = {address: task for task, address in watch.addresses.items()}
@@ -487,12 +277,12 @@ def _on_tasks(
     except GpuplaceError:
         raise
     except Exception as exc:  # a worker, or the scheduler, went away
-        raise _failure(exc, watch, next(iter(watch.addresses))) from None
+        raise failure(exc, watch, next(iter(watch.addresses))) from None
     return {tasks[address]: value for address, value in got.items()}
 
 
 def _submit(
-    session: Session, watch: _Watch, run_id: str, graph: Graph, devices: Mapping[str, str],
+    session: Session, watch: Watch, run_id: str, graph: Graph, devices: Mapping[str, str],
     chunks: Sequence[Chunk], effects: bool,
 ) -> ClusterRun:  # fmt: skip
     client = session.client
@@ -545,236 +335,3 @@ def _submit(
         (item for got in closed for item in got.printed), key=operator.itemgetter(0))]  # fmt: skip
     memory = [m for got in closed for m in got.memory]
     return ClusterRun(values, copies, printed, memory, len(chunks))
-
-
-TRANSFER_TIMEOUT = 60.0  # seconds one measured transfer may take before the check fails
-
-
-@dataclass(frozen=True)
-class ClusterCheck:
-    """`devices --check` across hosts: each task's results (local names), then the transfers
-    from every other task to the first."""
-
-    results: dict[TaskName, list[CheckResult]]
-    transfers: list[Transfer]
-
-
-def _transfer_log(key: str, dask_worker: Any) -> float:
-    for entry in reversed(dask_worker.transfer_incoming_log):
-        if key in entry["keys"]:
-            return float(entry["duration"])
-    return 0.0
-
-
-def _moved(session: Session, source: str, target: str, nbytes: int) -> float:
-    """Seconds the worker at `target` took to fetch an `nbytes` array made at `source`."""
-    client = session.client
-    pinned = {"allow_other_workers": False, "pure": False}
-    made = client.submit(filled, nbytes, workers=[source], **pinned)
-    read = client.submit(size_of, made, workers=[target], **pinned)
-    try:
-        read.result(timeout=TRANSFER_TIMEOUT)
-        key = str(made.key)
-        return float(client.run(_transfer_log, key, workers=[target])[target])
-    finally:
-        for future in (read, made):
-            with contextlib.suppress(Exception):
-                future.release()
-
-
-def measure_transfer(
-    session: Session, source: tuple[TaskName, str], target: tuple[TaskName, str], nbytes: int
-) -> Transfer:
-    """Time Dask moving a host array between two tasks' workers (by address), best of
-    NETWORK_REPEATS, and a 1-byte one for the latency."""
-    timed = {size: [_moved(session, source[1], target[1], size) for _ in range(NETWORK_REPEATS)]
-             for size in (nbytes, 1)}  # fmt: skip
-    if not all(timed[nbytes]):  # Dask logs every transfer between two workers
-        raise RuntimeFailure(
-            f"the worker of {target[0]} ({target[1]}) logged no transfer from {source[0]} "
-            f"({source[1]}); check that the two workers are distinct processes"
-        )
-    big = min(timed[nbytes])
-    return Transfer(source[0], target[0], nbytes, big, min(*timed[1], big))
-
-
-def check_cluster(session: Session, cluster: Cluster, sizes: RateSizes) -> ClusterCheck:
-    """gpuplace's device check in every task's worker, one task after the other (tasks sharing
-    a host would slow each other's measurements), then from every other task to the first one
-    a timed transfer of a `sizes.stream`-byte host array."""
-    addresses = wait_for_tasks(session, [t.name for t in cluster.tasks])
-    results: dict[TaskName, list[CheckResult]] = {}
-    try:
-        for task, address in addresses.items():
-            results[task] = session.client.run(check_here, sizes, workers=[address])[address]
-        first, *others = addresses.items()
-        transfers = [measure_transfer(session, other, first, sizes.stream) for other in others]
-    except GpuplaceError:
-        raise
-    except Exception as exc:  # a worker or the scheduler went away, or a transfer timed out
-        hosts = {t.name: t.host for t in cluster.tasks}
-        found = _failure(exc, _Watch(session, addresses, hosts), next(iter(addresses)))
-        if isinstance(exc, TimeoutError) and not isinstance(found, TaskLost):
-            raise RuntimeFailure(
-                f"a timed transfer between the workers took more than {TRANSFER_TIMEOUT:g} s; "
-                f"check the network between {', '.join(sorted(set(hosts.values())))} and run "
-                "again (GPUPLACE_CHECK_SIZES=stream=... moves less)"
-            ) from None
-        raise found from None
-    return ClusterCheck(results, transfers)
-
-
-class Runtime:
-    """The clusters one command works on: connected on first use, closed by `close`.
-
-    `connect(description)` turns a description with a scheduler into a Cluster of the live
-    workers (versions checked, each task's own inventory); `run` runs on a connected cluster,
-    or starts a simulated one's worker processes (once per command)."""
-
-    def __init__(self, processes: bool = True) -> None:
-        self.processes = processes
-        self.sessions: dict[str, Session] = {}  # by scheduler address, or the simulated text
-
-    def connect(self, description: ClusterDescription) -> Cluster:
-        scheduler = str(description.scheduler)
-        session = self.sessions.get(scheduler)
-        if session is None:
-            session = self.sessions[scheduler] = connect(scheduler)
-            self.sessions.setdefault(session.scheduler, session)  # a file: by its address too
-        names = [t.name for t in description.tasks] or None
-        tasks = inventory_tasks(session, names)
-        if not tasks:
-            raise RuntimeFailure(
-                f"the Dask scheduler {scheduler} has no gpuplace task among its workers; start "
-                f"one on each node with gpuplace worker {scheduler} --task N"
-            )
-        check_hosts(description, tasks)
-        master = description.master or (description.default_master() if names else tasks[0].name)
-        return Cluster(tuple(tasks), master, session.scheduler, False, description.network,
-                       description.text)  # fmt: skip
-
-    def session(self, cluster: Cluster) -> Session:
-        key = str(cluster.scheduler)
-        if cluster.simulated:  # one set of worker processes per simulated cluster (mem --compare)
-            key = repr(
-                [(str(t.name), t.machine_spec, t.cuda_visible_devices) for t in cluster.tasks]
-            )
-        found = self.sessions.get(key)
-        if found is None:
-            if not cluster.simulated:
-                raise BadInput(f"the cluster at {cluster.scheduler} was not connected")
-            found = self.sessions[key] = start_simulated(cluster, self.processes)
-        return found
-
-    def run(
-        self, cluster: Cluster, graph: Graph, devices: Mapping[str, str], policy: Policy,
-        effects: bool = True,
-    ) -> ClusterRun:  # fmt: skip
-        session = self.session(cluster)
-        if cluster.simulated:  # the workers' addresses are known only now
-            names = wait_for_tasks(session, [t.name for t in cluster.tasks])
-            cluster = replace(cluster, tasks=tuple(
-                replace(t, address=names[t.name]) for t in cluster.tasks))  # fmt: skip
-        return run_graph(session, cluster, graph, devices, policy, effects=effects)
-
-    def check(self, cluster: Cluster, sizes: RateSizes) -> ClusterCheck:
-        """`devices --check` on every task of `cluster` (a simulated one's workers start here)."""
-        return check_cluster(self.session(cluster), cluster, sizes)
-
-    def close(self) -> None:
-        for session in {id(s): s for s in self.sessions.values()}.values():
-            session.close()
-        self.sessions.clear()
-
-
-def check_hosts(description: ClusterDescription, tasks: Sequence[Task]) -> None:
-    """A task described on a host (`node2`, `node2:8788`) must have its worker there."""
-    by_name = {t.name: t for t in tasks}
-    for plan in description.tasks:
-        if plan.host is None or plan.name not in by_name:
-            continue
-        task = by_name[plan.name]
-        where = str(task.address).split("://", 1)[-1]
-        host, _, port = plan.host.partition(":")
-        if host not in (task.host, where.rsplit(":", 1)[0]) or (
-            port and not where.endswith(f":{port}")
-        ):
-            raise BadInput(
-                f"{description.source}: {plan.name} should run on {plan.host}, but its worker "
-                f"is {task.address} on host {task.host}; start gpuplace worker on {plan.host}, "
-                "or fix the cluster's host list"
-            )
-
-
-def kill_pid(pid: int) -> None:
-    """SIGKILL one process by its id (tests end workers and schedulers this way)."""
-    import signal
-
-    with contextlib.suppress(ProcessLookupError):
-        os.kill(pid, signal.SIGKILL)
-
-
-@contextlib.contextmanager
-def simulated(cluster: Cluster, processes: bool = True) -> Iterator[Session]:
-    """A simulated cluster for the duration of a `with` block, closed however it ends."""
-    session = start_simulated(cluster, processes)
-    try:
-        yield session
-    finally:
-        session.close()
-
-
-def blas_environ(cores: int) -> dict[str, str]:
-    """`pre-spawn-environ` for a task's worker: BLAS on the host's cores (the Nanny's default is
-    one thread, which makes a task's CPU:0 slower than TensorFlow's and its sums differ)."""
-    threads = str(max(1, cores))
-    names = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
-    return {f"distributed.nanny.pre-spawn-environ.{name}": threads for name in names}
-
-
-def serve_worker(scheduler: str, task: TaskName, machine_spec: str | None = None) -> None:
-    """`gpuplace worker`: serve `task` as a Nanny-managed Dask worker of the scheduler
-    (address or scheduler.json), named `/job:J/replica:0/task:N`, one thread, until stopped
-    (SIGTERM, Ctrl-C) or until the scheduler goes away. A name already taken is refused."""
-    distributed = load_distributed()
-    import asyncio
-    import signal
-
-    import dask
-
-    session = connect(scheduler)
-    try:
-        taken = task_addresses(session).get(task)
-    finally:
-        session.close()
-    if taken is not None:
-        raise BadInput(
-            f"{task} is already served by worker {taken} on {scheduler}; give another --task "
-            "(or --job), or stop that worker first"
-        )
-    dask.config.set(blas_environ(os.cpu_count() or 1))
-    if machine_spec is not None:
-        dask.config.set({"distributed.nanny.pre-spawn-environ.GPUPLACE_MACHINE": machine_spec})
-    target = scheduler_target(scheduler)
-    where = (
-        {"scheduler_file": target["scheduler_file"]}
-        if "scheduler_file" in target
-        else {"scheduler_ip": target["address"]}
-    )
-
-    async def serve() -> None:
-        async with distributed.Nanny(**where, name=str(task), nthreads=1) as nanny:
-            stop = asyncio.Event()
-            loop = asyncio.get_running_loop()
-            for sig in (signal.SIGINT, signal.SIGTERM):
-                loop.add_signal_handler(sig, stop.set)
-            ends = [asyncio.ensure_future(nanny.finished()), asyncio.ensure_future(stop.wait())]
-            await asyncio.wait(ends, return_when=asyncio.FIRST_COMPLETED)
-
-    try:
-        asyncio.run(serve())
-    except (OSError, TimeoutError, RuntimeError) as exc:
-        raise RuntimeFailure(
-            f"{task} could not join the Dask scheduler {scheduler}: {exc}. Check that the "
-            "scheduler runs and that no other worker has that name"
-        ) from None

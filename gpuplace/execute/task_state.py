@@ -1,7 +1,8 @@
 """What a TensorFlow task's process does for a run across hosts: its inventory, and per-run state.
 
-These functions run inside a task's Dask worker (`execute/dask_run.py` sends them by reference,
-so gpuplace must be installed there in the same version). No Dask here.
+These functions run inside a task's Dask worker (`execute/dask_session.py`, `dask_run.py` and
+`dask_runtime.py` send them by reference, so gpuplace must be installed there in the same
+version). No Dask here.
 
 - `inventory()`: gpuplace's own `discover()` + `view()` in that process (its NVML, its
   `GPUPLACE_MACHINE` and `CUDA_VISIBLE_DEVICES`), its version, host and pid.

@@ -15,7 +15,7 @@ import pytest
 
 from gpuplace.devices.cluster import Task, TaskName
 from gpuplace.errors import BadInput, Message, RuntimeFailure, Setting
-from gpuplace.execute import dask_run
+from gpuplace.execute import dask_run, dask_runtime, dask_session
 from gpuplace.execute.task_state import run_chunk
 from gpuplace.memory.ledger import OutOfMemory
 from gpuplace.memory.policy import Policy, resolve_policy
@@ -28,10 +28,10 @@ CLUSTER = cluster_of("1xK20m", "1xK20m")
 
 
 @pytest.fixture(scope="module")
-def session() -> Iterator[dask_run.Session]:
+def session() -> Iterator[dask_session.Session]:
     mp = pytest.MonkeyPatch()
     mp.setenv("GPUPLACE_MACHINE", "1xK20m")  # in-process workers discover this process's env
-    with dask_run.simulated(CLUSTER, processes=False) as running:
+    with dask_session.simulated(CLUSTER, processes=False) as running:
         yield running
     mp.undo()
 
@@ -48,7 +48,7 @@ def _policy(memory_limit: str | None = None) -> Policy:
 
 
 def test_a_run_across_two_tasks_is_bit_equal_to_the_local_run(
-    session: dask_run.Session, towers: Path
+    session: dask_session.Session, towers: Path
 ) -> None:
     graph, devices = placed(towers)
     done = dask_run.run_graph(session, CLUSTER, graph, devices, _policy())
@@ -75,7 +75,7 @@ def test_a_run_across_two_tasks_is_bit_equal_to_the_local_run(
 
 
 def test_an_oom_on_a_worker_arrives_as_out_of_memory_naming_the_task(
-    session: dask_run.Session, towers: Path
+    session: dask_session.Session, towers: Path
 ) -> None:
     graph, devices = placed(towers)
     with pytest.raises(OutOfMemory) as caught:
@@ -92,11 +92,11 @@ def test_an_oom_on_a_worker_arrives_as_out_of_memory_naming_the_task(
 
 
 def test_a_missing_task_fails_at_once_naming_it_and_the_command_that_starts_it(
-    session: dask_run.Session,
+    session: dask_session.Session,
 ) -> None:
     start = time.monotonic()
     with pytest.raises(RuntimeFailure) as caught:
-        dask_run.wait_for_tasks(session, [T0, TaskName("worker", 7)], timeout=0.5)
+        dask_session.wait_for_tasks(session, [T0, TaskName("worker", 7)], timeout=0.5)
     assert time.monotonic() - start < 5
     address = session.scheduler
     assert str(caught.value) == (
@@ -106,8 +106,8 @@ def test_a_missing_task_fails_at_once_naming_it_and_the_command_that_starts_it(
     )
 
 
-def test_the_inventory_is_each_task_s_own_discovery(session: dask_run.Session) -> None:
-    tasks = dask_run.inventory_tasks(session, [T0, T1])
+def test_the_inventory_is_each_task_s_own_discovery(session: dask_session.Session) -> None:
+    tasks = dask_session.inventory_tasks(session, [T0, T1])
     assert [str(t.name) for t in tasks] == [
         "/job:worker/replica:0/task:0",
         "/job:worker/replica:0/task:1",
@@ -155,7 +155,7 @@ def test_without_the_extra_a_cluster_needs_one_line_naming_it(
 
     monkeypatch.setattr(builtins, "__import__", no_distributed)
     with pytest.raises(BadInput) as caught:
-        dask_run.load_distributed()
+        dask_session.load_distributed()
     assert str(caught.value) == (
         "running across hosts needs Dask distributed, which is not installed; "
         "pip install 'gpuplace[cluster]'"
@@ -164,10 +164,10 @@ def test_without_the_extra_a_cluster_needs_one_line_naming_it(
 
 
 def test_a_worker_with_another_gpuplace_version_is_named_at_connect(
-    session: dask_run.Session,
+    session: dask_session.Session,
 ) -> None:
     with pytest.raises(RuntimeFailure) as caught:
-        dask_run.check_versions(session, mine="0.0.0+other")
+        dask_session.check_versions(session, mine="0.0.0+other")
     text = str(caught.value)
     assert re.fullmatch(
         r"/job:worker/replica:0/task:[01] \(worker tcp://127\.0\.0\.1:\d+\) runs gpuplace \S+, "
@@ -175,7 +175,7 @@ def test_a_worker_with_another_gpuplace_version_is_named_at_connect(
         r"the scheduler's host",
         text,
     ), text
-    dask_run.check_versions(session)  # the same version everywhere: no error
+    dask_session.check_versions(session)  # the same version everywhere: no error
 
 
 def test_a_task_described_on_another_host_is_refused() -> None:
@@ -184,7 +184,7 @@ def test_a_task_described_on_another_host_is_refused() -> None:
     tasks = [Task(T1, "node7", CLUSTER.tasks[1].view, "tcp://10.0.0.7:40001")]
     described = ClusterDescription((TaskPlan(T1, host="node2"),), source="cluster.yaml")
     with pytest.raises(BadInput) as caught:
-        dask_run.check_hosts(described, tasks)
+        dask_session.check_hosts(described, tasks)
     assert str(caught.value) == (
         "cluster.yaml: /job:worker/replica:0/task:1 should run on node2, but its worker is "
         "tcp://10.0.0.7:40001 on host node7; start gpuplace worker on node2, or fix the "
@@ -192,16 +192,16 @@ def test_a_task_described_on_another_host_is_refused() -> None:
     )
     for host in ("node7", "10.0.0.7", "node7:40001"):  # by name, by address, with its port
         ok = ClusterDescription((TaskPlan(T1, host=host),), source="cluster.yaml")
-        dask_run.check_hosts(ok, tasks)
+        dask_session.check_hosts(ok, tasks)
 
 
 def test_the_cluster_check_runs_in_each_worker_and_times_a_transfer(
-    session: dask_run.Session, monkeypatch: pytest.MonkeyPatch
+    session: dask_session.Session, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from gpuplace.execute.device_check import RateSizes
 
     sizes = RateSizes(32, 64 * 1024)
-    done = dask_run.check_cluster(session, CLUSTER, sizes)
+    done = dask_runtime.check_cluster(session, CLUSTER, sizes)
     assert {t: [(r.device, r.product, r.passed) for r in rs] for t, rs in done.results.items()} == {
         t: [("/device:CPU:0", "Simulated CPU", True), ("/device:GPU:0", "Tesla K20m", True)]
         for t in (T0, T1)
@@ -209,7 +209,7 @@ def test_the_cluster_check_runs_in_each_worker_and_times_a_transfer(
     [moved] = done.transfers
     assert (moved.source, moved.target, moved.nbytes) == (T1, T0, 64 * 1024)
     assert moved.seconds >= moved.latency > 0 and moved.bandwidth > 0
-    monkeypatch.setattr(dask_run, "TRANSFER_TIMEOUT", 1e-6)  # no transfer is that fast
+    monkeypatch.setattr(dask_runtime, "TRANSFER_TIMEOUT", 1e-6)  # no transfer is that fast
     with pytest.raises(RuntimeFailure, match=r"^a timed transfer between the workers took more "
                        r"than 1e-06 s; check the network between localhost and run again"):  # fmt: skip
-        dask_run.check_cluster(session, CLUSTER, sizes)
+        dask_runtime.check_cluster(session, CLUSTER, sizes)

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from gpuplace.errors import RuntimeFailure
-from gpuplace.execute import dask_run
+from gpuplace.execute import dask_run, dask_session
 from gpuplace.memory.policy import resolve_policy
 from tests.cluster_run.helpers import T0, T1, TOWERS, cluster_of, local_run, placed, slow_chain
 
@@ -26,24 +26,26 @@ POLICY = resolve_policy({}, {}, {})
 
 
 @contextlib.contextmanager
-def ended(session: dask_run.Session) -> Iterator[dask_run.Session]:
+def ended(session: dask_session.Session) -> Iterator[dask_session.Session]:
     """Yield the session; then close it, and SIGKILL by PID any worker left behind."""
     try:
         yield session
     finally:
         session.close()
         for pid in session.pids.values():
-            dask_run.kill_pid(pid)
+            dask_session.kill_pid(pid)
 
 
 @pytest.fixture(scope="module")
-def session() -> Iterator[dask_run.Session]:
-    with ended(dask_run.start_simulated(CLUSTER)) as running:
+def session() -> Iterator[dask_session.Session]:
+    with ended(dask_session.start_simulated(CLUSTER)) as running:
         yield running
 
 
-def test_each_task_discovers_its_own_machine_and_visible_gpus(session: dask_run.Session) -> None:
-    tasks = dask_run.inventory_tasks(session, [T0, T1])
+def test_each_task_discovers_its_own_machine_and_visible_gpus(
+    session: dask_session.Session,
+) -> None:
+    tasks = dask_session.inventory_tasks(session, [T0, T1])
     assert [[(g.cuda_index, g.gpu.nvml_index, g.product) for g in t.view.gpus] for t in tasks] == [
         [(0, 0, "Tesla K20m")],
         [(0, 1, "Tesla T4")],  # CUDA_VISIBLE_DEVICES=1: the second T4 is its GPU:0
@@ -54,7 +56,7 @@ def test_each_task_discovers_its_own_machine_and_visible_gpus(session: dask_run.
 
 
 def test_a_run_across_processes_matches_the_local_run(
-    session: dask_run.Session, tmp_path: Path
+    session: dask_session.Session, tmp_path: Path
 ) -> None:
     path = tmp_path / "towers.yaml"
     path.write_text(TOWERS)
@@ -71,12 +73,12 @@ def test_a_worker_killed_mid_run_fails_the_run_within_seconds(tmp_path: Path) ->
     path.write_text(slow_chain(400))
     graph, devices = placed(path, gpus=0)
     cluster = cluster_of("1xK20m", "1xK20m")
-    with ended(dask_run.start_simulated(cluster)) as running:
+    with ended(dask_session.start_simulated(cluster)) as running:
         victim = running.pids[T1]
         killed: list[float] = []
 
         def kill() -> None:
-            client, address = running.client, dask_run.task_addresses(running)[T1]
+            client, address = running.client, dask_session.task_addresses(running)[T1]
             deadline = time.monotonic() + 60
             while not any(
                 str(k).startswith("gpuplace-") for k in client.processing().get(address, ())
@@ -85,7 +87,7 @@ def test_a_worker_killed_mid_run_fails_the_run_within_seconds(tmp_path: Path) ->
                     return
                 time.sleep(0.05)
             time.sleep(0.2)  # the chain on task 1 is running
-            dask_run.kill_pid(victim)
+            dask_session.kill_pid(victim)
             killed.append(time.monotonic())
 
         killer = threading.Thread(target=kill)

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from gpuplace.execute import dask_run, task_state
+from gpuplace.execute import dask_run, dask_session, task_state
 from gpuplace.memory.policy import resolve_policy
 from tests.cluster_run.helpers import T0, T1
 
@@ -41,9 +41,9 @@ class _Done(_Pending):
         return self.key
 
 
-def _watch(names: dict[str, str]) -> dask_run._Watch:
-    session = dask_run.Session(_Client(names), "tcp://127.0.0.1:999")
-    watch = dask_run._Watch(session, ADDRESSES, {T0: "node0", T1: "node1"})
+def _watch(names: dict[str, str]) -> dask_run.Watch:
+    session = dask_session.Session(_Client(names), "tcp://127.0.0.1:999")
+    watch = dask_run.Watch(session, ADDRESSES, {T0: "node0", T1: "node1"})
     watch.keys.update({"a": T0, "b": T1})
     return watch
 
