@@ -9,6 +9,10 @@ TensorFlow's placement on a simulated 4xK520) plus `estimate_plan`, against `onn
 `onnx.shape_inference.infer_shapes` on the same file (goal at N = 100,000: ratio <= 2; the
 import runs ONNX's shape inference itself, so the ratio cannot go below 1). `--smoke`: 1,000
 nodes, one run each (bench/README.md).
+
+Then the same as whole commands a user types, each a fresh process with its output written to a
+file: `gpuplace plan MODEL --dim batch=8` (the table) and with `--json`, against `python -c` of
+`onnx.load` + `infer_shapes` (start-up and imports included on both sides).
 """
 
 from __future__ import annotations
@@ -19,8 +23,10 @@ from pathlib import Path
 
 import numpy as np
 import onnx
+from bench_commands import best as best_commands
 from bench_load import best  # bench/ is on sys.path when this script runs
 from onnx import TensorProto, helper, numpy_helper
+from procs import GPUPLACE
 
 from gpuplace import Options
 from gpuplace.devices import load_machine, view
@@ -28,6 +34,7 @@ from gpuplace.graph import load
 from gpuplace.pipeline import estimate_plan, prepare
 
 WIDTH = 16
+ONNX_ALONE = "import sys, onnx; onnx.shape_inference.infer_shapes(onnx.load(sys.argv[1]))"
 
 
 def write_model(nodes: int, folder: Path) -> Path:
@@ -83,10 +90,21 @@ def main() -> None:
         base = best(lambda: onnx_alone(path), runs)
         mine = best(lambda: ours(path), runs)
         alone = best(lambda: imported(path), runs)
+        plan = [*GPUPLACE, "--machine", "4xK520", "plan", str(path), "--dim", "batch=8"]
+        commands = [[sys.executable, "-c", ONNX_ALONE, str(path)], plan, [*plan, "--json"]]
+        whole = best_commands(commands, Path(folder) / "out", runs)
     print(f"ONNX model: {nodes:,} nodes, {size / 2**20:.1f} MiB; best of {runs}")
+    print("in process:")
     print(f"onnx.load + infer_shapes  {base:8.3f} s")
     print(f"gpuplace import           {alone:8.3f} s   ratio: {alone / base:.2f}")
     print(f"gpuplace import + plan    {mine:8.3f} s   ratio: {mine / base:.2f} (goal <= 2)")
+    print("whole commands, stdout to a file:")
+    print(f"python -c onnx.load + infer_shapes  {whole[0]:8.3f} s")
+    for label, spent in (
+        ("gpuplace plan MODEL", whole[1]),
+        ("gpuplace plan MODEL --json", whole[2]),
+    ):
+        print(f"{label:<35} {spent:8.3f} s   ratio: {spent / whole[0]:.2f} (goal <= 2)")
 
 
 if __name__ == "__main__":
