@@ -88,6 +88,16 @@ def cluster_limits(
     return sizes
 
 
+def refuse_training(cluster: Cluster, training: object | None) -> None:
+    """`--training` sizes one host's training step; across hosts it is not modelled yet."""
+    if training is not None:
+        raise BadInput(
+            f"--training sizes a training step on one host; across hosts "
+            f"({cluster.description or 'a cluster'}) it is not modelled yet: plan the step on "
+            "one task's machine (--machine without the cluster)"
+        )
+
+
 def place_on_cluster(
     strategy: str, graph: Graph, cluster: Cluster,
     per_task: Mapping[TaskName, Sequence[LogicalGpu]], soft: bool,

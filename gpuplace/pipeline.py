@@ -24,6 +24,7 @@ from .across_hosts import (
     estimate_on_cluster,
     measured_network,
     place_on_cluster,
+    refuse_training,
     resolve_cluster,
     run_on_cluster,
     task_devices,
@@ -172,25 +173,19 @@ def prepare(
     whole_graph = strategy == "tensorflow"  # TF's placer sees every op; the others weigh work
     if keep is not None and not whole_graph:
         graph, dropped = _pruned(graph, keep)
-    host = capped_host(view.machine.host, policy)
     if found is None:
+        host = capped_host(view.machine.host, policy)
         placement = place_with(strategy, graph, logical, host, soft, rates.by_uuid, footprint)
-    elif training is not None:
-        raise BadInput(
-            f"--training sizes a training step on one host; across hosts "
-            f"({found.description or 'a cluster'}) it is not modelled yet: plan the step on "
-            "one task's machine (--machine without the cluster)"
-        )
+        limits = device_limits(host, logical)
     else:
+        refuse_training(found, training)
         placement = place_on_cluster(strategy, graph, found, per_task, soft, rates.by_uuid)
+        limits = cluster_limits(found, per_task)
     if keep is not None and whole_graph:  # placed whole; the run needs fewer
         whole = (graph, placement)
         graph, dropped = _pruned(graph, keep)
         placement = _kept(placement, keep)
-    if found is None:
-        check_fits(graph, placement, device_limits(host, logical))
-    else:
-        check_fits(graph, placement, cluster_limits(found, per_task))
+    check_fits(graph, placement, limits)
     log = options.log_device_placement
     log = graph.config.log_device_placement if log is None else log
     return Prepared(
