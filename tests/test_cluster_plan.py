@@ -162,6 +162,15 @@ def test_round_robin_does_not_place_across_hosts(run: Run) -> None:
     assert "placement strategy 'round-robin' does not place across hosts" in result.err
 
 
+def test_a_training_step_across_hosts_is_refused_in_one_line(run: Run) -> None:
+    result = run("--machine", "2x(1xK20m)", "plan", TOWERS, "--training", "adam")
+    assert (result.code, result.out) == (2, "")
+    assert result.err == (
+        "error: --training sizes a training step on one host; across hosts (2x(1xK20m)) it is "
+        "not modelled yet: plan the step on one task's machine (--machine without the cluster)\n"
+    )
+
+
 def test_html_and_dot_reports_of_a_cluster_plan(run: Run, tmp_path: Path) -> None:
     page = tmp_path / "plan.html"
     result = run("--machine", "2x(1xK20m)", "plan", TOWERS, "--format", "html", "-o", str(page))
