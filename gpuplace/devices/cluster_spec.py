@@ -21,7 +21,6 @@ a description of at most MAX_TEXT characters, one level of `Nx(...)`. See
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import stat
@@ -33,6 +32,7 @@ from typing import Any
 from ..echo import clip, clip_middle, show
 from ..errors import BadInput
 from ..limits import MACHINE_ALIASES, MACHINE_FILE_BYTES, read_text
+from ..parse_json import json_file
 from .cluster import Cluster, Network, Task, TaskName
 from .host_memory import available_memory
 
@@ -345,10 +345,7 @@ def cluster_option(text: str, source: str = "--cluster") -> ClusterDescription:
     path = Path(value)
     raw = read_text(path, MACHINE_FILE_BYTES, f"{source}: cannot read", "a cluster file is small")
     if value.endswith(".json"):
-        try:
-            data: Any = json.loads(raw)
-        except ValueError as err:
-            raise BadInput(f"{source}: {clip_middle(value)} is not JSON: {err}") from None
+        data: Any = json_file(raw, f"{source}: {clip_middle(value)}")
         if isinstance(data, dict) and isinstance(data.get("address"), str):
             address = _text(data["address"], value, "address")
             return ClusterDescription((), scheduler=address, source=source, text=value)
