@@ -68,14 +68,6 @@ def network_line(network: Network, hop: float) -> str:
     )
 
 
-def crosses(copy: PlannedCopy) -> bool:
-    """Whether a copy leaves its task (a network copy): its ends name different tasks."""
-    try:
-        return split_device(copy.src)[0] != split_device(copy.dst)[0]
-    except ValueError:  # a device without a task (never on a cluster)
-        return False
-
-
 def network_totals(cluster: Cluster, copies: Sequence[PlannedCopy]) -> dict[TaskName, list[int]]:
     """Per task: [copies in, bytes in, copies out, bytes out] over the network."""
     totals = {t.name: [0, 0, 0, 0] for t in cluster.tasks}
