@@ -1,6 +1,7 @@
 """Running an imported ONNX model as whole commands: `gpuplace run MODEL --dim ... --feed
 NAME=FILE.npy --json > out` against a `python -c` that runs the same model with onnxruntime on
-the same .npy inputs and writes its output (issue 14; bench_onnx_exec.py times the runs
+the same .npy inputs and writes its outputs as JSON (`json.dumps` of the lists; gpuplace's
+`--json` document holds the values too) (issue 14; bench_onnx_exec.py times the runs
 in-process, this times what a user types: start-up, imports, import of the model, placement,
 the run and the output). One thread each side (OPENBLAS_NUM_THREADS=1 and ORT's threads 1),
 best wall time of N runs taken in turn, stdout to a file; ratio = gpuplace / onnxruntime.
@@ -21,12 +22,12 @@ from bench_onnx_exec import MODELS, ROOT, inputs
 from procs import GPUPLACE, smoke
 
 ORT = """\
-import sys, numpy as np, onnxruntime as ort
+import json, sys, numpy as np, onnxruntime as ort
 so = ort.SessionOptions(); so.intra_op_num_threads = so.inter_op_num_threads = 1
 s = ort.InferenceSession(sys.argv[1], so, providers=["CPUExecutionProvider"])
 feeds = {a.split("=", 1)[0]: np.load(a.split("=", 1)[1]) for a in sys.argv[2:]}
-for out in s.run(None, feeds):
-    print(np.array2string(out, threshold=sys.maxsize))
+names = [o.name for o in s.get_outputs()]
+print(json.dumps(dict(zip(names, (out.tolist() for out in s.run(None, feeds))))))
 """
 
 
