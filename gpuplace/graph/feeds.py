@@ -32,6 +32,9 @@ def apply_feeds(graph: Graph, feeds: Mapping[str, Any]) -> Graph:
 
     A value is a .npy path or JSON text (what `--feed` takes), or an array or nested list;
     messages name each feed as a Setting (`--feed x`, `Options.feeds['x']`)."""
+    if not feeds:  # nothing to look up or copy: a large graph is only checked
+        require_fed(graph)
+        return graph
     by_name = graph.by_name()
     placeholders = [op.name for op in graph.ops if op.type == "placeholder"]
     values: dict[str, Any] = {}

@@ -22,7 +22,15 @@ def device_limits(host: Host, logical: Sequence[LogicalGpu]) -> dict[str, int | 
 
 
 def check_fits(graph: Graph, placement: Placement, limits: Mapping[str, int | None]) -> None:
-    """Refuse, before anything is allocated, a tensor larger than its device's memory."""
+    """Refuse, before anything is allocated, a tensor larger than its device's memory.
+
+    Each op's device is looked up only for a tensor larger than the smallest limit: most
+    graphs have none, and then one pass over the outputs' sizes is all it costs."""
+    smallest = min((limit for limit in limits.values() if limit is not None), default=None)
+    if smallest is None:
+        return
+    if all(spec.nbytes <= smallest for op in graph.ops for spec in op.outputs):
+        return
     for op in graph.ops:
         device = placement.decisions[op.name].device
         limit = limits.get(device)

@@ -13,7 +13,7 @@ import numpy as np
 import orjson
 
 from ..devices.model import LogicalGpu, View
-from ..graph.model import Graph
+from ..graph.model import Graph, Op
 from ..placement.model import Placement
 
 if TYPE_CHECKING:
@@ -57,21 +57,21 @@ def placement_records(graph: Graph, placement: Placement,
     skipped = set(pruned)
     decisions = placement.decisions
     shared: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
-    records = Finite()
-    for op in graph.ops:
-        d = decisions[op.name]
-        key = tuple((s.shape, s.dtype) for s in op.outputs)
-        outputs = shared.get(key)
-        if outputs is None:
-            outputs = shared[key] = [
-                {"shape": list(s.shape), "dtype": s.dtype, "bytes": s.nbytes} for s in op.outputs
-            ]
-        records.append({
-            "op": op.name, "type": op.type, "requested_device": op.device or None,
-            "device": d.device, "kind": d.kind, "reason": d.reason,
-            "runs": op.name not in skipped, "outputs": outputs,
-        })  # fmt: skip
-    return records
+
+    def outputs(key: tuple[Any, ...], op: Op) -> list[dict[str, Any]]:
+        made = shared[key] = [
+            {"shape": list(s.shape), "dtype": s.dtype, "bytes": s.nbytes} for s in op.outputs
+        ]
+        return made
+
+    return Finite([
+        {"op": op.name, "type": op.type, "requested_device": op.device or None,
+         "device": (d := decisions[op.name]).device, "kind": d.kind, "reason": d.reason,
+         "runs": op.name not in skipped,
+         "outputs": shared.get(k := tuple([(s.shape, s.dtype) for s in op.outputs]))
+         or outputs(k, op)}
+        for op in graph.ops
+    ])  # fmt: skip
 
 
 def copy_records(copies: Sequence[CopyRecord]) -> list[dict[str, Any]]:
