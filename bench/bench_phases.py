@@ -39,7 +39,7 @@ PHASES = (
     ("execute_prepared", 0, "gpuplace.pipeline", "execute_prepared"),
     ("plan_json (the document)", 0, "gpuplace.report.plan", "plan_json"),
     ("run_json (the document)", 0, "gpuplace.report.run", "run_json"),
-    ("json_text (its text)", 0, "gpuplace.report.records", "json_text"),
+    ("json_bytes (its text)", 0, "gpuplace.report.records", "json_bytes"),
 )
 
 

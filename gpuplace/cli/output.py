@@ -5,6 +5,7 @@ that prints."""
 from __future__ import annotations
 
 import contextlib
+import sys
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
@@ -50,6 +51,16 @@ def say(message: str) -> None:
     """One line on stderr, if stderr can take it (nothing else can be done when it cannot)."""
     with contextlib.suppress(OSError, ValueError):
         click.echo(message, err=True)
+
+
+def echo_json(data: bytes) -> None:
+    """A JSON document (ASCII bytes, `report.records.json_bytes`) and a new line on stdout, as
+    bytes where main's guarded stdout takes them (no decode and encode of the whole text)."""
+    write = getattr(sys.stdout, "write_bytes", None)
+    if write is None:
+        click.echo(data.decode("ascii"))
+    else:
+        write(data, b"\n")
 
 
 def gpus_required(required: int, visible: int) -> str:

@@ -24,7 +24,7 @@ from .flags import (
     pop_memory_flags,
 )
 from .help import Command
-from .output import draw_table, stages, terminal_width, warn, warn_no_gpu, warn_prepared
+from .output import draw_table, echo_json, stages, terminal_width, warn, warn_no_gpu, warn_prepared
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -113,7 +113,7 @@ def run(app: AppContext, /, spec: str, log: bool | None, log_format: str | None,
     from ..across_hosts import ClusterRuns
     from ..pipeline import execute_on_cluster, execute_prepared, predict_memory, prepare
     from ..report import run as report
-    from ..report.records import json_text
+    from ..report.records import json_bytes
 
     memory = pop_memory_flags(kw)
     if log_format is not None and log is None:
@@ -159,7 +159,7 @@ def run(app: AppContext, /, spec: str, log: bool | None, log_format: str | None,
         doc = report.run_json(view, prepared, outcome)
         if verify:
             doc["verify"] = [c.__dict__ for c in checked]
-        click.echo(json_text(doc))
+        echo_json(json_bytes(doc))
     else:
         _print_run(app, view, prepared, result, (explain, wide), checked, log_format)
     bad = [c for c in checked if not c.ok]

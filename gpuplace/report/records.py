@@ -152,13 +152,19 @@ def json_text(doc: Any) -> str:
     otherwise than Python spells it (0.00001 for 1e-05: the same number). `finite_json` walks
     all but the `Finite` lists first, since orjson would write a NaN as null. What orjson
     refuses (an integer past 64 bits, a lone surrogate) the standard library writes."""
+    return json_bytes(doc).decode("ascii")
+
+
+def json_bytes(doc: Any) -> bytes:
+    """`json_text(doc)` as the ASCII bytes it is made of (what a command writes to stdout)."""
     safe = finite_json(doc)
     try:
         out = orjson.dumps(safe, option=orjson.OPT_INDENT_2 | orjson.OPT_SERIALIZE_NUMPY)
     except TypeError:  # orjson.JSONEncodeError is a TypeError
-        return json.dumps(safe, indent=2, allow_nan=False)
-    text = out.decode()
-    return text if out.isascii() and b"\x7f" not in out else _NON_ASCII.sub(_escape, text)
+        return json.dumps(safe, indent=2, allow_nan=False).encode("ascii")
+    if out.isascii() and b"\x7f" not in out:
+        return out
+    return _NON_ASCII.sub(_escape, out.decode()).encode("ascii")
 
 
 def placed_ops(prepared: Prepared) -> tuple[Graph, Placement]:
