@@ -61,3 +61,20 @@ def test_run_json_to_a_full_disk_is_one_line_and_exit_1() -> None:
         1,
         "error: cannot write output: No space left on device\n",
     )
+
+
+def test_the_console_context_keeps_what_run_printed(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The console script's context holds the run's results until the process ends (no freeing
+    them object by object first); any other context lets them go as the command returns."""
+    from gpuplace.cli.context import AppContext
+    from gpuplace.results import Outcome, Prepared
+
+    monkeypatch.setattr(sys, "stdout", io.StringIO())
+    console = AppContext(kept=[])
+    assert main(RUN_JSON, console) == 0
+    kinds = [type(x).__name__ for x in console.kept or []]
+    assert kinds == ["Layout", "dict", "Prepared", "Outcome"]
+    assert isinstance(console.kept[2], Prepared) and isinstance(console.kept[3], Outcome)  # type: ignore[index]
+    assert "placement" in console.kept[1]  # type: ignore[index,operator]
+    other = AppContext()
+    assert main(RUN_JSON, other) == 0 and other.kept is None

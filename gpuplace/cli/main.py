@@ -192,9 +192,14 @@ def _json_error(app: AppContext, kind: str, message: str, fix: str | None, code:
         out.write(json.dumps(doc, indent=2) + "\n")
 
 
+_CONSOLE: list[AppContext] = []  # the console script's context, alive until the process ends
+
+
 def run_console() -> int:  # pragma: no cover - the console script's; tests run it in a subprocess
-    """`main` for the console script (`gpuplace.cli.entry`): its exit code, with stdout flushed."""
-    code = main()
+    """`main` for the console script (`gpuplace.cli.entry`): its exit code, with stdout flushed.
+    Its context keeps what the command printed until the process ends (`AppContext.kept`)."""
+    _CONSOLE.append(AppContext(kept=[]))
+    code = main(app=_CONSOLE[0])
     try:
         if sys.stdout is not None:
             sys.stdout.flush()

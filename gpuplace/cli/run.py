@@ -141,6 +141,7 @@ def run(app: AppContext, /, spec: str, log: bool | None, log_format: str | None,
             if oom is not None:
                 raise oom
         stage("running")
+        app.keep(*prepared.planned)  # the layout predicted on, which the run lets go of
         if prepared.cluster is None:
             outcome = execute_prepared(prepared, view, app.cupy_loader)
         else:  # one worker process per task; a simulated cluster's start here
@@ -160,8 +161,10 @@ def run(app: AppContext, /, spec: str, log: bool | None, log_format: str | None,
         if verify:
             doc["verify"] = [c.__dict__ for c in checked]
         echo_json(json_bytes(doc))
+        app.keep(doc)
     else:
         _print_run(app, view, prepared, result, (explain, wide), checked, log_format)
+    app.keep(prepared, outcome)
     bad = [c for c in checked if not c.ok]
     if bad:
         raise CheckFailed(sample([
