@@ -11,6 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gpuplace.errors import BadInput
+from gpuplace.graph.kernels import _ZERO_BLOCK
+from gpuplace.graph.onnx_ops.dense import _softmax_by_row_max
 from gpuplace.graph.onnx_ops.erf import BLOCK, erf
 from tests.onnx_ops.helpers import flops, load_error, ours, spec
 
@@ -235,3 +237,41 @@ def test_softmax_matches_a_float64_reference_masked_rows_included(
     got = ours("Softmax", [x])[0]
     assert got.dtype == np.float32 and got.shape == x.shape
     assert np.allclose(got, want, rtol=1e-5, atol=1e-7)
+
+
+def test_softmax_shifted_by_the_tensor_maximum_keeps_every_row_precise() -> None:
+    """The host shifts by the whole tensor's maximum; rows far below it (-30, -1000), rows of
+    -inf, and tensors holding inf or NaN come out as the row-maximum form gives them."""
+    x = normal(6, 40) * 3
+    x[1] -= 30  # its terms sum below e^-16: computed again by its own maximum
+    x[2] -= 1000  # every term would be 0 shifted by the tensor's maximum
+    x[3] = -np.inf  # a row with no finite entry: NaN, as exp(-inf - -inf)
+    x[4, ::3] = -np.inf  # a masked row
+    wide = x.astype(np.float64)
+    with np.errstate(invalid="ignore"):
+        e = np.exp(wide - wide.max(axis=-1, keepdims=True))
+        want = e / e.sum(axis=-1, keepdims=True)
+        got = ours("Softmax", [x])[0]
+    np.testing.assert_allclose(got, want, rtol=2e-6, atol=0)  # NaNs where want has them
+    for special in (np.inf, np.nan):
+        y = x.copy()
+        y[0, 0] = special  # not finite: the row-maximum form throughout
+        with np.errstate(invalid="ignore"):
+            np.testing.assert_array_equal(ours("Softmax", [y])[0], _softmax_by_row_max(np, y))
+
+
+@pytest.mark.parametrize("size", [_ZERO_BLOCK - 1, _ZERO_BLOCK, 2 * _ZERO_BLOCK + 7])
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "int32"])
+def test_relu_in_blocks_against_zeros_is_numpy_s_maximum(size: int, dtype: str) -> None:
+    """Large contiguous inputs go in blocks against a block of zeros: the same values (NaN
+    kept), a fresh array, the input untouched; a strided view the plain way."""
+    x = (normal(size) * 100).astype(dtype)
+    if x.dtype.kind == "f":
+        x[5] = np.nan
+    before = x.copy()
+    got = ours("Relu", [x.reshape(-1, 1)])[0]
+    np.testing.assert_array_equal(got.reshape(-1), np.maximum(x, 0))
+    np.testing.assert_array_equal(x, before)
+    assert not np.shares_memory(got, x)
+    view = x[::-2]
+    np.testing.assert_array_equal(ours("Relu", [view])[0], np.maximum(view, 0))
