@@ -39,6 +39,12 @@ from .common import (
 
 Attrs = Mapping[str, Any]
 COLS_BYTES = 64 << 20  # Conv's im2col columns at most this (but one image's) at a time
+# B in the product from this many columns per group. Against main's kernel (a stack of the
+# windows, B added after), in one process in turn (session 7): with B in the product always,
+# 64x3x32x32 -> 16 (27 columns) took 0.87 of the time, 64x16x16x16 -> 32 (144) 0.95,
+# 8x64x56x56 -> 64 (576) 0.98, but a depthwise 8x64x56x56 (9 columns) 1.04-1.06; with B
+# added after it below 16 columns, that one 0.97-1.07 (noise), the others 0.92-1.03
+_BIAS_ROWS = 16
 AUTO_PAD = choice("NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID")
 
 
@@ -176,14 +182,16 @@ def _conv_flops(attrs: Attrs, ins: Specs, outs: Specs) -> float:
 
 def _conv_kernel(xp: ModuleType, inputs: Sequence[Array], attrs: Attrs) -> list[Array]:
     """im2col + one batched matmul per group, for as many images at a time as keep the
-    columns within `COLS_BYTES` (at least one image). The bias B rides in the product: each
-    group's columns end in a row of ones and its weights in a column of B, which saves a pass
-    over the output (0.21 ms of 64x16x32x32 float32)."""
+    columns within `COLS_BYTES` (at least one image). With `_BIAS_ROWS` columns per group or
+    more, the bias B rides in the product: each group's columns end in a row of ones and its
+    weights in a column of B, which saves a pass over the output; with fewer (a depthwise
+    3x3 has 9) the extra row costs the product more than the pass (see `_BIAS_ROWS`)."""
     x, weights = inputs[0], inputs[1]
     specs = tuple(TensorSpec(tuple(a.shape), a.dtype.name) for a in inputs)
     w = _conv_window("", "Conv", attrs, specs)
     n, c, m, g = x.shape[0], x.shape[1], weights.shape[0], attrs["group"]
-    k, rows, biased = prod(w.kernel), (c // g) * prod(w.kernel), len(inputs) == 3
+    k, rows = prod(w.kernel), (c // g) * prod(w.kernel)
+    biased = len(inputs) == 3 and rows >= _BIAS_ROWS
     per_image = (c * k + g * biased) * prod(w.out) * x.dtype.itemsize
     step = max(1, COLS_BYTES // max(per_image, 1))
     grouped = weights.reshape(g, m // g, rows)
@@ -202,10 +210,13 @@ def _conv_kernel(xp: ModuleType, inputs: Sequence[Array], attrs: Attrs) -> list[
         return xp.matmul(grouped, cols).reshape(count, m, *w.out)
 
     if step >= n:  # one block: the matmul's own output is the result, not copied
-        return [products(x)]
-    y = xp.empty((n, m, *w.out), dtype=x.dtype)
-    for start in range(0, n, step):
-        y[start : start + step] = products(x[start : start + step])
+        y = products(x)
+    else:
+        y = xp.empty((n, m, *w.out), dtype=x.dtype)
+        for start in range(0, n, step):
+            y[start : start + step] = products(x[start : start + step])
+    if len(inputs) == 3 and not biased:
+        y += inputs[2].reshape(m, *(1,) * len(w.out))
     return [y]
 
 
