@@ -70,6 +70,18 @@ def test_matmul_batched_and_one_dimensional_against_loops() -> None:
     assert ours("MatMul", [v, v])[0].shape == ()
 
 
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.integers(0, 4), min_size=2, max_size=4), st.integers(0, 4), st.booleans())
+def test_matmul_of_a_stack_by_one_matrix_is_numpy_s(lead: list[int], n: int, view: bool) -> None:
+    """A contiguous stack by one matrix runs as one 2-D product of all its rows: numpy's
+    result, empty dimensions and strided stacks (the plain way) included."""
+    a = normal(*lead[:-1], lead[-1] + 1, lead[-1])
+    if view:
+        a = np.swapaxes(a, -1, -2)[..., : lead[-1] + 1]  # not contiguous
+    b = normal(a.shape[-1], n)
+    np.testing.assert_allclose(ours("MatMul", [a, b])[0], np.matmul(a, b), rtol=1e-5, atol=1e-5)
+
+
 @pytest.mark.parametrize(("ta", "tb"), [(0, 0), (1, 0), (0, 1), (1, 1)])
 def test_gemm_transposes_scales_and_broadcasts_c(ta: int, tb: int) -> None:
     a = normal(3, 4) if not ta else normal(4, 3)
