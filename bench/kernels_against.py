@@ -9,7 +9,12 @@ gpt2_tiny's, the example CNN's and a ResNet stage's shapes), after checking that
 same outputs within float32 rounding. One thread (OPENBLAS_NUM_THREADS=1 unless set), CPU
 time, best of N each; ratio = here / revision.
 
-Run: .venv/bin/python bench/kernels_against.py [--against main] [--ops Conv,Softmax]
+With --models, the example ONNX models (bench_onnx_exec.py's, same inputs) run whole through
+the executor instead, run by run in turn with every ONNX op's compute function taken from the
+revision or from this tree (the rest, executor included, is this tree's): the whole-model
+effect of the kernels alone, free of the process-to-process noise.
+
+Run: .venv/bin/python bench/kernels_against.py [--against main] [--ops Conv,Softmax] [--models]
 """
 
 from __future__ import annotations
@@ -120,14 +125,71 @@ def best(repeats: int, *fns: Callable[[], object]) -> list[float]:
     return least
 
 
+def revision_function(old: dict[str, ModuleType], fn: Any) -> Any:
+    """The revision's function of the same module and name as `fn` (None: it has none)."""
+    short = getattr(fn, "__module__", "").rsplit(".", 1)[-1]
+    module = old.get(short)
+    return None if module is None else getattr(module, getattr(fn, "__name__", ""), None)
+
+
+def models(rev: str, old: dict[str, ModuleType]) -> int:
+    """The example models whole, the ONNX ops' compute functions swapped run by run."""
+    sys.path.insert(0, str(ROOT / "bench"))
+    from bench_onnx_exec import MODELS, inputs
+
+    import gpuplace
+    from gpuplace.graph.ops import REGISTRY
+    from gpuplace.pipeline import execute_prepared, prepare
+
+    swaps = []  # (OpDef, this tree's compute, the revision's)
+    for opdef in REGISTRY.values():
+        before = revision_function(old, opdef.compute_fn) if opdef.onnx else None
+        if before is not None and before is not opdef.compute_fn:
+            swaps.append((opdef, opdef.compute_fn, before))
+
+    def use(which: int) -> None:
+        for swap in swaps:
+            object.__setattr__(swap[0], "compute_fn", swap[1 + which])  # a frozen dataclass
+
+    view = gpuplace.view(gpuplace.discover("1xK520"), {"CUDA_VISIBLE_DEVICES": ""})
+    rng = np.random.default_rng(0)
+    print(f"{rev}'s ONNX kernels against this tree's, whole models, run by run in one process")
+    try:
+        for name, dims in MODELS:
+            path = ROOT / "gpuplace" / "examples" / "onnx" / f"{name}.onnx"
+            options = gpuplace.Options(dims=dims, feeds=inputs(name, dims, rng))
+            prepared = prepare(str(path), view, options, {})
+            runs = []
+            for which in (1, 0):
+                use(which)
+                out = execute_prepared(prepared, view).result.values
+                runs.append(lambda w=which, p=prepared: (use(w), execute_prepared(p, view)))
+            for key, value in out.items():
+                use(1)
+                theirs = execute_prepared(prepared, view).result.values[key]
+                np.testing.assert_allclose(value, theirs, rtol=1e-4, atol=1e-4)
+            t_there, t_here = best(60, *runs)
+            shown = ", ".join(f"{k}={v}" for k, v in dims.items())
+            print(
+                f"{name} ({shown}): {rev} {t_there * 1e3:.3f} ms, here {t_here * 1e3:.3f} ms: "
+                f"ratio {t_here / t_there:.2f}"
+            )
+    finally:
+        use(0)
+    return 0
+
+
 def main(argv: Sequence[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--against", default="main", help="a git revision (default: main)")
     parser.add_argument("--ops", default="", help="only these ops, comma-separated")
+    parser.add_argument("--models", action="store_true", help="whole example models instead")
     args = parser.parse_args(argv)
     only = set(filter(None, args.ops.split(",")))
     with tempfile.TemporaryDirectory() as folder:
         old = revision_modules(args.against, Path(folder))
+        if args.models:
+            return models(args.against, old)
         print(f"{args.against} against this tree; one thread, CPU time, in turn in one process")
         for op_type, inputs, attrs, repeats in cases():
             if only and op_type not in only:
@@ -135,8 +197,7 @@ def main(argv: Sequence[str]) -> int:
             op = get_op(op_type)
             checked = op.normalize("bench", attrs)
             fn = op.compute_fn
-            short = getattr(fn, "__module__", "").rsplit(".", 1)[-1]
-            before = getattr(old[short], getattr(fn, "__name__", ""))
+            before = revision_function(old, fn)
 
             def here(fn: Any = fn, checked: Any = checked, inputs: Any = inputs) -> Any:
                 return fn(np, inputs, checked)
