@@ -15,7 +15,9 @@ onnxruntime's own kernels (numpy / onnxruntime).
 For every model also `in matmul`: the CPU time gpuplace's run spends inside numpy.matmul on
 matrices (its MatMul and Gemm, Conv's products; the least over N runs): the floor numpy's
 BLAS sets at these shapes, whatever the executor and the other kernels do. The first line
-names the OpenBLAS kernel numpy's BLAS picked for this CPU (OPENBLAS_CORETYPE overrides it).
+names the OpenBLAS kernel numpy's BLAS picked for this CPU, and says so when the environment
+chose it (OPENBLAS_CORETYPE overrides OpenBLAS's own choice: this machine's environment sets
+Haswell, where OpenBLAS would pick its SkylakeX kernels).
 A model gpuplace cannot run yet (an op without a kernel) is reported as skipped, with why.
 
 Run: .venv/bin/python bench/bench_onnx_exec.py [--smoke]
@@ -133,7 +135,9 @@ def main() -> int:
     # CUDA_VISIBLE_DEVICES empty: the process sees no GPU, so CPU:0 runs everything
     view = gpuplace.view(gpuplace.discover("1xK520"), {"CUDA_VISIBLE_DEVICES": ""})
     rng = np.random.default_rng(0)
-    print(f"numpy's OpenBLAS kernels: {openblas_core()}; CPU time, one thread each side")
+    forced = os.environ.get("OPENBLAS_CORETYPE")
+    chosen = f" (OPENBLAS_CORETYPE={forced} in the environment)" if forced is not None else ""
+    print(f"numpy's OpenBLAS kernels: {openblas_core()}{chosen}; CPU time, one thread each side")
     for name, dims in MODELS:
         path = ROOT / "gpuplace" / "examples" / "onnx" / f"{name}.onnx"
         feeds = inputs(name, dims, rng)

@@ -125,7 +125,7 @@ XP_CALLS = {
     "abs", "add", "asarray", "divide", "exp", "float16", "float32", "floor_divide", "log",
     "matmul", "max", "maximum", "mean", "multiply", "negative", "ones", "pad", "power", "reshape",
     "sign", "sqrt", "stack", "subtract", "sum", "tanh", "where", "clip", "empty_like",
-    "ascontiguousarray", "__name__", "broadcast_to", "empty",
+    "ascontiguousarray", "__name__", "broadcast_to", "empty", "may_share_memory", "concatenate",
 }  # fmt: skip
 
 

@@ -8,10 +8,12 @@ from typing import Any
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from gpuplace.errors import BadInput
+from gpuplace.graph import get_op
+from gpuplace.graph.onnx_ops.conv import _pool_window, _windows
 from tests.onnx_ops.helpers import flops, load_error, ours, spec
 
 RNG = np.random.default_rng(3)
@@ -220,3 +222,35 @@ def test_errors_name_the_node_and_the_fix() -> None:
           - {name: v, op: ones, shape: [3]}
           - {name: b, op: BatchNormalization, inputs: [x, v, v, v, v], training_mode: 1}
         """)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.integers(1, 3),
+    st.data(),
+    st.integers(0, 1),
+    st.booleans(),
+)
+def test_max_pool_axis_by_axis_is_the_window_maximum(
+    dims: int, data: st.DataObject, ceil_mode: int, nan: bool
+) -> None:
+    """MaxPool folds one spatial axis at a time: the same values as the maximum over each
+    whole window (pads, dilations, ceil_mode and NaNs included), and always a fresh array."""
+    sizes = data.draw(st.lists(st.integers(1, 7), min_size=dims, max_size=dims))
+    kernel = [data.draw(st.integers(1, min(3, n))) for n in sizes]
+    strides = data.draw(st.lists(st.integers(1, 3), min_size=dims, max_size=dims))
+    pads = [data.draw(st.integers(0, k - 1)) for k in kernel] * 2
+    dilations = [data.draw(st.integers(1, 2)) if k > 1 else 1 for k in kernel]
+    x = normal(2, 3, *sizes)
+    if nan:
+        x.flat[x.size // 2] = np.nan
+    attrs = {"kernel_shape": kernel, "strides": strides, "pads": pads, "ceil_mode": ceil_mode,
+             "dilations": dilations}  # fmt: skip
+    try:
+        w = _pool_window("MaxPool", x, get_op("MaxPool").normalize("p", attrs))
+    except BadInput:  # a window larger than its padded axis
+        assume(False)
+    plain = np.stack(list(_windows(np, x, w, -np.inf))).max(axis=0)  # NaN wins, as maximum's
+    got = ours("MaxPool", [x], attrs)[0]
+    np.testing.assert_array_equal(got, plain)
+    assert not np.may_share_memory(got, x)

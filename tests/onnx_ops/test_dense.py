@@ -11,6 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gpuplace.errors import BadInput
+from gpuplace.graph.kernels import _ZERO_BLOCK
+from gpuplace.graph.onnx_ops.dense import _softmax_by_row_max
 from gpuplace.graph.onnx_ops.erf import BLOCK, erf
 from tests.onnx_ops.helpers import flops, load_error, ours, spec
 
@@ -66,6 +68,18 @@ def test_matmul_batched_and_one_dimensional_against_loops() -> None:
     assert ours("MatMul", [v, b])[0].shape == (5, 2)
     assert np.allclose(ours("MatMul", [a, v])[0], np.einsum("ijrt,t->ijr", a, v), atol=1e-5)
     assert ours("MatMul", [v, v])[0].shape == ()
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.integers(0, 4), min_size=2, max_size=4), st.integers(0, 4), st.booleans())
+def test_matmul_of_a_stack_by_one_matrix_is_numpy_s(lead: list[int], n: int, view: bool) -> None:
+    """A contiguous stack by one matrix runs as one 2-D product of all its rows: numpy's
+    result, empty dimensions and strided stacks (the plain way) included."""
+    a = normal(*lead[:-1], lead[-1] + 1, lead[-1])
+    if view:
+        a = np.swapaxes(a, -1, -2)[..., : lead[-1] + 1]  # not contiguous
+    b = normal(a.shape[-1], n)
+    np.testing.assert_allclose(ours("MatMul", [a, b])[0], np.matmul(a, b), rtol=1e-5, atol=1e-5)
 
 
 @pytest.mark.parametrize(("ta", "tb"), [(0, 0), (1, 0), (0, 1), (1, 1)])
@@ -208,7 +222,8 @@ def test_errors_name_the_node_the_op_and_the_fix() -> None:
 def test_softmax_in_blocks_of_rows_matches_one_pass(width: int) -> None:
     """Past `BLOCK` elements the host works in blocks of rows (odd widths halve with a tail)."""
     x = normal(3, (2 * BLOCK) // width + 3, width) * 10
-    e = np.exp(x - x.max(axis=-1, keepdims=True))
+    wide = x.astype(np.float64)  # float32's log of a subnormal probability is off by far more
+    e = np.exp(wide - wide.max(axis=-1, keepdims=True))
     want = e / e.sum(axis=-1, keepdims=True)
     assert np.allclose(ours("Softmax", [x])[0], want, rtol=1e-5, atol=1e-7)
     assert np.allclose(ours("LogSoftmax", [x])[0], np.log(want), rtol=1e-5, atol=1e-5)
@@ -235,3 +250,41 @@ def test_softmax_matches_a_float64_reference_masked_rows_included(
     got = ours("Softmax", [x])[0]
     assert got.dtype == np.float32 and got.shape == x.shape
     assert np.allclose(got, want, rtol=1e-5, atol=1e-7)
+
+
+def test_softmax_shifted_by_the_tensor_maximum_keeps_every_row_precise() -> None:
+    """The host shifts by the whole tensor's maximum; rows far below it (-30, -1000), rows of
+    -inf, and tensors holding inf or NaN come out as the row-maximum form gives them."""
+    x = normal(6, 40) * 3
+    x[1] -= 30  # its terms sum below e^-16: computed again by its own maximum
+    x[2] -= 1000  # every term would be 0 shifted by the tensor's maximum
+    x[3] = -np.inf  # a row with no finite entry: NaN, as exp(-inf - -inf)
+    x[4, ::3] = -np.inf  # a masked row
+    wide = x.astype(np.float64)
+    with np.errstate(invalid="ignore"):
+        e = np.exp(wide - wide.max(axis=-1, keepdims=True))
+        want = e / e.sum(axis=-1, keepdims=True)
+        got = ours("Softmax", [x])[0]
+    np.testing.assert_allclose(got, want, rtol=2e-6, atol=0)  # NaNs where want has them
+    for special in (np.inf, np.nan):
+        y = x.copy()
+        y[0, 0] = special  # not finite: the row-maximum form throughout
+        with np.errstate(invalid="ignore"):
+            np.testing.assert_array_equal(ours("Softmax", [y])[0], _softmax_by_row_max(np, y))
+
+
+@pytest.mark.parametrize("size", [_ZERO_BLOCK - 1, _ZERO_BLOCK, 2 * _ZERO_BLOCK + 7])
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "int32"])
+def test_relu_in_blocks_against_zeros_is_numpy_s_maximum(size: int, dtype: str) -> None:
+    """Large contiguous inputs go in blocks against a block of zeros: the same values (NaN
+    kept), a fresh array, the input untouched; a strided view the plain way."""
+    x = (normal(size) * 100).astype(dtype)
+    if x.dtype.kind == "f":
+        x[5] = np.nan
+    before = x.copy()
+    got = ours("Relu", [x.reshape(-1, 1)])[0]
+    np.testing.assert_array_equal(got.reshape(-1), np.maximum(x, 0))
+    np.testing.assert_array_equal(x, before)
+    assert not np.shares_memory(got, x)
+    view = x[::-2]
+    np.testing.assert_array_equal(ours("Relu", [view])[0], np.maximum(view, 0))
