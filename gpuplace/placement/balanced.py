@@ -421,12 +421,13 @@ def _serial(draft: Draft) -> float:
 
 def _best_pass(flat: Flat, models: Sequence[DeviceModel], link: LinkModel, tf: Placement,
                groups: list[int], free: dict[int, tuple[int, ...]],
+               times: Sequence[Sequence[float]],
                network: Network | None = None) -> tuple[list[Decision], Estimate]:  # fmt: skip
     """The decisions of the pass, among `WEIGHTS`, whose plan is estimated fastest (the first
     on a tie), and that estimate. The first pass's NoFit is raised; a later pass that finds no
-    room is skipped. A pass's timeline is dropped once its plan is estimated."""
+    room is skipped. A pass's timeline is dropped once its plan is estimated; `times`: each
+    op's seconds on each device (`work_times`)."""
     best: tuple[list[Decision], Estimate] | None = None
-    times = work_times(flat.flops, flat.nbytes, models)
     for weight in WEIGHTS:
         balancer = _Balancer(flat, models, link, tf, groups, free, times, weight, network)
         try:
@@ -471,14 +472,11 @@ def place_balanced(
         if footprint is not None:  # charged as the footprint sizes it; judged as it is
             flat = footprint(base)
         groups, free = free_groups(flat, tf, len(gpus))
-        decisions, spread = _best_pass(flat, models, link, tf, groups, free)
+        times = work_times(flat.flops, flat.nbytes, models)
+        decisions, spread = _best_pass(flat, models, link, tf, groups, free, times)
         chosen = spread
-        alone = simulate(flat, device_index(tf, flat, models), models, link) if free else None
-        if (
-            alone is not None
-            and alone.makespan < spread.makespan
-            and all(m.memory_limit is None or alone.peak[m.name] <= m.memory_limit for m in models)
-        ):  # TF's own placement is faster and fits
+        alone = _faster_alone(flat, tf, models, link, times, spread) if free else None
+        if alone is not None:  # TF's own placement is faster and fits
             decisions = _kept(flat, tf, groups, free, alone.makespan, spread.makespan)
             chosen = alone
         by_name = dict(zip(flat.names, decisions, strict=True))
@@ -487,6 +485,26 @@ def place_balanced(
         Judged(base, tf, soft, tuple(models), link, by_name, chosen) if op_meta is None else None
     )
     return Placement(by_name, tf.devices, judged=judged)
+
+
+def _faster_alone(flat: Flat, tf: Placement, models: Sequence[DeviceModel], link: LinkModel,
+                  times: Sequence[Sequence[float]], spread: Estimate,
+                  network: Network | None = None) -> Estimate | None:  # fmt: skip
+    """The estimate of TensorFlow's own placement when it is faster than `spread` and fits
+    every device, else None. Not simulated when it cannot be faster: each device runs its ops
+    one after another, so no op ends before the sum of its device's op times so far (summed
+    in graph order, as `simulate` adds them: rounding is monotonic, so the float sum is never
+    above the device's end), and a sum at or above `spread`'s makespan settles it. `times`:
+    each op's seconds on each device (`work_times`)."""
+    dev = device_index(tf, flat, models)
+    busy = [0.0] * len(models)
+    for seconds, device in zip(times, dev, strict=True):
+        busy[device] += seconds[device]
+    if max(busy, default=0.0) >= spread.makespan:
+        return None
+    alone = simulate(flat, dev, models, link, network)
+    fits = all(m.memory_limit is None or alone.peak[m.name] <= m.memory_limit for m in models)
+    return alone if alone.makespan < spread.makespan and fits else None
 
 
 def _kept(flat: Flat, tf: Placement, groups: list[int], free: dict[int, tuple[int, ...]],
@@ -524,15 +542,10 @@ def place_balanced_cluster(
     with gc_paused():
         flat = flatten(graph)
         groups, free = free_groups(flat, tf, len(gpu_tasks), gpu_tasks)
-        decisions, spread = _best_pass(flat, models, link, tf, groups, free, route)
-        alone = (
-            simulate(flat, device_index(tf, flat, models), models, link, route) if free else None
-        )
-        if (
-            alone is not None
-            and alone.makespan < spread.makespan
-            and all(m.memory_limit is None or alone.peak[m.name] <= m.memory_limit for m in models)
-        ):
+        times = work_times(flat.flops, flat.nbytes, models)
+        decisions, spread = _best_pass(flat, models, link, tf, groups, free, times, route)
+        alone = _faster_alone(flat, tf, models, link, times, spread, route) if free else None
+        if alone is not None:
             decisions = _kept(flat, tf, groups, free, alone.makespan, spread.makespan)
         by_name = dict(zip(flat.names, decisions, strict=True))
     return Placement(by_name, tf.devices)

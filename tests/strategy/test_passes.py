@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
+import dataclasses
 import random
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from gpuplace.graph import Graph, Op, TensorRef, TensorSpec
-from gpuplace.placement import balanced
+from gpuplace.placement import balanced, place
 from gpuplace.placement.balanced import place_balanced
-from gpuplace.placement.estimate import estimate
+from gpuplace.placement.cost import split_devices, work_times
+from gpuplace.placement.estimate import device_index, estimate, simulate
+from gpuplace.placement.flat import flatten
+from gpuplace.units import MiB
 from tests.strategy.helpers import LINK, models
 
 
@@ -43,3 +49,27 @@ def test_a_pass_with_heavier_copies_says_so_in_its_reasons(
     p = place_balanced(_random_dag(), models(4), LINK)
     kinds = {d.reason for d in p.decisions.values() if d.kind == "balanced"}
     assert kinds and all("counting copies 2x" in reason for reason in kinds)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.integers(0, 50), st.integers(2, 4), st.sampled_from((None, 8 * MiB)),
+    st.sampled_from((0.5, 1 - 1e-15, 1.0, 1 + 1e-15, 2.0)),
+)  # fmt: skip
+def test_tensorflow_placement_is_simulated_only_when_it_could_be_faster(
+    seed: int, gpus: int, limit: int | None, factor: float
+) -> None:
+    # `_faster_alone` skips the simulation when the ops' seconds on TF's device already reach
+    # the spread's makespan; its answer is always the simulation's: TF's estimate when it is
+    # faster than the spread and fits, else None (spreads within a hair of TF's makespan too)
+    g, devices = _random_dag(n=40, seed=seed), models(gpus, limit)
+    gpu_models, cpu = split_devices(devices)
+    ordered = [*gpu_models, cpu]
+    flat, tf = flatten(g), place(g, gpus)
+    dev = device_index(tf, flat, ordered)
+    alone = simulate(flat, dev, ordered, LINK)
+    spread = dataclasses.replace(alone, makespan=alone.makespan * factor)
+    fits = all(m.memory_limit is None or alone.peak[m.name] <= m.memory_limit for m in ordered)
+    times = work_times(flat.flops, flat.nbytes, ordered)
+    found = balanced._faster_alone(flat, tf, ordered, LINK, times, spread)
+    assert found == (alone if alone.makespan < spread.makespan and fits else None)
