@@ -45,6 +45,9 @@ from .timeline import Network, Slot, Timeline
 _MANY = 8  # copies from which a draft's queue on the inbound link is bounded first (`_serial`)
 _READY = itemgetter(1)
 WEIGHTS = (1.0, 2.0)  # copy weights of the passes tried (see the module docstring)
+# On graphs of _LONG ops or more, a later pass is given up when, from _BEHIND / _MARKS of the
+# ops on, its makespan so far is more than _MARGIN over the best pass's at the same op
+_LONG, _MARKS, _BEHIND, _MARGIN = 20_000, 20, 6, 0.02
 PendingCopy = tuple[int, float, float]  # (source device, ready, seconds) of a copy to plan
 Read = tuple[int, int, Slot | None]  # (producer, output, slot read): see _Balancer._reads
 Tensor = tuple[int, float, int, int, float]  # see _Balancer._tensors
@@ -98,6 +101,7 @@ class _Balancer:
         self.timeline = Timeline(flat, len(models), link, self.occupancy, network)
         self.network = network
         self.placed = [-1] * ops  # each op's device, -1 until it is placed
+        self.marks: list[float] = []  # the makespan so far at every _MARKSth of the ops (`run`)
         self.decisions: list[Decision | None] = [None] * ops
         self.reasons: dict[tuple[int, tuple[int, ...], str], Decision] = {}
         size = dict.fromkeys(groups, 0)
@@ -123,10 +127,21 @@ class _Balancer:
                 raise self._no_fit(op, [need], self.tf[op].reason)
             occupancy.add(device, op, last, size)
 
-    def run(self) -> list[Decision]:
-        """Place every op in graph order; a colocation group goes where its first op goes."""
+    def run(self, lead: Sequence[float] = ()) -> list[Decision] | None:
+        """Place every op in graph order; a colocation group goes where its first op goes.
+
+        `marks` gets the plan's makespan so far at every `_MARKS`th of the ops; `lead`: the
+        marks of a pass already run, which this one gives up on (None) when, from `_BEHIND`
+        of the ops on, its makespan so far is more than `_MARGIN` behind lead's at a mark."""
         group_device: dict[int, tuple[int, str]] = {}
-        for op, name in enumerate(self.flat.names):
+        names = self.flat.names
+        every, free_at, marks = max(len(names) // _MARKS, 1), self.timeline.free_at, self.marks
+        for op, name in enumerate(names):
+            if op % every == 0 and op:
+                marks.append(max(free_at))
+                n = len(marks)
+                if n >= _BEHIND and n <= len(lead) and marks[-1] > lead[n - 1] * (1 + _MARGIN):
+                    return None
             if self.placed[op] >= 0 or self.deferred[op]:
                 continue
             root = self.groups[op]
@@ -426,23 +441,30 @@ def _best_pass(flat: Flat, models: Sequence[DeviceModel], link: LinkModel, tf: P
     """The decisions of the pass, among `WEIGHTS`, whose plan is estimated fastest (the first
     on a tie), and that estimate. The first pass's NoFit is raised; a later pass that finds no
     room is skipped. A pass's timeline is dropped once its plan is estimated; `times`: each
-    op's seconds on each device (`work_times`)."""
+    op's seconds on each device (`work_times`).
+
+    The passes run last first, so that on a graph of `_LONG` ops or more the first pass, the
+    one a tie keeps, can be given up once it falls behind (`_Balancer.run`): a heavier weight
+    usually wins there, and a tie runs both to the end."""
     best: tuple[list[Decision], Estimate] | None = None
-    for weight in WEIGHTS:
+    lead: list[float] = []  # the marks of the best pass so far (`_Balancer.run`)
+    for weight in reversed(WEIGHTS):
         balancer = _Balancer(flat, models, link, tf, groups, free, times, weight, network)
         try:
-            decided = balancer.run()
+            decided = balancer.run(lead if len(flat.names) >= _LONG else ())
         except NoFit:
-            if best is None:
+            if weight is WEIGHTS[0]:
                 raise
             continue
-        placed = balancer.placed
+        if decided is None:  # fell behind the best pass
+            continue
+        placed, marks = balancer.placed, balancer.marks
         est = balancer.estimate()
         del balancer
         if est is None:
             est = simulate(flat, placed, models, link, network)
-        if best is None or est.makespan < best[1].makespan:
-            best = decided, est
+        if best is None or est.makespan <= best[1].makespan:  # a tie: the earlier weight
+            best, lead = (decided, est), marks
     assert best is not None
     return best
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import random
+from collections.abc import Sequence
 
 import pytest
 from hypothesis import given, settings
@@ -15,6 +16,7 @@ from gpuplace.placement.balanced import place_balanced
 from gpuplace.placement.cost import split_devices, work_times
 from gpuplace.placement.estimate import device_index, estimate, simulate
 from gpuplace.placement.flat import flatten
+from gpuplace.placement.model import Decision
 from gpuplace.units import MiB
 from tests.strategy.helpers import LINK, models
 
@@ -73,3 +75,46 @@ def test_tensorflow_placement_is_simulated_only_when_it_could_be_faster(
     times = work_times(flat.flops, flat.nbytes, ordered)
     found = balanced._faster_alone(flat, tf, ordered, LINK, times, spread)
     assert found == (alone if alone.makespan < spread.makespan and fits else None)
+
+
+def test_on_long_graphs_the_first_pass_is_given_up_once_it_falls_behind(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # the passes run last weight first; from 30% of the ops on, the plain pass is given up
+    # when its makespan so far is more than 2% behind the heavier pass's at the same op
+    g, devices = _random_dag(n=600, seed=3), models(4)
+    monkeypatch.setattr(balanced, "WEIGHTS", (2.0,))
+    heavy = place_balanced(g, devices, LINK)
+    monkeypatch.setattr(balanced, "WEIGHTS", (1.0,))
+    plain = place_balanced(g, devices, LINK)
+    assert estimate(g, heavy, devices, LINK).makespan < estimate(g, plain, devices, LINK).makespan
+    monkeypatch.setattr(balanced, "WEIGHTS", (1.0, 2.0))
+    given_up: list[float] = []
+    run = balanced._Balancer.run
+
+    def spy(self: balanced._Balancer, lead: Sequence[float] = ()) -> list[Decision] | None:
+        out = run(self, lead)
+        if out is None:
+            given_up.append(self.weight)
+        return out
+
+    monkeypatch.setattr(balanced._Balancer, "run", spy)
+    assert place_balanced(g, devices, LINK).decisions == heavy.decisions  # short: both run
+    assert given_up == []
+    monkeypatch.setattr(balanced, "_LONG", 500)
+    assert place_balanced(g, devices, LINK).decisions == heavy.decisions
+    assert given_up == [1.0]
+
+
+def test_a_tie_between_the_passes_keeps_the_plain_one_and_gives_none_up(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # a chain stays on one GPU whatever copies weigh: both passes tie, the first weight is kept
+    ops = [Op("x", "random_normal", (), outputs=(TensorSpec((256, 256)),))]
+    for i in range(60):
+        ops.append(Op(f"t{i}", "tanh", (TensorRef(ops[-1].name),), outputs=ops[0].outputs))
+    g = Graph(ops=tuple(ops), fetch=(TensorRef(ops[-1].name),))
+    monkeypatch.setattr(balanced, "_LONG", 10)
+    p = place_balanced(g, models(4), LINK)
+    reasons = {d.reason for d in p.decisions.values()}
+    assert reasons == {"balanced: earliest finish on GPU:0"}
