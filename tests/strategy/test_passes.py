@@ -77,18 +77,8 @@ def test_tensorflow_placement_is_simulated_only_when_it_could_be_faster(
     assert found == (alone if alone.makespan < spread.makespan and fits else None)
 
 
-def test_on_long_graphs_the_first_pass_is_given_up_once_it_falls_behind(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    # the passes run last weight first; from 30% of the ops on, the plain pass is given up
-    # when its makespan so far is more than 2% behind the heavier pass's at the same op
-    g, devices = _random_dag(n=600, seed=3), models(4)
-    monkeypatch.setattr(balanced, "WEIGHTS", (2.0,))
-    heavy = place_balanced(g, devices, LINK)
-    monkeypatch.setattr(balanced, "WEIGHTS", (1.0,))
-    plain = place_balanced(g, devices, LINK)
-    assert estimate(g, heavy, devices, LINK).makespan < estimate(g, plain, devices, LINK).makespan
-    monkeypatch.setattr(balanced, "WEIGHTS", (1.0, 2.0))
+def _given_up(monkeypatch: pytest.MonkeyPatch) -> list[float]:
+    """The weights of the passes given up from now on (`_Balancer.run` returned None)."""
     given_up: list[float] = []
     run = balanced._Balancer.run
 
@@ -99,6 +89,22 @@ def test_on_long_graphs_the_first_pass_is_given_up_once_it_falls_behind(
         return out
 
     monkeypatch.setattr(balanced._Balancer, "run", spy)
+    return given_up
+
+
+def test_on_long_graphs_the_plain_pass_is_given_up_once_it_falls_behind(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # the passes run heaviest weight first; on a graph of _LONG ops or more, the plain pass is
+    # given up at its first mark from 30% of the ops on where it is not ahead
+    g, devices = _random_dag(n=600, seed=3), models(4)
+    monkeypatch.setattr(balanced, "WEIGHTS", (2.0,))
+    heavy = place_balanced(g, devices, LINK)
+    monkeypatch.setattr(balanced, "WEIGHTS", (1.0,))
+    plain = place_balanced(g, devices, LINK)
+    assert estimate(g, heavy, devices, LINK).makespan < estimate(g, plain, devices, LINK).makespan
+    monkeypatch.setattr(balanced, "WEIGHTS", (1.0, 2.0))
+    given_up = _given_up(monkeypatch)
     assert place_balanced(g, devices, LINK).decisions == heavy.decisions  # short: both run
     assert given_up == []
     monkeypatch.setattr(balanced, "_LONG", 500)
@@ -106,15 +112,31 @@ def test_on_long_graphs_the_first_pass_is_given_up_once_it_falls_behind(
     assert given_up == [1.0]
 
 
-def test_a_tie_between_the_passes_keeps_the_plain_one_and_gives_none_up(
+def test_a_plain_pass_that_leads_is_not_given_up(monkeypatch: pytest.MonkeyPatch) -> None:
+    # on this graph the plain pass is ahead at every mark and wins: it runs to the end and is kept
+    g, devices = _random_dag(n=600, seed=0), models(8)
+    monkeypatch.setattr(balanced, "WEIGHTS", (1.0,))
+    plain = place_balanced(g, devices, LINK)
+    monkeypatch.setattr(balanced, "WEIGHTS", (1.0, 2.0))
+    monkeypatch.setattr(balanced, "_LONG", 500)
+    given_up = _given_up(monkeypatch)
+    assert place_balanced(g, devices, LINK).decisions == plain.decisions
+    assert given_up == []
+
+
+def test_a_tie_keeps_the_plain_pass_on_short_graphs_and_the_heavier_on_long_ones(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    # a chain stays on one GPU whatever copies weigh: both passes tie, the first weight is kept
+    # a chain stays on one GPU whatever copies weigh: the passes tie at every mark
     ops = [Op("x", "random_normal", (), outputs=(TensorSpec((256, 256)),))]
     for i in range(60):
         ops.append(Op(f"t{i}", "tanh", (TensorRef(ops[-1].name),), outputs=ops[0].outputs))
     g = Graph(ops=tuple(ops), fetch=(TensorRef(ops[-1].name),))
-    monkeypatch.setattr(balanced, "_LONG", 10)
-    p = place_balanced(g, models(4), LINK)
-    reasons = {d.reason for d in p.decisions.values()}
+    given_up = _given_up(monkeypatch)
+    reasons = {d.reason for d in place_balanced(g, models(4), LINK).decisions.values()}
     assert reasons == {"balanced: earliest finish on GPU:0"}
+    assert given_up == []
+    monkeypatch.setattr(balanced, "_LONG", 61)
+    reasons = {d.reason for d in place_balanced(g, models(4), LINK).decisions.values()}
+    assert reasons == {"balanced: earliest finish on GPU:0 counting copies 2x"}
+    assert given_up == [1.0]
