@@ -13,7 +13,7 @@ O((V + E) x GPUs), candidates pruned by a cheap lower bound (`Draft`). The greed
 myopic about copies an op's outputs cause later, so a second pass chooses with every copy
 counted twice (leaning to keep chains together, in the spirit of Baechi m-SCT's favourite
 child); the pass estimated faster is kept (`WEIGHTS`; on big graphs the plain pass is given up
-once it is not ahead at 30% of the ops or later, `_best_pass`). Both check memory the same way.
+once it is not ahead at 15% of the ops or later, `_best_pass`). Both check memory the same way.
 
 TensorFlow's placer runs first: ops it pins (explicit devices, CPU-only kernels, soft placement)
 keep its decision, colocation groups move together, and a generator (constant, variable) with
@@ -49,7 +49,7 @@ WEIGHTS = (1.0, 2.0)  # copy weights of the passes tried (see the module docstri
 # On graphs of _LONG ops or more, a later pass is given up at the first of its marks (every
 # 1 / _MARKS of the ops) from the _BEHINDth on where its makespan so far is not below the best
 # pass's at the same op (`_best_pass`)
-_LONG, _MARKS, _BEHIND = 20_000, 20, 6
+_LONG, _MARKS, _BEHIND = 20_000, 20, 3
 PendingCopy = tuple[int, float, float]  # (source device, ready, seconds) of a copy to plan
 Read = tuple[int, int, Slot | None]  # (producer, output, slot read): see _Balancer._reads
 Tensor = tuple[int, float, int, int, float]  # see _Balancer._tensors
@@ -446,7 +446,7 @@ def _best_pass(flat: Flat, models: Sequence[DeviceModel], link: LinkModel, tf: P
     op's seconds on each device (`work_times`).
 
     The passes run last first. On a graph of `_LONG` ops or more, a pass is given up at its
-    first mark from 30% of the ops on where it is not ahead of the best pass so far
+    first mark from 15% of the ops on where it is not ahead of the best pass so far
     (`_Balancer.run`): the plain pass only goes on while it leads. On big graphs the heavier
     weight wins or ties (random DAGs, transformers, fans, chains and wide layers of 25,000
     ops on 2, 4 and 8 GPUs: 20 of 21; the plain pass won a fan on 8 GPUs by 0.44%), so there

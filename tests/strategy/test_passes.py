@@ -96,7 +96,7 @@ def test_on_long_graphs_the_plain_pass_is_given_up_once_it_falls_behind(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     # the passes run heaviest weight first; on a graph of _LONG ops or more, the plain pass is
-    # given up at its first mark from 30% of the ops on where it is not ahead
+    # given up at its first mark from 15% of the ops on where it is not ahead
     g, devices = _random_dag(n=600, seed=3), models(4)
     monkeypatch.setattr(balanced, "WEIGHTS", (2.0,))
     heavy = place_balanced(g, devices, LINK)
