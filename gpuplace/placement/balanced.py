@@ -19,7 +19,8 @@ TensorFlow's placer runs first: ops it pins (explicit devices, CPU-only kernels,
 keep its decision, colocation groups move together, and a generator (constant, variable) with
 no request is decided with its first consumer, which it follows as TF's heuristic A would. Last,
 if the spread is estimated slower than TensorFlow's own placement and that fits, TF's is kept,
-so the strategy is never worse than TF's placement where that fits.
+so the strategy is never worse than TF's placement where that fits (TF's is simulated only when
+the seconds of the ops on its busiest device leave it a chance, `_faster_alone`).
 """
 
 from __future__ import annotations
