@@ -455,12 +455,12 @@ def _best_pass(flat: Flat, models: Sequence[DeviceModel], link: LinkModel, tf: P
     given up raises no NoFit."""
     best: tuple[list[Decision], Estimate] | None = None
     lead: list[float] = []  # the marks of the best pass so far (`_Balancer.run`)
-    for weight in reversed(WEIGHTS):
-        balancer = _Balancer(flat, models, link, tf, groups, free, times, weight, network)
+    for k in reversed(range(len(WEIGHTS))):
+        balancer = _Balancer(flat, models, link, tf, groups, free, times, WEIGHTS[k], network)
         try:
             decided = balancer.run(lead if len(flat.names) >= _LONG else ())
         except NoFit:
-            if weight is WEIGHTS[0]:
+            if k == 0:
                 raise
             continue
         if decided is None:  # fell behind the best pass
