@@ -2,14 +2,22 @@
 
 from __future__ import annotations
 
+import dataclasses
 import random
+from collections.abc import Sequence
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from gpuplace.graph import Graph, Op, TensorRef, TensorSpec
-from gpuplace.placement import balanced
+from gpuplace.placement import balanced, place
 from gpuplace.placement.balanced import place_balanced
-from gpuplace.placement.estimate import estimate
+from gpuplace.placement.cost import split_devices, work_times
+from gpuplace.placement.estimate import device_index, estimate, simulate
+from gpuplace.placement.flat import flatten
+from gpuplace.placement.model import Decision
+from gpuplace.units import MiB
 from tests.strategy.helpers import LINK, models
 
 
@@ -43,3 +51,92 @@ def test_a_pass_with_heavier_copies_says_so_in_its_reasons(
     p = place_balanced(_random_dag(), models(4), LINK)
     kinds = {d.reason for d in p.decisions.values() if d.kind == "balanced"}
     assert kinds and all("counting copies 2x" in reason for reason in kinds)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.integers(0, 50), st.integers(2, 4), st.sampled_from((None, 8 * MiB)),
+    st.sampled_from((0.5, 1 - 1e-15, 1.0, 1 + 1e-15, 2.0)),
+)  # fmt: skip
+def test_tensorflow_placement_is_simulated_only_when_it_could_be_faster(
+    seed: int, gpus: int, limit: int | None, factor: float
+) -> None:
+    # `_faster_alone` skips the simulation when the ops' seconds on TF's device already reach
+    # the spread's makespan; its answer is always the simulation's: TF's estimate when it is
+    # faster than the spread and fits, else None (spreads within a hair of TF's makespan too)
+    g, devices = _random_dag(n=40, seed=seed), models(gpus, limit)
+    gpu_models, cpu = split_devices(devices)
+    ordered = [*gpu_models, cpu]
+    flat, tf = flatten(g), place(g, gpus)
+    dev = device_index(tf, flat, ordered)
+    alone = simulate(flat, dev, ordered, LINK)
+    spread = dataclasses.replace(alone, makespan=alone.makespan * factor)
+    fits = all(m.memory_limit is None or alone.peak[m.name] <= m.memory_limit for m in ordered)
+    times = work_times(flat.flops, flat.nbytes, ordered)
+    found = balanced._faster_alone(flat, tf, ordered, LINK, times, spread)
+    assert found == (alone if alone.makespan < spread.makespan and fits else None)
+
+
+def _given_up(monkeypatch: pytest.MonkeyPatch) -> list[float]:
+    """The weights of the passes given up from now on (`_Balancer.run` returned None)."""
+    given_up: list[float] = []
+    run = balanced._Balancer.run
+
+    def spy(self: balanced._Balancer, lead: Sequence[float] = ()) -> list[Decision] | None:
+        out = run(self, lead)
+        if out is None:
+            given_up.append(self.weight)
+        return out
+
+    monkeypatch.setattr(balanced._Balancer, "run", spy)
+    return given_up
+
+
+def test_on_long_graphs_the_plain_pass_is_given_up_once_it_falls_behind(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # the passes run heaviest weight first; on a graph of _LONG ops or more, the plain pass is
+    # given up at its first mark from 15% of the ops on where it is not ahead
+    g, devices = _random_dag(n=600, seed=3), models(4)
+    monkeypatch.setattr(balanced, "WEIGHTS", (2.0,))
+    heavy = place_balanced(g, devices, LINK)
+    monkeypatch.setattr(balanced, "WEIGHTS", (1.0,))
+    plain = place_balanced(g, devices, LINK)
+    assert estimate(g, heavy, devices, LINK).makespan < estimate(g, plain, devices, LINK).makespan
+    monkeypatch.setattr(balanced, "WEIGHTS", (1.0, 2.0))
+    given_up = _given_up(monkeypatch)
+    assert place_balanced(g, devices, LINK).decisions == heavy.decisions  # short: both run
+    assert given_up == []
+    monkeypatch.setattr(balanced, "_LONG", 500)
+    assert place_balanced(g, devices, LINK).decisions == heavy.decisions
+    assert given_up == [1.0]
+
+
+def test_a_plain_pass_that_leads_is_not_given_up(monkeypatch: pytest.MonkeyPatch) -> None:
+    # on this graph the plain pass is ahead at every mark and wins: it runs to the end and is kept
+    g, devices = _random_dag(n=600, seed=0), models(8)
+    monkeypatch.setattr(balanced, "WEIGHTS", (1.0,))
+    plain = place_balanced(g, devices, LINK)
+    monkeypatch.setattr(balanced, "WEIGHTS", (1.0, 2.0))
+    monkeypatch.setattr(balanced, "_LONG", 500)
+    given_up = _given_up(monkeypatch)
+    assert place_balanced(g, devices, LINK).decisions == plain.decisions
+    assert given_up == []
+
+
+def test_a_tie_keeps_the_plain_pass_on_short_graphs_and_the_heavier_on_long_ones(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # a chain stays on one GPU whatever copies weigh: the passes tie at every mark
+    ops = [Op("x", "random_normal", (), outputs=(TensorSpec((256, 256)),))]
+    for i in range(60):
+        ops.append(Op(f"t{i}", "tanh", (TensorRef(ops[-1].name),), outputs=ops[0].outputs))
+    g = Graph(ops=tuple(ops), fetch=(TensorRef(ops[-1].name),))
+    given_up = _given_up(monkeypatch)
+    reasons = {d.reason for d in place_balanced(g, models(4), LINK).decisions.values()}
+    assert reasons == {"balanced: earliest finish on GPU:0"}
+    assert given_up == []
+    monkeypatch.setattr(balanced, "_LONG", 61)
+    reasons = {d.reason for d in place_balanced(g, models(4), LINK).decisions.values()}
+    assert reasons == {"balanced: earliest finish on GPU:0 counting copies 2x"}
+    assert given_up == [1.0]

@@ -130,14 +130,15 @@ def counting(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
 @pytest.mark.parametrize("limit", [None, 40 * 2**20], ids=["roomy", "tight"])
 @pytest.mark.parametrize(
     ("graph", "simulations"),
-    [(random_dag(300), 3), (fan(300, width=60), 1), (wide(320), 1)],
+    [(random_dag(300), 2), (fan(300, width=60), 0), (wide(320), 0)],
     ids=["variables", "fan", "wide"],
 )
 def test_plan_reuses_the_balanced_estimate_and_gets_what_a_fresh_one_gives(
     graph: Graph, simulations: int, limit: int | None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Each pass is estimated from the run it planned on, unless a generator waited for its
-    consumer (variables): then it is simulated. TF's own placement is simulated once."""
+    consumer (variables): then it is simulated. TF's own placement is not simulated: its ops'
+    seconds on GPU:0 alone exceed the spread's makespan (`_faster_alone`)."""
     devices = models(4, limit)
     fresh_est = estimate.estimate(graph, place_balanced(graph, devices), devices)
     fresh_bounds = lower_bounds(graph, devices)
