@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..graph.model import Graph
+from ..graph.model import Graph, Op
 from .model import Placement
 
 
@@ -22,15 +22,17 @@ class PlannedCopy:
 
 def planned_copies(graph: Graph, placement: Placement) -> list[PlannedCopy]:
     """Cross-device edges, one per (tensor, destination) as TF's Send/Recv pairs (linear)."""
-    by_name = graph.by_name()
+    where = {name: d.device for name, d in placement.decisions.items()}
     seen: set[tuple[str, str]] = set()
     out = []
+    by_name: dict[str, Op] = {}  # built for the first copy: most edges stay on one device
     for op in graph.ops:
-        dst = placement.decisions[op.name].device
+        dst = where[op.name]
         for ref in op.inputs:
-            src = placement.decisions[ref.op].device
+            src = where[ref.op]
             if src != dst and (str(ref), dst) not in seen:
                 seen.add((str(ref), dst))
+                by_name = by_name or graph.by_name()
                 nbytes = by_name[ref.op].outputs[ref.index].nbytes
                 out.append(PlannedCopy(op.name, str(ref), src, dst, nbytes))
     return out
@@ -49,10 +51,17 @@ def device_loads(graph: Graph, placement: Placement, copies: list[PlannedCopy]) 
     """Per device in priority order: ops placed, bytes they output, copies coming in."""
     ops: dict[str, int] = dict.fromkeys(placement.devices, 0)
     outputs: dict[str, int] = dict.fromkeys(placement.devices, 0)
+    decisions = placement.decisions
+    sizes: dict[tuple[tuple[int, ...], str], int] = {}  # bytes per (shape, dtype), once each
     for op in graph.ops:
-        device = placement.decisions[op.name].device
+        device = decisions[op.name].device
+        made = 0
+        for s in op.outputs:
+            key = (s.shape, s.dtype)
+            size = sizes.get(key)
+            made += sizes.setdefault(key, s.nbytes) if size is None else size
         ops[device] = ops.get(device, 0) + 1
-        outputs[device] = outputs.get(device, 0) + sum(s.nbytes for s in op.outputs)
+        outputs[device] = outputs.get(device, 0) + made
     copies_in: dict[str, tuple[int, int]] = {}  # one pass over the copies, not one per device
     for c in copies:
         count, nbytes = copies_in.get(c.dst, (0, 0))

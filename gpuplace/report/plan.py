@@ -27,7 +27,8 @@ from .cluster import (
 from .explain import EXPLAIN_HEADER, explain_fitted, explain_rows, short_device
 from .lines import pruned_line
 from .lines import title as run_title
-from .records import copy_records, machine_record, placed_ops, placement_records, rate_records
+from .plan_records import placement_fragment
+from .records import copy_records, machine_record, placed_ops, rate_records
 from .schema import SCHEMA_VERSION
 from .text import columns, fit_table, left_out
 from .training import (
@@ -251,7 +252,7 @@ def plan_json(
         "machine": machine_record(view),
         "strategy": prepared.strategy,
         "rates": rate_records(prepared),
-        "placement": placement_records(*placed_ops(prepared), prepared.pruned),
+        "placement": placement_fragment(*placed_ops(prepared), prepared.pruned),
         "pruned": list(prepared.pruned),
         "policy": prepared.policy.name(),
         "training": training_record(prepared.training),
