@@ -16,7 +16,7 @@ import numpy as np
 from ..devices.names import full_name
 from ..graph.model import Graph, OpMeta
 from . import place
-from .cost import DeviceModel, LinkModel, copy_time, split_devices, work_time
+from .cost import DeviceModel, LinkModel, copy_time, split_devices
 from .flat import Flat, default_meta, flatten, free_groups
 from .model import Decision, Placement
 
@@ -45,7 +45,9 @@ def _options(flat: Flat, tf: Placement, gpus: Sequence[DeviceModel], cpu: Device
             if cands is None:
                 choices.append([models[key]])
             else:  # a bound needs one GPU per rate, not all 20,000 logical GPUs
-                choices.append([*_one_per_rate([gpus[i] for i in cands]), *([cpu] if key[1] else [])])
+                choices.append(
+                    [*_one_per_rate([gpus[i] for i in cands]), *([cpu] if key[1] else [])]
+                )
         pick.append(k)
     return choices, pick
 
@@ -163,7 +165,9 @@ def _cuts(inputs: Sequence[Sequence[tuple[int, int]]], keep: Sequence[bool]) -> 
     newest input; the prefix's sinks and the suffix's sources as cumulative sums."""
     n = len(keep)
     counts = np.fromiter(map(len, inputs), np.intp, n)
-    pairs = np.fromiter(chain.from_iterable(chain.from_iterable(inputs)), np.intp, 2 * int(counts.sum()))
+    pairs = np.fromiter(
+        chain.from_iterable(chain.from_iterable(inputs)), np.intp, 2 * int(counts.sum())
+    )
     producer, reader = pairs[0::2], np.repeat(np.arange(n, dtype=np.intp), counts)
     kept = np.fromiter(keep, bool, n)
     edge = np.unique(reader[kept[producer]] * n + producer[kept[producer]])
@@ -177,7 +181,8 @@ def _cuts(inputs: Sequence[Sequence[tuple[int, int]]], keep: Sequence[bool]) -> 
     firsts = np.bincount(reader[first_reader[producer] == reader], minlength=n)
     sinks = np.cumsum(np.where(kept, 1 - firsts, 0))
     sources = np.cumsum(np.where(kept, 1 - newest_read, 0)[::-1])[::-1]
-    return np.flatnonzero(kept & (sinks == 1) & (sources == 1)).tolist()
+    cuts: list[int] = np.flatnonzero(kept & (sinks == 1) & (sources == 1)).tolist()
+    return cuts
 
 
 class _Stages:

@@ -70,7 +70,8 @@ def _tail(op: Op, decision: Decision, placement: Placement, runs: bool, item: st
           head: str) -> str:  # fmt: skip
     """`op`'s record as `_text` writes it, from just after its name's text to its end."""
     record = placement_records(
-        Graph((op,), ()), Placement({op.name: decision}, placement.devices),
+        Graph((op,), ()),
+        Placement({op.name: decision}, placement.devices),
         () if runs else (op.name,),
     )[0]
     text = orjson.dumps({**record, "op": ""}, option=orjson.OPT_INDENT_2).decode()
