@@ -105,23 +105,35 @@ def lower_bounds(
     return Bounds(cp, work, _Stages(flat, w, where, len(gpus), link or LinkModel()).total())
 
 
+def by_label(labels: Sequence[int], count: int) -> list[Any]:
+    """The positions holding each label 0..count-1 (int arrays, ascending): one stable sort,
+    not a scan of every position per label (20,000 logical GPUs are 20,000 labels)."""
+    n = len(labels)
+    order = np.argsort(np.fromiter(labels, np.intp, n), kind="stable")
+    ends = np.cumsum(np.bincount(np.fromiter(labels, np.intp, n), minlength=count))
+    return np.split(order, ends[:-1])
+
+
+def times_on(flops: Any, nbytes: Any, device: DeviceModel) -> Any:
+    """`work_time` of arrays of FLOPs and bytes on `device`: numpy's float64 division,
+    maximum and addition are Python's, so each time is `work_time`'s to the last bit."""
+    return np.maximum(flops / device.flops, nbytes / device.bandwidth) + device.overhead
+
+
 def _fastest(flat: Flat, choices: Sequence[Sequence[DeviceModel]],
              pick: Sequence[int]) -> tuple[list[float], list[int]]:  # fmt: skip
     """Per op: its fastest time on the devices it may use (`choices[pick[op]]`), and where it
-    must run (1: a GPU, 2: the CPU, 0: either). `work_time` over arrays: numpy's float64
-    division, maximum and sum are Python's, so each time is the same to the last bit."""
+    must run (1: a GPU, 2: the CPU, 0: either), over arrays (`times_on`)."""
     n = len(pick)
     flops = np.fromiter(flat.flops, np.float64, n)
     nbytes = np.fromiter(flat.nbytes, np.float64, n)  # as `int / float` converts an int
-    picked = np.fromiter(pick, np.intp, n)
     w = np.empty(n)
     kinds = []
-    for k, opts in enumerate(choices):
-        sel = np.flatnonzero(picked == k)
+    for opts, sel in zip(choices, by_label(pick, len(choices)), strict=True):
         f, b = flops[sel], nbytes[sel]
         best = None
         for m in opts:
-            t = np.maximum(f / m.flops, b / m.bandwidth) + m.overhead
+            t = times_on(f, b, m)
             best = t if best is None else np.minimum(best, t)
         w[sel] = best
         kinds.append(1 if all(m.kind == "GPU" for m in opts) else 2 if len(opts) == 1 else 0)

@@ -189,6 +189,9 @@ def _groups(graph: Graph) -> list[int]:
     """Colocation groups as TensorFlow forms them (`colocate_with` NAME joins group NAME, and
     every op founds or joins its own name's group): the root op index per op."""
     parent = list(range(len(graph.ops)))
+    alone = not any([op.colocate_with is not None for op in graph.ops])
+    if alone and len({op.name for op in graph.ops}) == len(parent):  # each op its own group
+        return parent
 
     def root(i: int) -> int:
         while parent[i] != i:
@@ -223,11 +226,12 @@ def free_groups(
     match = _matching_gpus if not gpu_tasks else _cluster_matcher(gpu_tasks, every)
     matches: dict[str, tuple[int, ...]] = {}
     allowed: dict[int, tuple[int, ...]] = {}
+    gpu_kernel = {id(k): "GPU" in k for k in flat.kernels}  # ops share their sets
     for i, op in enumerate(flat.graph.ops):
         found = matches.get(op.device)
         if found is None:
             found = matches[op.device] = match(placer_spec(op.device), every)
-        gpus = found if "GPU" in flat.kernels[i] else ()
+        gpus = found if gpu_kernel[id(flat.kernels[i])] else ()
         root = groups[i]
         before = allowed.get(root)
         if before is None or before is every:
@@ -235,9 +239,11 @@ def free_groups(
         elif gpus is not every:
             allowed[root] = tuple(k for k in before if k in gpus)  # both hold one GPU at most
     free = {root: g for root, g in allowed.items() if len(g) > 1}
-    for i, name in enumerate(flat.names):  # soft placement split the group: keep TF's choice
-        if tf.decisions[name].kind == "soft-fallback":
-            free.pop(groups[i], None)
+    soft = {name for name, d in tf.decisions.items() if d.kind == "soft-fallback"}
+    if soft:  # soft placement split the group: keep TF's choice
+        for i, name in enumerate(flat.names):
+            if name in soft:
+                free.pop(groups[i], None)
     return groups, free
 
 
