@@ -12,7 +12,7 @@ from ..echo import sample
 from ..memory.pools import DeviceMemory
 from ..memory.training import TrainingMemory
 from ..placement.cost import DASK_HOP
-from ..placement.loads import DeviceLoad, device_loads, planned_copies
+from ..placement.loads import DeviceLoad, copies_and_loads
 from ..results import PlanEstimate, Prepared
 from ..units import device_memory, human
 from .cluster import (
@@ -110,8 +110,7 @@ def rates_line(prepared: Prepared) -> str:
 
 
 def _loads(prepared: Prepared) -> tuple[list[Any], list[DeviceLoad]]:
-    copies = planned_copies(prepared.graph, prepared.placement)
-    return copies, device_loads(prepared.graph, prepared.placement, copies)
+    return copies_and_loads(prepared.graph, prepared.placement)
 
 
 def fits(m: DeviceMemory | None, step: TrainingMemory | None = None) -> bool | None:
