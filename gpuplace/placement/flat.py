@@ -110,8 +110,9 @@ def flatten(graph: Graph, op_meta: Callable[[str], OpMeta] | None = None) -> Fla
     first = [-1] * len(ops)
     shared: dict[Any, Any] = {}  # equal tuples and sets are kept once (most ops repeat them)
     keep = shared.setdefault
-    numbers: dict[tuple[type, float], Any] = {}  # equal costs kept once, with their type (2, 2.0)
-    number = numbers.setdefault
+    # equal costs kept once: FLOPs are floats, bytes ints (apart: 2 == 2.0)
+    same_flops: dict[float, float] = {}
+    same_bytes: dict[int, int] = {}
     known: dict[tuple[Any, ...], frozenset[str]] = {}  # kernels by what decides them
     out_bytes: list[tuple[int, ...]] = []  # exact output sizes, worked out once per op
     elements: list[int] = []  # the outputs' elements (`cost._elements`)
@@ -152,8 +153,8 @@ def flatten(graph: Graph, op_meta: Callable[[str], OpMeta] | None = None) -> Fla
         moved = 0  # `cost.op_bytes` (inputs read plus outputs written), from the sizes above
         if op.type != VARIABLE:
             moved = sum(read) + sum(out_bytes[j])
-        flops.append(number((cost.__class__, cost), cost))
-        nbytes.append(number((moved.__class__, moved), moved))
+        flops.append(same_flops.setdefault(cost, cost))
+        nbytes.append(same_bytes.setdefault(moved, moved))
     resident = [metas[op.type].resident for op in ops]
     sizes: list[tuple[int, ...]] = []
     rounded: dict[tuple[int, ...], tuple[int, ...]] = {}  # allocation sizes per output sizes
