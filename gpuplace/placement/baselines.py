@@ -304,13 +304,13 @@ class _Stages:
         the best split, or W with no copy; the smallest over k = 1..GPUs (GPUs - 1 when the cut
         and its readers must all run on GPUs). Copies come from the tensor's own device, as the
         executor makes them. `readers`: the stage's ops that read `cut`, in graph order."""
-        total = sum(self.w[j] for j in readers)
-        sizes = {self.flat.out_bytes[cut][k] for j in readers for p, k in self.flat.inputs[j]
-                 if p == cut}  # fmt: skip
+        w, where, inputs, made = self.w, self.where, self.flat.inputs, self.flat.out_bytes[cut]
+        total = sum([w[j] for j in readers])
+        sizes = {made[k] for j in readers for p, k in inputs[j] if p == cut}
         if not sizes:
             return 0.0
         c = copy_time(min(sizes), self.link)
-        gpus_only = all(self.where[j] == 1 for j in (cut, *readers))
+        gpus_only = where[cut] == 1 and all([where[j] == 1 for j in readers])
         best = total
         for k in range(1, self.num_gpus + (0 if gpus_only else 1)):
             best = min(best, (total + c * k * (k + 1) / 2) / (k + 1))
@@ -328,17 +328,18 @@ class _Stages:
                 made.setdefault(p, set()).add(out)
         if not made:
             return 0.0
+        w, out_bytes, link = self.w, self.flat.out_bytes, self.link
         items = [
-            (self.w[p], sum(copy_time(self.flat.out_bytes[p][k], self.link) for k in outs))
+            (w[p], sum([copy_time(out_bytes[p][o], link) for o in outs]))
             for p, outs in made.items()
         ]
-        local, remote = 0.0, min(longest[p] for p in made) + sum(c for _, c in items)
+        local, remote = 0.0, min([longest[p] for p in made]) + sum([c for _, c in items])
         for work, copy in sorted(items, key=lambda item: -item[1] / max(item[0], 1e-30)):
             if local + work <= remote - copy:
                 local, remote = local + work, remote - copy
                 continue
             return min(
-                sum(work for work, _ in items), local + work * (remote - local) / (work + copy)
+                sum([work for work, _ in items]), local + work * (remote - local) / (work + copy)
             )
         return local  # every producer on the cut's device: no copy at all
 
