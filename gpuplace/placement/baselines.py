@@ -142,7 +142,7 @@ def _fastest(flat: Flat, choices: Sequence[Sequence[DeviceModel]],
 
 def _critical_path(flat: Flat, w: Sequence[float], where: Sequence[int],
                    num_gpus: int) -> tuple[float, float]:  # fmt: skip
-    """(critical path, work bound) of the whole graph: `_bound` of every op, in one pass."""
+    """(critical path, work bound) of the whole graph, in one pass over its ops."""
     longest = [0.0] * len(w)
     for j, reads in enumerate(flat.inputs):
         if len(reads) == 1:
@@ -152,7 +152,7 @@ def _critical_path(flat: Flat, w: Sequence[float], where: Sequence[int],
         else:
             longest[j] = w[j] + 0.0
     gpu_work = cpu_work = 0.0
-    for x, kind in zip(w, where, strict=True):  # in graph order, as `_bound` adds them
+    for x, kind in zip(w, where, strict=True):  # in graph order, one addition at a time
         if kind == 1:
             gpu_work += x
         elif kind == 2:
@@ -261,7 +261,7 @@ class _Stages:
             elif self.keep[j]:
                 stage[j] = c
                 members.append(j)
-        # per stage, in one pass (`_bound` of each): the longest chain ending at each op over
+        # per stage, in one pass over its ops: the longest chain ending at each op over
         # the stage's own edges, its critical path, its GPU and CPU work, its ops
         longest = [0.0] * n
         count = len(cuts) + 1
