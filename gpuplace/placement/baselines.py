@@ -7,43 +7,49 @@ nor the work that must run on GPUs spread evenly over them.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
-from typing import NamedTuple
+from collections.abc import Callable, Sequence
+from itertools import chain
+from typing import Any, NamedTuple
+
+import numpy as np
 
 from ..devices.names import full_name
 from ..graph.model import Graph, OpMeta
 from . import place
-from .cost import DeviceModel, LinkModel, copy_time, split_devices, work_time
+from .cost import DeviceModel, LinkModel, copy_time, split_devices
 from .flat import Flat, default_meta, flatten, free_groups
 from .model import Decision, Placement
 
 
 def _options(flat: Flat, tf: Placement, gpus: Sequence[DeviceModel], cpu: DeviceModel,
-             models: dict[str, DeviceModel], num_gpus: int) -> list[list[DeviceModel]]:  # fmt: skip
+             models: dict[str, DeviceModel], num_gpus: int,
+             ) -> tuple[list[list[DeviceModel]], list[int]]:  # fmt: skip
     """The devices each op may end up on under any strategy that honours TF's pins: TF's
     device for a pinned op; the group's GPUs for a free op, plus the CPU for an unrequested
-    generator with a CPU kernel (it may follow a consumer there, as TF's heuristic A does)."""
+    generator with a CPU kernel (it may follow a consumer there, as TF's heuristic A does).
+    As (the distinct lists, each op's index into them): ops share a few lists."""
     groups, free = free_groups(flat, tf, num_gpus)
-    rates: dict[int, list[DeviceModel]] = {}  # per candidate tuple (groups share them): see below
-    pinned: dict[str, list[DeviceModel]] = {}  # one list per device (the bounds read it by id)
-    decisions = tf.decisions
-    out = []
+    choices: list[list[DeviceModel]] = []
+    known: dict[Any, int] = {}  # a list's index: by device (pinned), by candidates (free)
+    decisions, ops, kernels, generator = tf.decisions, flat.graph.ops, flat.kernels, flat.generator
+    pick = []
     for j, name in enumerate(flat.names):
         cands = free.get(groups[j])
         if cands is None:
-            device = decisions[name].device
-            options = pinned.get(device)
-            if options is None:
-                options = pinned[device] = [models[device]]
-            out.append(options)
-            continue
-        options = rates.get(id(cands))
-        if options is None:  # a bound needs one GPU per rate, not all 20,000 logical GPUs
-            options = rates[id(cands)] = _one_per_rate([gpus[k] for k in cands])
-        if flat.generator[j] and "CPU" in flat.kernels[j] and not flat.graph.ops[j].device:
-            options = [*options, cpu]
-        out.append(options)
-    return out
+            key: Any = decisions[name].device
+        else:  # groups share candidate tuples
+            key = (id(cands), generator[j] and "CPU" in kernels[j] and not ops[j].device)
+        k = known.get(key)
+        if k is None:
+            k = known[key] = len(choices)
+            if cands is None:
+                choices.append([models[key]])
+            else:  # a bound needs one GPU per rate, not all 20,000 logical GPUs
+                choices.append(
+                    [*_one_per_rate([gpus[i] for i in cands]), *([cpu] if key[1] else [])]
+                )
+        pick.append(k)
+    return choices, pick
 
 
 def _one_per_rate(models: Sequence[DeviceModel]) -> list[DeviceModel]:
@@ -93,33 +99,66 @@ def lower_bounds(
         tf = place(graph, len(gpus), allow_soft_placement=allow_soft_placement, op_meta=meta)
     if flat is None:
         flat = flatten(graph, meta)
-    options = _options(flat, tf, gpus, cpu, {m.name: m for m in (*gpus, cpu)}, len(gpus))
-    w, where = _fastest(flat, options)
-    cp, work, _ = _bound(flat, range(len(w)), w, where, len(gpus))
+    choices, pick = _options(flat, tf, gpus, cpu, {m.name: m for m in (*gpus, cpu)}, len(gpus))
+    w, where = _fastest(flat, choices, pick)
+    cp, work = _critical_path(flat, w, where, len(gpus))
     return Bounds(cp, work, _Stages(flat, w, where, len(gpus), link or LinkModel()).total())
 
 
-def _fastest(flat: Flat, options: Sequence[Sequence[DeviceModel]]) -> tuple[list[float], list[int]]:
-    """Per op: its fastest time on the devices it may use, and where it must run (1: a GPU,
-    2: the CPU, 0: either). Worked out once per options list and cost: ops share both (the
-    options lists by identity, `_options`; equal costs are one object, `flatten`)."""
-    w: list[float] = []
-    where: list[int] = []
-    times: dict[tuple[int, float, float], float] = {}
-    kinds: dict[int, int] = {}
-    for opts, flops, nbytes in zip(options, flat.flops, flat.nbytes, strict=True):
-        key = (id(opts), flops, nbytes)
-        best = times.get(key)
-        if best is None:
-            best = times[key] = min(work_time(flops, nbytes, m) for m in opts)
-        w.append(best)
-        kind = kinds.get(id(opts))
-        if kind is None:
-            kind = kinds[id(opts)] = (
-                1 if all(m.kind == "GPU" for m in opts) else 2 if len(opts) == 1 else 0
-            )
-        where.append(kind)
-    return w, where
+def by_label(labels: Sequence[int], count: int) -> list[Any]:
+    """The positions holding each label 0..count-1 (int arrays, ascending): one stable sort,
+    not a scan of every position per label (20,000 logical GPUs are 20,000 labels)."""
+    n = len(labels)
+    order = np.argsort(np.fromiter(labels, np.intp, n), kind="stable")
+    ends = np.cumsum(np.bincount(np.fromiter(labels, np.intp, n), minlength=count))
+    return np.split(order, ends[:-1])
+
+
+def times_on(flops: Any, nbytes: Any, device: DeviceModel) -> Any:
+    """`work_time` of arrays of FLOPs and bytes on `device`: numpy's float64 division,
+    maximum and addition are Python's, so each time is `work_time`'s to the last bit."""
+    return np.maximum(flops / device.flops, nbytes / device.bandwidth) + device.overhead
+
+
+def _fastest(flat: Flat, choices: Sequence[Sequence[DeviceModel]],
+             pick: Sequence[int]) -> tuple[list[float], list[int]]:  # fmt: skip
+    """Per op: its fastest time on the devices it may use (`choices[pick[op]]`), and where it
+    must run (1: a GPU, 2: the CPU, 0: either), over arrays (`times_on`)."""
+    n = len(pick)
+    flops = np.fromiter(flat.flops, np.float64, n)
+    nbytes = np.fromiter(flat.nbytes, np.float64, n)  # as `int / float` converts an int
+    w = np.empty(n)
+    kinds = []
+    for opts, sel in zip(choices, by_label(pick, len(choices)), strict=True):
+        f, b = flops[sel], nbytes[sel]
+        best = None
+        for m in opts:
+            t = times_on(f, b, m)
+            best = t if best is None else np.minimum(best, t)
+        w[sel] = best
+        kinds.append(1 if all(m.kind == "GPU" for m in opts) else 2 if len(opts) == 1 else 0)
+    return w.tolist(), [kinds[k] for k in pick]
+
+
+def _critical_path(flat: Flat, w: Sequence[float], where: Sequence[int],
+                   num_gpus: int) -> tuple[float, float]:  # fmt: skip
+    """(critical path, work bound) of the whole graph, in one pass over its ops."""
+    longest = [0.0] * len(w)
+    for j, reads in enumerate(flat.inputs):
+        if len(reads) == 1:
+            longest[j] = w[j] + longest[reads[0][0]]
+        elif reads:
+            longest[j] = w[j] + max([longest[p] for p, _ in reads])
+        else:
+            longest[j] = w[j] + 0.0
+    gpu_work = cpu_work = 0.0
+    for x, kind in zip(w, where, strict=True):  # in graph order, one addition at a time
+        if kind == 1:
+            gpu_work += x
+        elif kind == 2:
+            cpu_work += x
+    work = max(gpu_work / num_gpus, cpu_work) if num_gpus else gpu_work + cpu_work
+    return max(longest, default=0.0), work
 
 
 def stage_bound(flat: Flat, w: Sequence[float], where: Sequence[int], num_gpus: int,
@@ -129,25 +168,33 @@ def stage_bound(flat: Flat, w: Sequence[float], where: Sequence[int], num_gpus: 
     return _Stages(flat, w, where, num_gpus, link).total()
 
 
-def _bound(flat: Flat, ops: Iterable[int], w: Sequence[float], where: Sequence[int],
-           num_gpus: int, stage: Sequence[int] | None = None,
-           ) -> tuple[float, float, dict[int, float]]:  # fmt: skip
-    """(critical path, work bound, longest chain ending at each op) of `ops` (ascending),
-    counting only edges inside `stage` (an op -> stage number list; None: every edge)."""
-    longest: dict[int, float] = {}
-    gpu_work = cpu_work = 0.0
-    for j in ops:
-        mine = -1 if stage is None else stage[j]
-        longest[j] = w[j] + max(
-            (longest[p] for p, _ in flat.inputs[j] if stage is None or stage[p] == mine),
-            default=0.0,
-        )
-        if where[j] == 1:
-            gpu_work += w[j]
-        elif where[j] == 2:
-            cpu_work += w[j]
-    work = max(gpu_work / num_gpus, cpu_work) if num_gpus else gpu_work + cpu_work
-    return max(longest.values(), default=0.0), work, longest
+NUMPY_OPS = 2_000  # from this many ops on, the cuts are found over arrays (`_cuts`)
+
+
+def _cuts(inputs: Sequence[Sequence[tuple[int, int]]], keep: Sequence[bool]) -> list[int]:
+    """`_Stages.cuts` over numpy arrays, the same integers counted the same way: the edges
+    (reader, kept producer) once each, sorted; each producer's first reader; each reader's
+    newest input; the prefix's sinks and the suffix's sources as cumulative sums."""
+    n = len(keep)
+    counts = np.fromiter(map(len, inputs), np.intp, n)
+    pairs = np.fromiter(
+        chain.from_iterable(chain.from_iterable(inputs)), np.intp, 2 * int(counts.sum())
+    )
+    producer, reader = pairs[0::2], np.repeat(np.arange(n, dtype=np.intp), counts)
+    kept = np.fromiter(keep, bool, n)
+    edge = np.unique(reader[kept[producer]] * n + producer[kept[producer]])
+    reader, producer = edge // n, edge % n
+    first_reader = np.full(n, n, dtype=np.intp)
+    produced, first = np.unique(producer, return_index=True)  # edges are in reader order
+    first_reader[produced] = reader[first]
+    newest = np.ones(len(edge), dtype=bool)  # each reader's last edge: its newest input
+    newest[:-1] = reader[1:] != reader[:-1]
+    newest_read = np.bincount(producer[newest], minlength=n)
+    firsts = np.bincount(reader[first_reader[producer] == reader], minlength=n)
+    sinks = np.cumsum(np.where(kept, 1 - firsts, 0))
+    sources = np.cumsum(np.where(kept, 1 - newest_read, 0)[::-1])[::-1]
+    cuts: list[int] = np.flatnonzero(kept & (sinks == 1) & (sources == 1)).tolist()
+    return cuts
 
 
 class _Stages:
@@ -170,11 +217,18 @@ class _Stages:
     def __init__(self, flat: Flat, w: Sequence[float], where: Sequence[int], num_gpus: int,
                  link: LinkModel) -> None:  # fmt: skip
         self.flat, self.w, self.where, self.num_gpus, self.link = flat, w, where, num_gpus, link
-        self.keep = keep = [not g for g in flat.generator]
-        self.reads = [sorted({p for p, _ in flat.inputs[j] if keep[p]}) for j in range(len(w))]
+        self.keep = [not g for g in flat.generator]
+
+    def reads(self) -> list[list[int]]:
+        """Per op, the ops it reads that are kept (not generators), ascending, once each."""
+        keep = self.keep
+        return [sorted({p for p, _ in reads if keep[p]}) for reads in self.flat.inputs]
 
     def cuts(self) -> list[int]:
-        n, reads, keep = len(self.w), self.reads, self.keep
+        """The cuts in graph order: over arrays from `NUMPY_OPS` ops on (`_cuts`)."""
+        if len(self.w) >= NUMPY_OPS:
+            return _cuts(self.flat.inputs, self.keep)
+        n, reads, keep = len(self.w), self.reads(), self.keep
         first_reader, newest_read = [n] * n, [0] * n
         for j in range(n):
             for p in reads[j]:
@@ -198,67 +252,94 @@ class _Stages:
         cuts = self.cuts()
         if not cuts:
             return 0.0
-        n, w = len(self.w), self.w
+        n, w, where, inputs = len(self.w), self.w, self.where, self.flat.inputs
         stage, c = [-1] * n, 0
-        members: list[list[int]] = [[] for _ in range(len(cuts) + 1)]
+        members: list[int] = []  # the ops of every stage, in graph order
         for j in range(n):
             if c < len(cuts) and cuts[c] == j:
                 c += 1
             elif self.keep[j]:
                 stage[j] = c
-                members[c].append(j)
+                members.append(j)
+        # per stage, in one pass over its ops: the longest chain ending at each op over
+        # the stage's own edges, its critical path, its GPU and CPU work, its ops
+        longest = [0.0] * n
+        count = len(cuts) + 1
+        path, gpu_work, cpu_work = [0.0] * count, [0.0] * count, [0.0] * count
+        size = [0] * count
+        for j in members:
+            mine = stage[j]
+            here = longest[j] = w[j] + max(
+                [longest[p] for p, _ in inputs[j] if stage[p] == mine], default=0.0
+            )
+            if here > path[mine]:
+                path[mine] = here
+            if where[j] == 1:
+                gpu_work[mine] += w[j]
+            elif where[j] == 2:
+                cpu_work[mine] += w[j]
+            size[mine] += 1
+        readers: dict[int, list[int]] = {}  # per cut, the ops of the next stage that read it
+        for j in members:
+            for p, _ in inputs[j]:
+                if stage[j] > 0 and cuts[stage[j] - 1] == p:
+                    found = readers.setdefault(p, [])
+                    if not found or found[-1] != j:
+                        found.append(j)
         total = sum(w[c] for c in cuts)
-        for k, ops in enumerate(members):
-            if not ops:
+        gpus = self.num_gpus
+        for k in range(count):
+            if not size[k]:
                 continue
-            cp, work, longest = _bound(self.flat, ops, w, self.where, self.num_gpus, stage)
-            out = self._fan_out(cuts[k - 1], ops) if k else 0.0
-            into = self._fan_in(cuts[k], longest) if k < len(cuts) else 0.0
-            total += max(cp, work, out, into)
+            work = max(gpu_work[k] / gpus, cpu_work[k]) if gpus else gpu_work[k] + cpu_work[k]
+            out = self._fan_out(cuts[k - 1], readers.get(cuts[k - 1], [])) if k else 0.0
+            into = self._fan_in(cuts[k], longest, stage, k) if k < len(cuts) else 0.0
+            total += max(path[k], work, out, into)
         return total
 
-    def _fan_out(self, cut: int, ops: Sequence[int]) -> float:
+    def _fan_out(self, cut: int, readers: Sequence[int]) -> float:
         """The stage's ops reading `cut` have work W: the share W_L run on the cut's device, the
         rest on k other devices, the i-th of which waits for the i-th copy (i x c). The stage
         lasts at least max(W_L, mean of i x c + its share) = (W + c k (k + 1) / 2) / (k + 1) at
         the best split, or W with no copy; the smallest over k = 1..GPUs (GPUs - 1 when the cut
         and its readers must all run on GPUs). Copies come from the tensor's own device, as the
-        executor makes them."""
-        readers = [j for j in ops if cut in self.reads[j]]
-        total = sum(self.w[j] for j in readers)
-        sizes = {self.flat.out_bytes[cut][k] for j in readers for p, k in self.flat.inputs[j]
-                 if p == cut}  # fmt: skip
+        executor makes them. `readers`: the stage's ops that read `cut`, in graph order."""
+        w, where, inputs, made = self.w, self.where, self.flat.inputs, self.flat.out_bytes[cut]
+        total = sum([w[j] for j in readers])
+        sizes = {made[k] for j in readers for p, k in inputs[j] if p == cut}
         if not sizes:
             return 0.0
         c = copy_time(min(sizes), self.link)
-        gpus_only = all(self.where[j] == 1 for j in (cut, *readers))
+        gpus_only = where[cut] == 1 and all([where[j] == 1 for j in readers])
         best = total
         for k in range(1, self.num_gpus + (0 if gpus_only else 1)):
             best = min(best, (total + c * k * (k + 1) / 2) / (k + 1))
         return best
 
-    def _fan_in(self, cut: int, longest: dict[int, float]) -> float:
+    def _fan_in(self, cut: int, longest: Sequence[float], stage: Sequence[int], k: int) -> float:
         """The stage's ops that `cut` reads run on its device (their work counts there) or send a
         copy through its inbound link, one at a time, none before the earliest of them can
         finish (m). The least over every split, relaxed to fractions (which can only lower it):
-        min(all local, max(local work, m + copies))."""
+        min(all local, max(local work, m + copies)). `longest`: the longest chain ending at
+        each op within its stage (`stage`), `k` the stage before `cut`."""
         made: dict[int, set[int]] = {}
-        for p, k in self.flat.inputs[cut]:
-            if p in longest:
-                made.setdefault(p, set()).add(k)
+        for p, out in self.flat.inputs[cut]:
+            if stage[p] == k:
+                made.setdefault(p, set()).add(out)
         if not made:
             return 0.0
+        w, out_bytes, link = self.w, self.flat.out_bytes, self.link
         items = [
-            (self.w[p], sum(copy_time(self.flat.out_bytes[p][k], self.link) for k in outs))
+            (w[p], sum([copy_time(out_bytes[p][o], link) for o in outs]))
             for p, outs in made.items()
         ]
-        local, remote = 0.0, min(longest[p] for p in made) + sum(c for _, c in items)
+        local, remote = 0.0, min([longest[p] for p in made]) + sum([c for _, c in items])
         for work, copy in sorted(items, key=lambda item: -item[1] / max(item[0], 1e-30)):
             if local + work <= remote - copy:
                 local, remote = local + work, remote - copy
                 continue
             return min(
-                sum(work for work, _ in items), local + work * (remote - local) / (work + copy)
+                sum([work for work, _ in items]), local + work * (remote - local) / (work + copy)
             )
         return local  # every producer on the cut's device: no copy at all
 

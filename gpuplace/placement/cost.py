@@ -92,6 +92,9 @@ def op_flops(op: Op, input_specs: Sequence[TensorSpec], meta: OpMeta | None = No
     per input element; add_n one per element per extra input; generators none, except random
     ones (one per element); variables none. An unknown type counts one per output element.
     """
+    rate = output_rate(op.type, meta)
+    if rate is not None:
+        return 0.0 if rate == 0.0 else rate * _elements(op.outputs)
     count = getattr(meta, "flops", None)
     if count is not None:
         return float(count(op.attrs, tuple(input_specs), op.outputs))
@@ -100,13 +103,20 @@ def op_flops(op: Op, input_specs: Sequence[TensorSpec], meta: OpMeta | None = No
         a = input_specs[0].shape
         k = a[0] if op.attrs.get("transpose_a") else a[-1]
         return 2.0 * _elements(op.outputs) * k
-    if kind in _NO_FLOPS:
-        return 0.0
     if kind in _REDUCTIONS:
         return float(_elements(input_specs))
-    if kind == "add_n":
-        return float(max(len(input_specs) - 1, 0) * _elements(op.outputs))
-    return _PER_ELEMENT.get(kind, 1.0) * _elements(op.outputs)
+    return float(max(len(input_specs) - 1, 0) * _elements(op.outputs))  # add_n
+
+
+def output_rate(kind: str, meta: OpMeta | None = None) -> float | None:
+    """FLOPs per output element when `op_flops` of every op of type `kind` is that many times
+    its outputs' elements (0.0: no arithmetic at all), else None (matmul, reductions, add_n
+    and the types with their own `flops`: their inputs count)."""
+    if getattr(meta, "flops", None) is not None or kind in ("matmul", "add_n"):
+        return None
+    if kind in _REDUCTIONS:
+        return None
+    return 0.0 if kind in _NO_FLOPS else _PER_ELEMENT.get(kind, 1.0)
 
 
 def op_bytes(op: Op, input_specs: Sequence[TensorSpec]) -> int:

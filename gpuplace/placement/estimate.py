@@ -13,16 +13,21 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from itertools import accumulate, chain
 from operator import attrgetter
+from typing import Any
+
+import numpy as np
 
 from ..errors import BadInput
 from ..gc_pause import gc_paused
 from ..graph.model import Graph, OpMeta
-from .baselines import Bounds, lower_bounds, round_robin, stage_bound
+from .baselines import Bounds, by_label, lower_bounds, round_robin, stage_bound, times_on
 from .cost import DeviceModel, LinkModel, copy_time, split_devices, work_time
 from .flat import Flat, flatten
+from .links import Link, transfer
 from .model import Placement
-from .timeline import Network, Timeline
+from .timeline import Network, Slot, Timeline
 
 _LAST = attrgetter("last")
 
@@ -52,10 +57,15 @@ class Estimate:
 def _peaks(timeline: Timeline, dev: Sequence[int], devices: int) -> list[int]:
     """The ledgers' peaks: each step allocates its slots on its device, then frees those it
     read last (taken in order of their last step: no list per step)."""
+    return _peak_counts(timeline.slots, dev, devices)
+
+
+def _peak_counts(slots: Sequence[Slot], dev: Sequence[int], devices: int) -> list[int]:
+    """`_peaks` of `slots`."""
     allocated = [0] * len(dev)
-    for slot in timeline.slots:
+    for slot in slots:
         allocated[slot.step] += slot.size
-    freed = sorted(timeline.slots, key=_LAST)
+    freed = sorted(slots, key=_LAST)
     in_use, peak = [0] * devices, [0] * devices
     k, count = 0, len(freed)
     for step, device in enumerate(dev):
@@ -92,7 +102,16 @@ def device_index(placement: Placement, flat: Flat, models: Sequence[DeviceModel]
 def simulate(flat: Flat, dev: Sequence[int], models: Sequence[DeviceModel],
              link: LinkModel, network: Network | None = None) -> Estimate:  # fmt: skip
     """`estimate` on a flattened graph and a device index per op (the placers call this);
-    `network`: the tasks of a cluster and the link between them."""
+    `network`: the tasks of a cluster and the link between them. On one host the timeline is
+    replayed over plain lists (`_replay`), else on `Timeline`; the two agree to the last bit."""
+    if network is None:
+        return _replay(flat, dev, models, link)
+    return simulate_on_timeline(flat, dev, models, link, network)
+
+
+def simulate_on_timeline(flat: Flat, dev: Sequence[int], models: Sequence[DeviceModel],
+                         link: LinkModel, network: Network | None = None) -> Estimate:  # fmt: skip
+    """`simulate` on `Timeline`, the model the balanced placer plans on."""
     timeline, busy = Timeline(flat, len(models), link, None, network), [0.0] * len(models)
     with gc_paused():  # the slots are acyclic, freed by reference counting
         for op, device in enumerate(dev):
@@ -100,6 +119,157 @@ def simulate(flat: Flat, dev: Sequence[int], models: Sequence[DeviceModel],
             busy[device] += seconds
             timeline.run(op, device, seconds)
     return judge(timeline, dev, models, busy)
+
+
+def op_seconds(flat: Flat, dev: Sequence[int], models: Sequence[DeviceModel]) -> list[float]:
+    """`work_time` of each op on its device, over arrays (`baselines.times_on`)."""
+    n = len(dev)
+    flops = np.fromiter(flat.flops, np.float64, n)
+    nbytes = np.fromiter(flat.nbytes, np.float64, n)  # as `int / float` converts an int
+    seconds = np.empty(n)
+    for m, on in zip(models, by_label(dev, len(models)), strict=True):
+        seconds[on] = times_on(flops[on], nbytes[on], m)
+    out: list[float] = seconds.tolist()
+    return out
+
+
+def _replay(flat: Flat, dev: Sequence[int], models: Sequence[DeviceModel],
+            link: LinkModel) -> Estimate:  # fmt: skip
+    """`simulate_on_timeline` on one host over plain lists: the same steps in the same order
+    (`Timeline.run` and `_copy`, then `judge`). An op's outputs (its home slots: on its device,
+    allocated at its step, ready at its end) need only their last step; copies are kept whole;
+    a print's outputs are the slots it read, as (home slot or copy, device, ready)."""
+    n, devices = len(dev), len(models)
+    seconds = op_seconds(flat, dev, models)
+    inputs, sizes, is_print, out_bytes = flat.inputs, flat.sizes, flat.is_print, flat.out_bytes
+    first = list(accumulate(map(len, sizes), initial=0))  # each op's first home slot
+    homes = first.pop()
+    owner = [i for i, made in enumerate(sizes) for _ in made]  # each home slot's op
+    home_last = owner.copy()  # read by no later op: freed after its own step
+    home_size = list(chain.from_iterable(sizes))
+    done, free_at = [0.0] * n, [0.0] * devices
+    copies: list[list[Any]] = []  # [device, size, step, last, ready], slot homes + index
+    copied: dict[tuple[int, int, int], int] = {}  # (producer, output, device) -> copy's index
+    forwarded: dict[int, list[tuple[int, int, float]]] = {}  # per print: what it read
+    outbound, inbound = [Link() for _ in range(devices)], [Link() for _ in range(devices)]
+    solid: dict[tuple[int, int], Link] = {}
+
+    def copy_of(p: int, k: int, source: int, size: int, ready: float, d: int, op: int) -> int:
+        """`Timeline._copy` of output k of p (on `source`, `ready` then) to `d` for step op."""
+        length = copy_time(out_bytes[p][k], link)
+        start = max(done[p], ready)
+        both = solid.get((source, d))
+        if both is None:
+            both = solid[source, d] = Link()
+        end, pieces = transfer(outbound[source], inbound[d], start, length, None, both)
+        outbound[source].book(pieces)
+        inbound[d].book(pieces)
+        both.cover(start, end)
+        copy = copied[p, k, d] = homes + len(copies)
+        copies.append([d, size, op, op, end + 0.0])
+        return copy
+
+    for op in range(n):
+        d, ready, printing = dev[op], 0.0, is_print[op]
+        reads = []
+        for p, k in inputs[op]:
+            if is_print[p]:  # the slot it forwards
+                slot, source, there = forwarded[p][k]
+                if slot < homes:
+                    home_last[slot] = op
+                else:
+                    copies[slot - homes][3] = op
+            else:
+                slot, source, there = first[p] + k, dev[p], done[p]
+                home_last[slot] = op  # ops come in order: each read is the latest so far
+                if source == d and not printing:  # the common case: max(ready, done[p])
+                    if there > ready:
+                        ready = there
+                    continue
+            if source != d:
+                copy = copied.get((p, k, d))
+                if copy is None:
+                    size = home_size[slot] if slot < homes else copies[slot - homes][1]
+                    copy = copy_of(p, k, source, size, there, d, op)
+                else:
+                    copies[copy - homes][3] = op
+                slot, source, there = copy, d, copies[copy - homes][4]
+            ready = max(ready, done[p], there)
+            if printing:
+                reads.append((slot, source, there))
+        end = free_at[d]
+        done[op] = free_at[d] = (end if end > ready else ready) + seconds[op]
+        if printing:
+            forwarded[op] = reads
+    last = flat.last
+    for i, resident in enumerate(flat.resident):
+        if resident:
+            for slot in range(first[i], first[i] + len(sizes[i])):
+                home_last[slot] = last
+    for p, k in flat.fetched():  # never freed (a fetched print output is the slot it forwards)
+        slot = forwarded[p][k][0] if is_print[p] else first[p] + k
+        if slot < homes:
+            home_last[slot] = last
+        else:
+            copies[slot - homes][3] = last
+    busy = [0.0] * devices
+    for d, t in zip(dev, seconds, strict=True):  # in graph order, as `simulate` adds them
+        busy[d] += t
+    counts: tuple[list[int], ...] = tuple([0] * devices for _ in range(4))
+    copies_in, bytes_in, copies_out, bytes_out = counts
+    for p, k, d in copied:
+        source, nbytes = forwarded[p][k][1] if is_print[p] else dev[p], out_bytes[p][k]
+        copies_in[d] += 1
+        bytes_in[d] += nbytes
+        copies_out[source] += 1
+        bytes_out[source] += nbytes
+    names = [m.name for m in models]
+    peaks = _slot_peaks(dev, devices, owner, home_size, home_last, copies)
+    return Estimate(
+        makespan=max(done, default=0.0),
+        busy=dict(zip(names, busy, strict=True)),
+        peak=dict(zip(names, peaks, strict=True)),
+        copies_in=dict(zip(names, zip(copies_in, bytes_in, strict=True), strict=True)),
+        copies_out=dict(zip(names, zip(copies_out, bytes_out, strict=True), strict=True)),
+    )
+
+
+def _slot_peaks(dev: Sequence[int], devices: int, owner: list[int], home_size: list[int],
+                home_last: list[int], copies: list[list[Any]]) -> list[int]:  # fmt: skip
+    """`_peaks` of `_replay`'s slots: at each step its device holds what it allocated up to
+    that step less what was freed before it (after each slot's last step). In int64 arrays
+    when the sizes' total fits one, else as `_peaks` counts (Python's integers)."""
+    n = len(dev)
+    columns = [
+        [dev[i] for i in owner] + [c[0] for c in copies],
+        home_size + [c[1] for c in copies],
+        owner + [c[2] for c in copies],
+        home_last + [c[3] for c in copies],
+    ]
+    if sum(columns[1]) >= 1 << 62:
+        slots = [Slot(d, size, step, last, 0.0)
+                 for d, size, step, last in zip(*columns, strict=True)]  # fmt: skip
+        return _peak_counts(slots, dev, devices)
+    device, size, step, last = (np.array(c, dtype=np.int64) for c in columns)
+    # events per device in time order: each slot's size at its step and back after its last
+    # one, each step's check (0) after the events at its time; the events of each device sum
+    # to nothing, so one running sum over them all is each device's own
+    check = np.arange(n, dtype=np.int64)
+    where = np.fromiter(dev, np.int64, n)
+    at = np.concatenate([device, device, where])
+    time = np.concatenate([step, last + 1, check])
+    kind = np.concatenate([np.zeros(2 * len(size), np.int64), np.ones(n, np.int64)])
+    value = np.concatenate([size, -size, np.zeros(n, np.int64)])
+    order = np.lexsort((kind, time, at))
+    held = np.cumsum(value[order])[kind[order] == 1]  # at each step, in (device, step) order
+    peaks = [0] * devices
+    if n:
+        checked = at[order][kind[order] == 1]
+        starts = np.flatnonzero(np.r_[True, checked[1:] != checked[:-1]])
+        for d, top in zip(checked[starts].tolist(), np.maximum.reduceat(held, starts).tolist(),
+                          strict=True):  # fmt: skip
+            peaks[d] = max(top, 0)
+    return peaks
 
 
 def judge(timeline: Timeline, dev: Sequence[int], models: Sequence[DeviceModel],

@@ -17,14 +17,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from math import prod
 from typing import Any
 
 from ..devices.cluster import TaskName
 from ..devices.names import DeviceSpec, placer_spec
 from ..errors import BadInput
-from ..graph.model import Graph, Op, OpMeta, TensorSpec
+from ..graph.model import DTYPES, Graph, Op, OpMeta
 from ..units import allocation_size
-from .cost import op_flops
+from .cost import op_flops, output_rate
 from .model import Placement
 from .tf import generator_flags, kernels_of, tf_type_of
 
@@ -102,25 +103,37 @@ def flatten(graph: Graph, op_meta: Callable[[str], OpMeta] | None = None) -> Fla
     # ints when every name is distinct, as the loader makes them
     steps: Sequence[int] = list(index.values()) if len(index) == len(ops) else range(len(ops))
     metas = {t: meta_of(t) for t in {op.type for op in ops}}
+    rates = {t: output_rate(t, meta) for t, meta in metas.items()}  # None: `op_flops` itself
     inputs = []
     flops, nbytes = [], []
     kernels: list[frozenset[str]] = []
     first = [-1] * len(ops)
     shared: dict[Any, Any] = {}  # equal tuples and sets are kept once (most ops repeat them)
     keep = shared.setdefault
-    numbers: dict[tuple[type, float], Any] = {}  # equal costs kept once, with their type (2, 2.0)
-    number = numbers.setdefault
+    # equal costs kept once: FLOPs are floats, bytes ints (apart: 2 == 2.0)
+    same_flops: dict[float, float] = {}
+    same_bytes: dict[int, int] = {}
     known: dict[tuple[Any, ...], frozenset[str]] = {}  # kernels by what decides them
     out_bytes: list[tuple[int, ...]] = []  # exact output sizes, worked out once per op
+    elements: list[int] = []  # the outputs' elements (`cost._elements`)
     for op in ops:
-        made = tuple([s.nbytes for s in op.outputs])
+        outs = op.outputs
+        if len(outs) == 1:  # `TensorSpec.nbytes`, its element count kept
+            spec = outs[0]
+            count = prod(spec.shape)
+            made: tuple[int, ...] = (count * DTYPES[spec.dtype],)
+        else:
+            counts = [prod(spec.shape) for spec in outs]
+            count = sum(counts)
+            made = tuple([c * DTYPES[spec.dtype] for c, spec in zip(counts, outs, strict=True)])
         out_bytes.append(keep(made, made))
+        elements.append(count)
     for j, op in zip(steps, ops, strict=True):
         try:
             reads = tuple(
                 [keep(pair, pair) for pair in [(index[r.op], r.index) for r in op.inputs]]
             )
-            specs = tuple([ops[p].outputs[k] for p, k in reads])
+            read = [out_bytes[p][k] for p, k in reads]  # an output no op makes: IndexError
         except (KeyError, IndexError):
             raise BadInput(f"op '{op.name}' reads an output no earlier op produces") from None
         for p, _ in reads:
@@ -130,13 +143,18 @@ def flatten(graph: Graph, op_meta: Callable[[str], OpMeta] | None = None) -> Fla
                 first[p] = j
         inputs.append(keep(reads, reads))
         meta = metas[op.type]
-        kernels.append(_kernels(meta, op, specs, known))
-        cost = op_flops(op, specs, meta)
+        source = ops[reads[0][0]].outputs[reads[0][1]].dtype if reads else None
+        kernels.append(_kernels(meta, op, source, known))
+        rate = rates[op.type]
+        if rate is None:
+            cost = op_flops(op, tuple([ops[p].outputs[k] for p, k in reads]), meta)
+        else:  # `op_flops`, from the counts above
+            cost = 0.0 if rate == 0.0 else rate * elements[j]
         moved = 0  # `cost.op_bytes` (inputs read plus outputs written), from the sizes above
         if op.type != VARIABLE:
-            moved = sum([out_bytes[p][k] for p, k in reads]) + sum(out_bytes[j])
-        flops.append(number((cost.__class__, cost), cost))
-        nbytes.append(number((moved.__class__, moved), moved))
+            moved = sum(read) + sum(out_bytes[j])
+        flops.append(same_flops.setdefault(cost, cost))
+        nbytes.append(same_bytes.setdefault(moved, moved))
     resident = [metas[op.type].resident for op in ops]
     sizes: list[tuple[int, ...]] = []
     rounded: dict[tuple[int, ...], tuple[int, ...]] = {}  # allocation sizes per output sizes
@@ -170,12 +188,11 @@ def flatten(graph: Graph, op_meta: Callable[[str], OpMeta] | None = None) -> Fla
 def _kernels(
     meta: OpMeta,
     op: Op,
-    specs: tuple[TensorSpec, ...],
+    source: str | None,
     known: dict[tuple[Any, ...], frozenset[str]],
 ) -> frozenset[str]:
     """`kernels_of`, looked up once per (type, TF type where attrs choose it, output 0's dtype,
-    input 0's dtype): what decides an op's kernels (`OpDef.kernel_match`)."""
-    source = specs[0].dtype if specs else None
+    input 0's dtype `source`): what decides an op's kernels (`OpDef.kernel_match`)."""
     varying = getattr(meta, "tf_type_of", None) is not None  # zeros: Const or Fill, ...
     key = (op.type, op.outputs[0].dtype if op.outputs else None, source,
            tf_type_of(meta, op) if varying else None)  # fmt: skip
@@ -189,6 +206,9 @@ def _groups(graph: Graph) -> list[int]:
     """Colocation groups as TensorFlow forms them (`colocate_with` NAME joins group NAME, and
     every op founds or joins its own name's group): the root op index per op."""
     parent = list(range(len(graph.ops)))
+    alone = not any([op.colocate_with is not None for op in graph.ops])
+    if alone and len({op.name for op in graph.ops}) == len(parent):  # each op its own group
+        return parent
 
     def root(i: int) -> int:
         while parent[i] != i:
@@ -223,11 +243,12 @@ def free_groups(
     match = _matching_gpus if not gpu_tasks else _cluster_matcher(gpu_tasks, every)
     matches: dict[str, tuple[int, ...]] = {}
     allowed: dict[int, tuple[int, ...]] = {}
+    gpu_kernel = {id(k): "GPU" in k for k in flat.kernels}  # ops share their sets
     for i, op in enumerate(flat.graph.ops):
         found = matches.get(op.device)
         if found is None:
             found = matches[op.device] = match(placer_spec(op.device), every)
-        gpus = found if "GPU" in flat.kernels[i] else ()
+        gpus = found if gpu_kernel[id(flat.kernels[i])] else ()
         root = groups[i]
         before = allowed.get(root)
         if before is None or before is every:
@@ -235,9 +256,11 @@ def free_groups(
         elif gpus is not every:
             allowed[root] = tuple(k for k in before if k in gpus)  # both hold one GPU at most
     free = {root: g for root, g in allowed.items() if len(g) > 1}
-    for i, name in enumerate(flat.names):  # soft placement split the group: keep TF's choice
-        if tf.decisions[name].kind == "soft-fallback":
-            free.pop(groups[i], None)
+    soft = {name for name, d in tf.decisions.items() if d.kind == "soft-fallback"}
+    if soft:  # soft placement split the group: keep TF's choice
+        for i, name in enumerate(flat.names):
+            if name in soft:
+                free.pop(groups[i], None)
     return groups, free
 
 

@@ -12,7 +12,7 @@ from ..echo import sample
 from ..memory.pools import DeviceMemory
 from ..memory.training import TrainingMemory
 from ..placement.cost import DASK_HOP
-from ..placement.loads import DeviceLoad, device_loads, planned_copies
+from ..placement.loads import DeviceLoad, copies_and_loads
 from ..results import PlanEstimate, Prepared
 from ..units import device_memory, human
 from .cluster import (
@@ -27,7 +27,8 @@ from .cluster import (
 from .explain import EXPLAIN_HEADER, explain_fitted, explain_rows, short_device
 from .lines import pruned_line
 from .lines import title as run_title
-from .records import copy_records, machine_record, placed_ops, placement_records, rate_records
+from .plan_records import placement_fragment
+from .records import copy_records, machine_record, placed_ops, rate_records
 from .schema import SCHEMA_VERSION
 from .text import columns, fit_table, left_out
 from .training import (
@@ -109,8 +110,7 @@ def rates_line(prepared: Prepared) -> str:
 
 
 def _loads(prepared: Prepared) -> tuple[list[Any], list[DeviceLoad]]:
-    copies = planned_copies(prepared.graph, prepared.placement)
-    return copies, device_loads(prepared.graph, prepared.placement, copies)
+    return copies_and_loads(prepared.graph, prepared.placement)
 
 
 def fits(m: DeviceMemory | None, step: TrainingMemory | None = None) -> bool | None:
@@ -251,7 +251,7 @@ def plan_json(
         "machine": machine_record(view),
         "strategy": prepared.strategy,
         "rates": rate_records(prepared),
-        "placement": placement_records(*placed_ops(prepared), prepared.pruned),
+        "placement": placement_fragment(*placed_ops(prepared), prepared.pruned),
         "pruned": list(prepared.pruned),
         "policy": prepared.policy.name(),
         "training": training_record(prepared.training),

@@ -161,10 +161,18 @@ def json_bytes(doc: Any) -> bytes:
     try:
         out = orjson.dumps(safe, option=orjson.OPT_INDENT_2 | orjson.OPT_SERIALIZE_NUMPY)
     except TypeError:  # orjson.JSONEncodeError is a TypeError
-        return json.dumps(safe, indent=2, allow_nan=False).encode("ascii")
+        return json.dumps(safe, indent=2, allow_nan=False, default=_unfragment).encode("ascii")
     if out.isascii() and b"\x7f" not in out:
         return out
     return _NON_ASCII.sub(_escape, out.decode()).encode("ascii")
+
+
+def _unfragment(value: Any) -> Any:
+    """For the standard library: an `orjson.Fragment`'s JSON text (`report/plan_records.py`)
+    as the value it stands for."""
+    if isinstance(value, orjson.Fragment):
+        return json.loads(orjson.dumps(value))  # orjson writes a fragment as its text
+    raise TypeError(f"{type(value).__name__} is not JSON serializable")
 
 
 def placed_ops(prepared: Prepared) -> tuple[Graph, Placement]:

@@ -22,7 +22,8 @@ N = 400  # logical GPUs and replicas: n * n is 160,000, far above the bounds bel
 
 @pytest.fixture
 def counted(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, int]]:
-    """Calls of DeviceSpec.matches (placer, free groups) and of the lower bound's work_time."""
+    """Calls of DeviceSpec.matches (placer, free groups), and the op times the lower bound works
+    out (`times_on`: the ops of each array it is given)."""
     calls = {"matches": 0, "work_time": 0}
 
     def counting(name: str, real: Callable[..., Any]) -> Callable[..., Any]:
@@ -33,7 +34,13 @@ def counted(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, int]]:
         return call
 
     monkeypatch.setattr(DeviceSpec, "matches", counting("matches", DeviceSpec.matches))
-    monkeypatch.setattr(baselines, "work_time", counting("work_time", baselines.work_time))
+    real = baselines.times_on
+
+    def times_on(flops: Any, nbytes: Any, device: Any) -> Any:
+        calls["work_time"] += len(flops)
+        return real(flops, nbytes, device)
+
+    monkeypatch.setattr(baselines, "times_on", times_on)
     yield calls
 
 
