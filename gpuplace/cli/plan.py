@@ -20,7 +20,7 @@ from .flags import (
     pop_memory_flags,
 )
 from .help import Command
-from .output import draw_table, stages, terminal_width, warn, warn_prepared
+from .output import draw_table, echo_json, stages, terminal_width, warn, warn_prepared
 
 if TYPE_CHECKING:
     from ..devices.model import View
@@ -51,7 +51,7 @@ def plan(app: AppContext, /, spec: str, soft: bool | None, as_json: bool, fmt: s
     from ..pipeline import estimate_plan, predict_memory, predict_training, prepare
     from ..report import plan as report
     from ..report.lines import pruned_line
-    from ..report.records import json_text
+    from ..report.records import json_bytes
 
     if as_json and fmt not in (None, "json"):
         raise BadInput(
@@ -92,7 +92,9 @@ def plan(app: AppContext, /, spec: str, soft: bool | None, as_json: bool, fmt: s
             click.echo(f"// {pruned}")
         click.echo(to_dot(prepared.graph, prepared.placement, title), nl=False)
     elif as_json or fmt == "json":
-        click.echo(json_text(report.plan_json(view, prepared, memory, est, steps)))
+        doc = report.plan_json(view, prepared, memory, est, steps)
+        echo_json(json_bytes(doc))
+        app.keep(doc)
     elif not wide and draw_table(app, len(prepared.graph.ops)):  # a long table: plain
         click.echo(report.plan_fitted(view, prepared, memory, est, terminal_width(app), steps))
     else:
@@ -106,6 +108,7 @@ def plan(app: AppContext, /, spec: str, soft: bool | None, as_json: bool, fmt: s
         if failed is not None:
             raise failed
     check_reservations(prepared.logical)  # what run checks before it starts
+    app.keep(prepared, memory, est)
 
 
 def hand_back(view: View, prepared: Prepared, fmt: str, output: str | None) -> None:
