@@ -48,3 +48,37 @@ def test_a_tensor_to_the_end_touches_a_number_per_block_not_every_step() -> None
     assert changed <= 2 * occupancy.BLOCK  # the steps of the two end blocks only
     assert occupied.peak(0, 0, 9) == 120 and occupied.peak(0, 10, 999_999) == 121
     assert occupied.high[0] == 121 and occupied.room(0, 0, 9) == 100 - 120
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.sampled_from([1, 4, 512]), st.sampled_from([1, 8, 10**6]), st.integers(1, 100),
+       st.integers(0, 2**42),
+       st.lists(st.one_of(spans, st.tuples(st.integers(0, 99), st.integers(0, 99))),
+                max_size=60))  # fmt: skip
+def test_occupancy_answers_as_a_plain_row_whenever_its_pending_tensors_are_merged(
+    block: int, bulk: int, steps: int, limit: int, calls: list[tuple[int, ...]]
+) -> None:
+    """Adds and checks interleaved: tensors pending while the device is under its limit, then
+    merged one by one or all at once (`_BULK`): every peak, room and fit is the plain row's."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(occupancy, "BLOCK", block)
+        patch.setattr(occupancy, "_BULK", bulk)
+        occupied, plain = Occupancy([limit, None], steps), np.zeros(steps, dtype=np.int64)
+        for call in calls:
+            lo, hi = sorted((call[0] % steps, call[1] % steps))
+            if len(call) == 3:
+                occupied.add(0, lo, hi, call[2])
+                occupied.add(1, lo, hi, call[2])  # no limit: not tracked
+                plain[lo : hi + 1] += call[2]
+                continue
+            assert occupied.high[0] >= int(plain.max())
+            assert occupied.peak(0, lo, hi) == int(plain[lo : hi + 1].max())
+            assert occupied.room(0, lo, hi) == limit - int(plain[lo : hi + 1].max())
+            size, j = call[0] * 2**30, (lo + hi) // 2
+            plain_fits = (
+                not (lo < j and int(plain[lo:j].max()) + size // 2 > limit)
+                and int(plain[j : hi + 1].max()) + size <= limit
+            )
+            assert occupied.fits(0, lo, j, hi, size // 2, size) == plain_fits
+            assert occupied.fits(1, lo, j, hi, size // 2, size) and occupied.room(1, lo, hi) is None
+        assert occupied.rows[1] is None and not occupied.pending[1]
