@@ -82,3 +82,34 @@ def test_occupancy_answers_as_a_plain_row_whenever_its_pending_tensors_are_merge
             assert occupied.fits(0, lo, j, hi, size // 2, size) == plain_fits
             assert occupied.fits(1, lo, j, hi, size // 2, size) and occupied.room(1, lo, hi) is None
         assert occupied.rows[1] is None and not occupied.pending[1]
+
+
+def test_a_device_with_a_row_far_under_its_limit_adds_to_the_list_until_a_check_needs_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The fan's case at 100,000 ops: once a device has its row, its tensors wait in the list
+    while they cannot reach the limit, and the row takes them all at once (one rebuild, not a
+    block update per tensor) when a check must look."""
+    calls = {"add": 0, "merge": 0}
+    for name in calls:
+        real = getattr(Steps, name)
+
+        def counted(self: Steps, *args: object, name: str = name, real: object = real) -> object:
+            calls[name] += 1
+            return real(self, *args)  # type: ignore[operator]
+
+        monkeypatch.setattr(Steps, name, counted)
+    occupied = Occupancy([10_000], steps=100_000)
+    occupied.add(0, 0, 9, 6_000)
+    occupied.add(0, 10, 19, 6_000)  # 12,000 in all: the limit could be reached, a check looks
+    assert occupied.fits(0, 0, 0, 99_999, 0, 1)  # the row is made: its peak is 6,000
+    for step in range(1_000):
+        occupied.add(0, step * 100, step * 100 + 50, 1)
+    assert occupied.high[0] == 6_000 + 1_000  # at least the peak: the row's, plus the list
+    assert occupied.fits(0, 0, 0, 99_999, 0, 3_000)  # 7,000 + 3,000: no need to look
+    assert calls == {"add": 0, "merge": 0}  # the row is untouched while the list grows
+    assert occupied.fits(0, 0, 0, 99_999, 0, 3_500)  # 10,500 might not fit: it looks
+    assert calls == {"add": 0, "merge": 1} and not occupied.pending[0]  # 1,000 spans: one rebuild
+    assert occupied.peak(0, 0, 99_999) == occupied.high[0] == 6_001
+    occupied.add(0, 7, 9, 5)
+    assert occupied.peak(0, 8, 8) == 6_006 and calls == {"add": 1, "merge": 1}  # one: added
