@@ -12,9 +12,9 @@ A device's row of steps is made only when a check needs it: until its tensors to
 exceed its limit, a sum is enough. So a graph with a small tensor on each of 20,000 logical
 GPUs keeps 20,000 sums and interval lists, not a 20,000 x steps matrix. Once it has a row,
 tensors still wait in the list, `high` growing by their sizes from the row's peak, until a
-check needs the row again: then they are added one by one, or, when there are more than a
-row of that length rebuilds faster (`_BULK`), all at once (`Steps.merge`). A device far under
-its limit thus pays a list append per tensor, not the row's upkeep.
+check needs the row again (or 4,096 wait): then they are added one by one, or, when there
+are more than a row of that length rebuilds faster (`_BULK`), all at once (`Steps.merge`). A
+device far under its limit thus pays a list append per tensor, not the row's upkeep.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ import numpy as np
 
 BLOCK = 512  # steps per block of a device's row (`Steps`)
 _BULK = 1024  # a row of n steps is rebuilt rather than added to span by span above n / _BULK spans
+_HELD = 3 * 4096  # at most this many numbers wait for a device's row once it has one
 
 
 class Steps:
@@ -62,11 +63,12 @@ class Steps:
 
     def merge(self, spans: np.ndarray) -> None:
         """Add every (lo, hi, size) row of `spans` at once: the row is rebuilt (O(steps))."""
-        steps = len(self.base)
-        row = self.base + np.repeat(self.lazy, BLOCK)[:steps]
+        row, lazy, steps = self.base, self.lazy, len(self.base)
+        whole = steps // BLOCK * BLOCK  # in place: a row of 1,000,000 steps is 8 MB
+        row[:whole].reshape(-1, BLOCK)[:] += lazy[: whole // BLOCK, None]
+        row[whole:] += lazy[-1]
         row += _sums(spans, steps)
-        self.base = row
-        self.lazy = np.zeros_like(self.lazy)
+        lazy[:] = 0
         self.top = np.maximum.reduceat(row, np.arange(0, steps, BLOCK))
 
     def peak(self, lo: int, hi: int) -> int:
@@ -139,8 +141,11 @@ class Occupancy:
         """A tensor of `size` bytes alive on d over steps lo..hi."""
         if not self.tracked[d] or size == 0 or lo > hi:
             return
-        self.pending[d].extend((lo, hi, size))  # into the row when a check needs it (`_row`)
+        pending = self.pending[d]
+        pending.extend((lo, hi, size))  # into the row when a check needs it (`_row`)
         self.high[d] += size
+        if len(pending) > _HELD and self.rows[d] is not None:  # bounded: 96 KiB a device
+            self._row(d)
 
 
 def _sums(spans: np.ndarray, steps: int) -> np.ndarray:
@@ -148,4 +153,4 @@ def _sums(spans: np.ndarray, steps: int) -> np.ndarray:
     change = np.zeros(steps + 1, dtype=np.int64)  # what starts or ends at a step
     np.add.at(change, spans[:, 0], spans[:, 2])
     np.add.at(change, spans[:, 1] + 1, -spans[:, 2])
-    return np.cumsum(change[:-1])
+    return np.cumsum(change[:-1], out=change[:-1])

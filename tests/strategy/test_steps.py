@@ -51,18 +51,20 @@ def test_a_tensor_to_the_end_touches_a_number_per_block_not_every_step() -> None
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.sampled_from([1, 4, 512]), st.sampled_from([1, 8, 10**6]), st.integers(1, 100),
-       st.integers(0, 2**42),
+@given(st.sampled_from([1, 4, 512]), st.sampled_from([1, 8, 10**6]), st.sampled_from([3, 12, 10**9]),
+       st.integers(1, 100), st.integers(0, 2**42),
        st.lists(st.one_of(spans, st.tuples(st.integers(0, 99), st.integers(0, 99))),
                 max_size=60))  # fmt: skip
 def test_occupancy_answers_as_a_plain_row_whenever_its_pending_tensors_are_merged(
-    block: int, bulk: int, steps: int, limit: int, calls: list[tuple[int, ...]]
+    block: int, bulk: int, held: int, steps: int, limit: int, calls: list[tuple[int, ...]]
 ) -> None:
-    """Adds and checks interleaved: tensors pending while the device is under its limit, then
-    merged one by one or all at once (`_BULK`): every peak, room and fit is the plain row's."""
+    """Adds and checks interleaved: tensors pending while the device is under its limit (at
+    most `_HELD` numbers), then merged one by one or all at once (`_BULK`): every peak, room
+    and fit is the plain row's."""
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(occupancy, "BLOCK", block)
         patch.setattr(occupancy, "_BULK", bulk)
+        patch.setattr(occupancy, "_HELD", held)
         occupied, plain = Occupancy([limit, None], steps), np.zeros(steps, dtype=np.int64)
         for call in calls:
             lo, hi = sorted((call[0] % steps, call[1] % steps))
@@ -70,6 +72,7 @@ def test_occupancy_answers_as_a_plain_row_whenever_its_pending_tensors_are_merge
                 occupied.add(0, lo, hi, call[2])
                 occupied.add(1, lo, hi, call[2])  # no limit: not tracked
                 plain[lo : hi + 1] += call[2]
+                assert occupied.rows[0] is None or len(occupied.pending[0]) <= held
                 continue
             assert occupied.high[0] >= int(plain.max())
             assert occupied.peak(0, lo, hi) == int(plain[lo : hi + 1].max())
