@@ -30,6 +30,14 @@ class Link:
         """Mark `pieces` busy (they lie in idle time), merging blocks that touch."""
         starts, ends = self.starts, self.ends
         for start, end in pieces:
+            if not starts or start >= starts[-1]:  # after the last block's start (most pieces)
+                if ends and ends[-1] >= start:
+                    if end > ends[-1]:
+                        ends[-1] = end
+                else:
+                    starts.append(start)
+                    ends.append(end)
+                continue
             i = bisect_right(starts, start)
             if i and ends[i - 1] >= start:
                 i -= 1

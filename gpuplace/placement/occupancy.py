@@ -10,7 +10,11 @@ same way before it places an op there).
 
 A device's row of steps is made only when a check needs it: until its tensors together could
 exceed its limit, a sum is enough. So a graph with a small tensor on each of 20,000 logical
-GPUs keeps 20,000 sums and interval lists, not a 20,000 x steps matrix.
+GPUs keeps 20,000 sums and interval lists, not a 20,000 x steps matrix. Once it has a row,
+tensors still wait in the list, `high` growing by their sizes from the row's peak, until a
+check needs the row again (or 4,096 wait): then they are added one by one, or, when there
+are more than a row of that length rebuilds faster (`_BULK`), all at once (`Steps.merge`). A
+device far under its limit thus pays a list append per tensor, not the row's upkeep.
 """
 
 from __future__ import annotations
@@ -21,6 +25,8 @@ from collections.abc import Sequence
 import numpy as np
 
 BLOCK = 512  # steps per block of a device's row (`Steps`)
+_BULK = 1024  # a row of n steps is rebuilt rather than added to span by span above n / _BULK spans
+_HELD = 3 * 4096  # at most this many numbers wait for a device's row once it has one
 
 
 class Steps:
@@ -55,6 +61,16 @@ class Steps:
             self.top[b0 + 1 : b1] += size
         return int(self.top[b0 : b1 + 1].max())
 
+    def merge(self, spans: np.ndarray) -> None:
+        """Add every (lo, hi, size) row of `spans` at once: the row is rebuilt (O(steps))."""
+        row, lazy, steps = self.base, self.lazy, len(self.base)
+        whole = steps // BLOCK * BLOCK  # in place: a row of 1,000,000 steps is 8 MB
+        row[:whole].reshape(-1, BLOCK)[:] += lazy[: whole // BLOCK, None]
+        row[whole:] += lazy[-1]
+        row += _sums(spans, steps)
+        lazy[:] = 0
+        self.top = np.maximum.reduceat(row, np.arange(0, steps, BLOCK))
+
     def peak(self, lo: int, hi: int) -> int:
         """The most bytes in use at any step of lo..hi."""
         b0, b1 = lo // BLOCK, hi // BLOCK
@@ -77,21 +93,27 @@ class Occupancy:
         self.tracked = [limit is not None for limit in limits]
         self.steps = max(steps, 1)
         self.rows: list[Steps | None] = [None] * len(limits)
-        # not in a row yet: (lo, hi, size) after (lo, hi, size), 24 bytes each, no objects
+        # not in the row yet: (lo, hi, size) after (lo, hi, size), 24 bytes each, no objects
         self.pending = [array("q") for _ in limits]
-        self.high = [0] * len(limits)  # the sum of a device's sizes until it has a row
+        # at least the peak of each device: the row's last peak (0) plus every size pending
+        self.high = [0] * len(limits)
 
     def _row(self, d: int) -> Steps:
-        """Device d's bytes per step, made from the intervals added so far on first use."""
-        row = self.rows[d]
+        """Device d's bytes per step with every interval added so far: made on first use, and
+        brought up to date with the intervals added since."""
+        row, pending = self.rows[d], self.pending[d]
+        if row is not None and not pending:
+            return row
+        spans = np.frombuffer(pending, dtype=np.int64).reshape(-1, 3)
         if row is None:
-            spans = np.frombuffer(self.pending[d], dtype=np.int64).reshape(-1, 3)
-            change = np.zeros(self.steps + 1, dtype=np.int64)  # what starts or ends at a step
-            np.add.at(change, spans[:, 0], spans[:, 2])
-            np.add.at(change, spans[:, 1] + 1, -spans[:, 2])
-            row = self.rows[d] = Steps(np.cumsum(change[:-1]))
-            self.pending[d] = array("q")
-            self.high[d] = int(row.top.max())
+            row = self.rows[d] = Steps(_sums(spans, self.steps))
+        elif len(spans) > self.steps // _BULK:
+            row.merge(spans)
+        else:
+            for lo, hi, size in spans.tolist():
+                row.add(lo, hi, size)
+        self.pending[d] = array("q")
+        self.high[d] = int(row.top.max())
         return row
 
     def peak(self, d: int, lo: int, hi: int) -> int:
@@ -119,11 +141,16 @@ class Occupancy:
         """A tensor of `size` bytes alive on d over steps lo..hi."""
         if not self.tracked[d] or size == 0 or lo > hi:
             return
-        row = self.rows[d]
-        if row is None:
-            self.pending[d].extend((lo, hi, size))
-            self.high[d] += size
-            return
-        top = row.add(lo, hi, size)
-        if top > self.high[d]:
-            self.high[d] = top
+        pending = self.pending[d]
+        pending.extend((lo, hi, size))  # into the row when a check needs it (`_row`)
+        self.high[d] += size
+        if len(pending) > _HELD and self.rows[d] is not None:  # bounded: 96 KiB a device
+            self._row(d)
+
+
+def _sums(spans: np.ndarray, steps: int) -> np.ndarray:
+    """Bytes per step (int64, `steps` long) of the (lo, hi, size) rows of `spans`."""
+    change = np.zeros(steps + 1, dtype=np.int64)  # what starts or ends at a step
+    np.add.at(change, spans[:, 0], spans[:, 2])
+    np.add.at(change, spans[:, 1] + 1, -spans[:, 2])
+    return np.cumsum(change[:-1], out=change[:-1])

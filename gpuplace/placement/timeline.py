@@ -78,36 +78,50 @@ class Timeline:
         """Run `op` on `device` for `seconds` once the device is free and its inputs are there
         (each copied in on its first reader there); when it ends. Its outputs are charged to
         the occupancy unless `charge` is False (the caller reserved them before)."""
-        flat, done, home = self.flat, self.done, self.home
-        reads, ready = [], 0.0
+        flat, done, home, copied = self.flat, self.done, self.home, self.copied
+        ready = 0.0
         for producer, output in flat.inputs[op]:
             slot = home[producer][output]
             if slot.last < op:
                 self.extend(slot, op)
             if slot.device != device:
-                copy = self.copied.get((producer, output, device))
+                copy = copied.get((producer, output, device))
                 if copy is None:
                     copy = self._copy(producer, output, slot, device, op)
                 elif copy.last < op:
                     self.extend(copy, op)
                 slot = copy
-            ready = max(ready, done[producer], slot.ready)
-            reads.append(slot)
-        end = done[op] = self.free_at[device] = max(self.free_at[device], ready) + seconds
-        if flat.is_print[op]:
-            home[op] = tuple(reads)
+            if done[producer] > ready:
+                ready = done[producer]
+            if slot.ready > ready:
+                ready = slot.ready
+        free = self.free_at[device]
+        end = done[op] = self.free_at[device] = (free if free > ready else ready) + seconds
+        if flat.is_print[op]:  # forwards the slots it read (copies made above)
+            home[op] = tuple(self._read(op, device))
             return end
+        sizes = flat.sizes[op]
         if self.occupancy is None:  # a life grows with its readers
-            outputs = tuple(Slot(device, size, op, op, end) for size in flat.sizes[op])
+            outputs = tuple([Slot(device, size, op, op, end) for size in sizes])
         else:  # to its static last step, charged up front (unless reserved before)
-            lives = zip(flat.sizes[op], flat.ends[op], strict=True)
-            outputs = tuple(Slot(device, size, op, last, end) for size, last in lives)
+            lives = zip(sizes, flat.ends[op], strict=True)
+            outputs = tuple([Slot(device, size, op, last, end) for size, last in lives])
             if charge:
+                add = self.occupancy.add
                 for slot in outputs:
-                    self.occupancy.add(device, op, slot.last, slot.size)
+                    add(device, op, slot.last, slot.size)
         home[op] = outputs
         self.slots += outputs
         return end
+
+    def _read(self, op: int, device: int) -> list[Slot]:
+        """The slots `op` on `device` reads, one per input (after `run` made its copies)."""
+        home, copied = self.home, self.copied
+        reads = []
+        for producer, output in self.flat.inputs[op]:
+            slot = home[producer][output]
+            reads.append(slot if slot.device == device else copied[producer, output, device])
+        return reads
 
     def extend(self, slot: Slot, step: int) -> None:
         """`slot` is read at `step`: it lives at least until then."""

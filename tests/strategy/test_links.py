@@ -4,8 +4,10 @@ it visited every busy block of every list in order of start, once per copy)."""
 
 from __future__ import annotations
 
+import random
 from bisect import bisect_right
 from collections.abc import Callable, Sequence
+from itertools import pairwise
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -100,6 +102,35 @@ def test_a_run_of_copies_with_known_busy_time_books_what_the_sweep_booked(
             t for t in checks if busy(mine[2], t) and not busy(mine[0], t) | busy(mine[1], t)
         ]
         assert not known_but_idle  # known busy time is busy on one link or the other
+
+
+def merged(pieces: list[Piece]) -> list[Piece]:
+    """The union of `pieces` as sorted blocks, touching ones joined (what a Link keeps)."""
+    out: list[Piece] = []
+    for start, end in sorted(pieces):
+        if out and out[-1][1] >= start:
+            out[-1] = (out[-1][0], max(out[-1][1], end))
+        else:
+            out.append((start, end))
+    return out
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.integers(0, 40), unique=True, max_size=30), st.randoms(use_true_random=False),
+       st.integers(1, 4))  # fmt: skip
+def test_book_keeps_the_union_of_its_pieces_merged_whatever_their_order(
+    points: list[int], rng: random.Random, chunk: int
+) -> None:
+    """Disjoint pieces (many touching, as a copy's pieces touch the blocks around them) booked
+    in any order, a few at a time: the blocks are their union, sorted, apart."""
+    marks = sorted(points)
+    pieces = [(a / 4, b / 4) for a, b in pairwise(marks) if rng.random() < 0.7]
+    rng.shuffle(pieces)
+    made = Link()
+    for n in range(0, len(pieces), chunk):
+        made.book(pieces[n : n + chunk])
+        assert well_formed(made)
+        assert list(zip(made.starts, made.ends, strict=True)) == merged(pieces[: n + chunk])
 
 
 @settings(max_examples=200, deadline=None)

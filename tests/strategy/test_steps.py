@@ -48,3 +48,71 @@ def test_a_tensor_to_the_end_touches_a_number_per_block_not_every_step() -> None
     assert changed <= 2 * occupancy.BLOCK  # the steps of the two end blocks only
     assert occupied.peak(0, 0, 9) == 120 and occupied.peak(0, 10, 999_999) == 121
     assert occupied.high[0] == 121 and occupied.room(0, 0, 9) == 100 - 120
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.sampled_from([1, 4, 512]), st.sampled_from([1, 8, 10**6]), st.sampled_from([3, 12, 10**9]),
+       st.integers(1, 100), st.integers(0, 2**42),
+       st.lists(st.one_of(spans, st.tuples(st.integers(0, 99), st.integers(0, 99))),
+                max_size=60))  # fmt: skip
+def test_occupancy_answers_as_a_plain_row_whenever_its_pending_tensors_are_merged(
+    block: int, bulk: int, held: int, steps: int, limit: int, calls: list[tuple[int, ...]]
+) -> None:
+    """Adds and checks interleaved: tensors pending while the device is under its limit (at
+    most `_HELD` numbers), then merged one by one or all at once (`_BULK`): every peak, room
+    and fit is the plain row's."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(occupancy, "BLOCK", block)
+        patch.setattr(occupancy, "_BULK", bulk)
+        patch.setattr(occupancy, "_HELD", held)
+        occupied, plain = Occupancy([limit, None], steps), np.zeros(steps, dtype=np.int64)
+        for call in calls:
+            lo, hi = sorted((call[0] % steps, call[1] % steps))
+            if len(call) == 3:
+                occupied.add(0, lo, hi, call[2])
+                occupied.add(1, lo, hi, call[2])  # no limit: not tracked
+                plain[lo : hi + 1] += call[2]
+                assert occupied.rows[0] is None or len(occupied.pending[0]) <= held
+                continue
+            assert occupied.high[0] >= int(plain.max())
+            assert occupied.peak(0, lo, hi) == int(plain[lo : hi + 1].max())
+            assert occupied.room(0, lo, hi) == limit - int(plain[lo : hi + 1].max())
+            size, j = call[0] * 2**30, (lo + hi) // 2
+            plain_fits = (
+                not (lo < j and int(plain[lo:j].max()) + size // 2 > limit)
+                and int(plain[j : hi + 1].max()) + size <= limit
+            )
+            assert occupied.fits(0, lo, j, hi, size // 2, size) == plain_fits
+            assert occupied.fits(1, lo, j, hi, size // 2, size) and occupied.room(1, lo, hi) is None
+        assert occupied.rows[1] is None and not occupied.pending[1]
+
+
+def test_a_device_with_a_row_far_under_its_limit_adds_to_the_list_until_a_check_needs_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The fan's case at 100,000 ops: once a device has its row, its tensors wait in the list
+    while they cannot reach the limit, and the row takes them all at once (one rebuild, not a
+    block update per tensor) when a check must look."""
+    calls = {"add": 0, "merge": 0}
+    for name in calls:
+        real = getattr(Steps, name)
+
+        def counted(self: Steps, *args: object, name: str = name, real: object = real) -> object:
+            calls[name] += 1
+            return real(self, *args)  # type: ignore[operator]
+
+        monkeypatch.setattr(Steps, name, counted)
+    occupied = Occupancy([10_000], steps=100_000)
+    occupied.add(0, 0, 9, 6_000)
+    occupied.add(0, 10, 19, 6_000)  # 12,000 in all: the limit could be reached, a check looks
+    assert occupied.fits(0, 0, 0, 99_999, 0, 1)  # the row is made: its peak is 6,000
+    for step in range(1_000):
+        occupied.add(0, step * 100, step * 100 + 50, 1)
+    assert occupied.high[0] == 6_000 + 1_000  # at least the peak: the row's, plus the list
+    assert occupied.fits(0, 0, 0, 99_999, 0, 3_000)  # 7,000 + 3,000: no need to look
+    assert calls == {"add": 0, "merge": 0}  # the row is untouched while the list grows
+    assert occupied.fits(0, 0, 0, 99_999, 0, 3_500)  # 10,500 might not fit: it looks
+    assert calls == {"add": 0, "merge": 1} and not occupied.pending[0]  # 1,000 spans: one rebuild
+    assert occupied.peak(0, 0, 99_999) == occupied.high[0] == 6_001
+    occupied.add(0, 7, 9, 5)
+    assert occupied.peak(0, 8, 8) == 6_006 and calls == {"add": 1, "merge": 1}  # one: added
