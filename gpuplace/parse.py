@@ -75,4 +75,3 @@ def key_line(text: str, key: str, index: int | None = None) -> int | None:
     from . import yaml_text
 
     return yaml_text.key_line(text, key, index)
-
