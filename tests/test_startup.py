@@ -29,9 +29,13 @@ graph:
 # (only for a "did you mean"), subprocess (only for the libcuda probe of a real machine).
 NOT_LOADED = ("gpuplace.cli.devices", "gpuplace.cli.mem", "rich", "_hashlib", "traceback", "cupy",
               "difflib", "subprocess")  # fmt: skip
-# ...nor a JSON spec PyYAML, nor a run the plan's estimate.
+# ...nor a JSON spec PyYAML, nor a run the plan's estimate or (without --training) training memory.
 NOT_FOR_JSON = ("yaml", "gpuplace.yaml_text")
-NOT_FOR_RUN = ("gpuplace.placement.estimate", "gpuplace.placement.baselines")
+NOT_FOR_RUN = (
+    "gpuplace.placement.estimate",
+    "gpuplace.placement.baselines",
+    "gpuplace.memory.training",
+)
 
 
 @pytest.mark.parametrize("command", ["run", "plan"])
