@@ -54,7 +54,6 @@ from .memory.pools import (
     release_pools,
     summary,
 )
-from .memory.training import TrainingMemory, resolve_training, training_flat
 from .options import Options, check_feed_names, check_replicas, replicate_count
 from .placement.devmap import pin
 from .placement.model import Placement
@@ -65,6 +64,7 @@ if TYPE_CHECKING:
     from .execute.backends import CupyLoader
     from .execute.executor import Layout, RunResult
     from .execute.verify import Verified
+    from .memory.training import Training, TrainingMemory
     from .placement.flat import Flat
 
 CPU0 = full_name("CPU", 0)
@@ -166,8 +166,13 @@ def prepare(
     rates = load_rates(env)
     if found is not None:
         found = measured_network(found, rates)
-    training = resolve_training(options.training, options.training_dtype, graph.config.training)
-    footprint = None if training is None else training_flat(training)
+    training: Training | None = None
+    footprint = None
+    if options.training is not None or options.training_dtype is not None or graph.config.training:
+        from .memory.training import resolve_training, training_flat  # only then (start-up)
+
+        training = resolve_training(options.training, options.training_dtype, graph.config.training)  # fmt: skip
+        footprint = None if training is None else training_flat(training)
     whole: tuple[Graph, Placement] | None = None
     dropped: tuple[str, ...] = ()
     whole_graph = strategy == "tensorflow"  # TF's placer sees every op; the others weigh work

@@ -1,26 +1,31 @@
 """What the pipeline (`pipeline.py`) hands to the reports and the CLI: plain, typed results.
 
-A leaf module: it imports the types it names and no behaviour, so `report/` and `cli/` can name
-a Prepared graph or an Outcome without importing the orchestrator.
+A leaf module: it names types and no behaviour, so `report/` and `cli/` can name a Prepared
+graph or an Outcome without importing the orchestrator; the types are imported for type
+checkers only, so that a command loads only the modules it runs (`run` no estimate).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from .devices.cluster import Cluster, TaskName
-from .devices.model import LogicalGpu
 from .devices.rates import Rates
-from .execute.executor import Layout, RunResult
-from .graph.model import Graph
-from .memory.policy import Policy
-from .memory.pools import DeviceMemory
-from .memory.training import Training
-from .placement.baselines import Bounds
-from .placement.estimate import Estimate
-from .placement.flat import Flat
-from .placement.model import Placement
+
+if TYPE_CHECKING:  # names for annotations only: a command imports what it runs (start-up)
+    from collections.abc import Mapping
+
+    from .devices.cluster import Cluster, TaskName
+    from .devices.model import LogicalGpu
+    from .execute.executor import Layout, RunResult
+    from .graph.model import Graph
+    from .memory.policy import Policy
+    from .memory.pools import DeviceMemory
+    from .memory.training import Training
+    from .placement.baselines import Bounds
+    from .placement.estimate import Estimate
+    from .placement.flat import Flat
+    from .placement.model import Placement
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,4 @@
-"""`parse.py`'s fast YAML path (`_Events`: data straight from libyaml's events) against the
+"""`yaml_text.py`'s fast YAML path (`_Events`: data straight from libyaml's events) against the
 composer's (`yaml.compose` + `_Builder`): the same data, the same mapping lines, the same
 errors; whatever the fast path does not handle goes to the composer."""
 
@@ -12,7 +12,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from gpuplace.errors import BadInput
-from gpuplace.parse import SPEC_ALIASES, Document, _Builder, _Events, _Loader, parse_yaml
+from gpuplace.parse import SPEC_ALIASES, Document, parse_yaml
+from gpuplace.yaml_text import _Builder, _Events, _Loader
 
 
 def composed(text: str) -> Document:

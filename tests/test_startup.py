@@ -4,6 +4,7 @@ No timing here: the modules loaded are what a test can pin."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -11,6 +12,7 @@ import uuid
 from pathlib import Path
 
 import pytest
+import yaml
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -23,18 +25,29 @@ graph:
   - {name: c, op: add, inputs: [a, b]}
 """
 # What a small run or plan has no use for: the other commands' modules, rich (no terminal),
-# OpenSSL's hashlib (a simulated GPU's UUID), traceback (only for a failure or --debug).
-NOT_LOADED = ("gpuplace.cli.devices", "gpuplace.cli.mem", "rich", "_hashlib", "traceback", "cupy")
+# OpenSSL's hashlib (a simulated GPU's UUID), traceback (only for a failure or --debug), difflib
+# (only for a "did you mean"), subprocess (only for the libcuda probe of a real machine).
+NOT_LOADED = ("gpuplace.cli.devices", "gpuplace.cli.mem", "rich", "_hashlib", "traceback", "cupy",
+              "difflib", "subprocess")  # fmt: skip
+# ...nor a JSON spec PyYAML, nor a run the plan's estimate or (without --training) training memory.
+NOT_FOR_JSON = ("yaml", "gpuplace.yaml_text")
+NOT_FOR_RUN = (
+    "gpuplace.placement.estimate",
+    "gpuplace.placement.baselines",
+    "gpuplace.memory.training",
+)
 
 
 @pytest.mark.parametrize("command", ["run", "plan"])
-def test_a_small_command_loads_only_what_it_uses(tmp_path: Path, command: str) -> None:
-    spec = tmp_path / "tiny.yaml"
-    spec.write_text(TINY)
+@pytest.mark.parametrize("kind", ["yaml", "json"])
+def test_a_small_command_loads_only_what_it_uses(tmp_path: Path, command: str, kind: str) -> None:
+    spec = tmp_path / f"tiny.{kind}"
+    spec.write_text(TINY if kind == "yaml" else json.dumps(yaml.safe_load(TINY)))
+    unused = NOT_LOADED + (NOT_FOR_JSON if kind == "json" else ()) + (NOT_FOR_RUN if command == "run" else ())  # fmt: skip
     code = (
         "import sys\nfrom gpuplace.cli import main\n"
         f"rc = main(['--machine', '4xK520', {command!r}, {str(spec)!r}])\n"
-        f"print([m for m in {NOT_LOADED!r} if m in sys.modules], file=sys.stderr)\n"
+        f"print([m for m in {unused!r} if m in sys.modules], file=sys.stderr)\n"
         "sys.exit(rc)"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)

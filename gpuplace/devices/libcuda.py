@@ -12,10 +12,7 @@ emulated (`order.py`).
 
 from __future__ import annotations
 
-import json
 import os
-import signal
-import subprocess
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -42,6 +39,10 @@ def run_child(
     command: Sequence[str], env: Mapping[str, str], timeout: float
 ) -> dict[str, Any] | str:
     """The child's JSON answer, or one sentence saying why there is none."""
+    import json  # here, not at the top: most commands never ask the driver (start-up)
+    import signal
+    import subprocess
+
     try:
         done = subprocess.run(
             list(command), env=dict(env), capture_output=True, timeout=timeout, check=False,

@@ -10,7 +10,6 @@ errors naming the file, the GPU, the field and what is allowed (`sim_fields.py`)
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import importlib
 import os
 import re
@@ -73,6 +72,8 @@ def sim_uuid(position: int, product: str) -> str:
 
 
 def _suggest(word: str, options: list[str]) -> str:
+    import difflib
+
     close = difflib.get_close_matches(word, options, n=1, cutoff=0.5)
     return f" (did you mean {close[0]!r}?)" if close else ""
 
@@ -232,6 +233,8 @@ def _unique_uuids(gpus: list[Gpu], requests: list[BusRequest]) -> None:
 def _preset_or_fail(name: str, label: str, has_memory: bool, from_file: bool) -> Preset | None:
     preset = find_preset(name)
     if preset is None and not has_memory:
+        import difflib
+
         keys = [p.key for p in PRESETS.values()]
         close = difflib.get_close_matches(name, keys + [k.lower() for k in keys], n=1, cutoff=0.4)
         hint = f" (did you mean {close[0]!r}?)" if close else ""

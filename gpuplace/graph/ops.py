@@ -23,7 +23,6 @@ TensorFlow's) in `onnx_ops/`, each module's tuple joined to the registry by one 
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Mapping, Sequence
 from math import prod
 from types import MappingProxyType
@@ -202,6 +201,8 @@ def suggest(
 ) -> str:
     """`; did you mean 'x'?` for the close matches of `word`, else `; accepted: a, b` (when
     there are few choices to list)."""
+    import difflib  # only for a message
+
     names = sorted(map(str, choices))
     close = difflib.get_close_matches(str(word), names, n=3)
     if close:

@@ -72,9 +72,9 @@ def test_pyyaml_itself_is_left_alone() -> None:
 
 
 def test_the_loader_keeps_the_c_loader() -> None:
-    from gpuplace import parse
+    from gpuplace import yaml_text
 
-    assert issubclass(parse._Loader, yaml.CSafeLoader)
+    assert issubclass(yaml_text._Loader, yaml.CSafeLoader)
 
 
 @pytest.mark.parametrize(
