@@ -35,7 +35,7 @@ if TYPE_CHECKING:  # the real signatures for type checkers; at run time, __getat
     from .devices import discover as discover
     from .devices import load_machine as load_machine
     from .devices import view as view
-    from .devices import visible as visible
+    from .devices.visible import visible as visible
     from .errors import BadInput as BadInput
     from .errors import GpuplaceError as GpuplaceError
     from .errors import RuntimeFailure as RuntimeFailure
