@@ -179,12 +179,14 @@ def run_fresh(argv: list[str], env: Mapping[str, str], cwd: Path, limits: Limits
     signal (the packages are on PYTHONPATH instead). `stdout`: "pipe", "closed" (fd 1 closed
     before it starts), "full" (/dev/full) or "broken" (a pipe whose reader has gone).
     `interrupt_after`: send SIGINT that many seconds after the interpreter is up: after the
-    time a bare `python -S -c pass` takes right now, so that a loaded machine (a slow start)
-    still interrupts gpuplace's own code, not the interpreter's start-up."""
+    time a bare `python -S -c "import gpuplace"` takes right now (the interpreter's start-up
+    and the package's `__init__`, which `-m` runs before `__main__` and its handler), so that a
+    loaded machine (a slow start) still interrupts gpuplace's own code, not the start-up."""
     rlimits = limits.rlimits(FRESH_BASE)
     if interrupt_after is not None:
         bare = time.monotonic()
-        subprocess.run([sys.executable, "-S", "-c", "pass"], check=True)
+        subprocess.run([sys.executable, "-S", "-c", "import gpuplace"], check=True, cwd=cwd,
+                       env={**env, "PYTHONPATH": PATHS})  # fmt: skip
         interrupt_after += time.monotonic() - bare
 
     def preexec() -> None:  # pragma: no cover - runs in the child
