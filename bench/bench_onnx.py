@@ -13,12 +13,19 @@ nodes, one run each (bench/README.md).
 Then the same as whole commands a user types, each a fresh process with its output written to a
 file: `gpuplace plan MODEL --dim batch=8` (the table) and with `--json`, against `python -c` of
 `onnx.load` + `infer_shapes` (start-up and imports included on both sides).
+
+`--in-process`: the first block only. `--cpu`: its times are CPU times (`time.process_time`),
+steadier than wall times on a shared machine (for an A/B of two checkouts, run it under each
+one's `PYTHONPATH`, alternating).
 """
 
 from __future__ import annotations
 
+import gc
 import sys
 import tempfile
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -72,6 +79,7 @@ def main() -> None:
     args = [a for a in sys.argv[1:] if not a.startswith("--")]
     nodes = 1_000 if smoke else int(args[0]) if args else 100_000
     runs = 1 if smoke else 3
+    timer = best_cpu if "--cpu" in sys.argv else best
     seen = view(load_machine("4xK520"), {})
     options = Options(dims={"batch": 8})
 
@@ -87,17 +95,20 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as folder:
         path = write_model(nodes, Path(folder))
         size = path.stat().st_size
-        base = best(lambda: onnx_alone(path), runs)
-        mine = best(lambda: ours(path), runs)
-        alone = best(lambda: imported(path), runs)
+        base = timer(lambda: onnx_alone(path), runs)
+        mine = timer(lambda: ours(path), runs)
+        alone = timer(lambda: imported(path), runs)
         plan = [*GPUPLACE, "--machine", "4xK520", "plan", str(path), "--dim", "batch=8"]
         commands = [[sys.executable, "-c", ONNX_ALONE, str(path)], plan, [*plan, "--json"]]
-        whole = best_commands(commands, Path(folder) / "out", runs)
+        if "--in-process" not in sys.argv:
+            whole = best_commands(commands, Path(folder) / "out", runs)
     print(f"ONNX model: {nodes:,} nodes, {size / 2**20:.1f} MiB; best of {runs}")
-    print("in process:")
+    print("in process" + (", CPU time:" if timer is best_cpu else ":"))
     print(f"onnx.load + infer_shapes  {base:8.3f} s")
     print(f"gpuplace import           {alone:8.3f} s   ratio: {alone / base:.2f}")
     print(f"gpuplace import + plan    {mine:8.3f} s   ratio: {mine / base:.2f} (goal <= 2)")
+    if "--in-process" in sys.argv:
+        return
     print("whole commands, stdout to a file:")
     print(f"python -c onnx.load + infer_shapes  {whole[0]:8.3f} s")
     for label, spent in (
@@ -105,6 +116,18 @@ def main() -> None:
         ("gpuplace plan MODEL --json", whole[2]),
     ):
         print(f"{label:<35} {spent:8.3f} s   ratio: {spent / whole[0]:.2f} (goal <= 2)")
+
+
+def best_cpu(fn: Callable[[], object], runs: int) -> float:
+    """`bench_load.best` in CPU time."""
+    return min(cpu_time(fn) for _ in range(runs))
+
+
+def cpu_time(fn: Callable[[], object]) -> float:
+    gc.collect()
+    start = time.process_time()
+    fn()
+    return time.process_time() - start
 
 
 if __name__ == "__main__":

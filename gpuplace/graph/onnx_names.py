@@ -21,9 +21,12 @@ def module_of(node_name: str) -> str:
     """The PyTorch module path in an exporter's node name: `/encoder/layer.0/attn/MatMul` ->
     `encoder.layer.0.attn` (`/MatMul` -> ""); a TensorFlow-style name (`model/dense/MatMul`)
     gives its name scope (`model/dense`)."""
-    if node_name.startswith("/"):
-        return ".".join(p for p in node_name[1:].split("/")[:-1] if p)
-    return node_name.rpartition("/")[0]
+    head = node_name.rpartition("/")[0]
+    if not node_name.startswith("/"):
+        return head
+    if "//" not in node_name:  # no empty part to drop (the common case, a scan less)
+        return head[1:].replace("/", ".")
+    return ".".join(p for p in head[1:].split("/") if p)
 
 
 def unbound_dims(

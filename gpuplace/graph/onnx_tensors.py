@@ -32,52 +32,68 @@ def onnx_dtype(elem_type: int, what: str, source: str) -> str:
 
 def read_initializers(onnx: ModuleType, graph: Any, source: str) -> dict[str, Any]:
     """Each initializer's array by name: a view of its raw bytes (no copy) where it has them;
-    the bytes of a large one are then dropped from `graph` (shape inference needs its dims)."""
+    the bytes of a large one are then dropped from `graph` (shape inference needs its dims).
+    A model holds tens of thousands of them: each is read field by field once, its dtype
+    looked up per element type, its array made in one call."""
     import numpy as np
 
     helper = onnx.numpy_helper
     known: dict[str, Any] = {}
     little = sys.byteorder == "little"
+    dtypes: dict[int, tuple[str, Any, int]] = {}  # element type -> dtype, numpy's, item size
     for t in graph.initializer:
-        what = f"initializer {t.name!r}"
+        name = t.name
         if t.data_location == 1:  # EXTERNAL
             raise BadInput(
-                f"{source}: {what} keeps its data in an external file, which gpuplace does not "
-                "read; save the model with its weights inside (onnx.save(..., "
+                f"{source}: initializer {name!r} keeps its data in an external file, which "
+                "gpuplace does not read; save the model with its weights inside (onnx.save(..., "
                 "save_as_external_data=False)) or give a model under 2 GiB"
             )
-        dtype = onnx_dtype(t.data_type, what, source)
+        elem = t.data_type
+        found = dtypes.get(elem)
+        if found is None:
+            dtype = onnx_dtype(elem, f"initializer {name!r}", source)
+            found = dtypes[elem] = (dtype, np.dtype(dtype), DTYPES[dtype])
+        dtype, numpy_dtype, size = found
         shape = tuple(t.dims)
         count = prod(shape)
-        if any(d < 0 for d in shape):
-            raise BadInput(f"{source}: {what} has a negative dim: {list(shape)}")
+        if shape and min(shape) < 0:
+            raise BadInput(f"{source}: initializer {name!r} has a negative dim: {list(shape)}")
         raw = t.raw_data
-        have = len(raw) // DTYPES[dtype] if raw else _field_count(t)
-        if have != count or (raw and len(raw) % DTYPES[dtype]):
+        have = len(raw) // size if raw else _field_count(t)
+        if have != count or (raw and len(raw) % size):
             raise BadInput(
-                f"{source}: {what} declares shape {list(shape)} ({count:,} elements) but holds "
-                f"{have:,}; the file is corrupt, export it again"
+                f"{source}: initializer {name!r} declares shape {list(shape)} ({count:,} "
+                f"elements) but holds {have:,}; the file is corrupt, export it again"
             )
         try:
-            if raw and little:  # ONNX stores raw data little-endian
-                value = np.frombuffer(raw, dtype=dtype).reshape(shape)
-            else:
-                value = helper.to_array(t)
+            # ONNX stores raw data little-endian: a read-only view of it, else onnx's reader
+            value = np.ndarray(shape, numpy_dtype, raw) if raw and little else helper.to_array(t)
         except (ValueError, TypeError) as err:
-            raise BadInput(f"{source}: {what} cannot be read: {err}") from None
-        known[t.name] = value
-        if raw and len(raw) > STRIP_BYTES:  # shape inference reads its dims, not its bytes
+            raise BadInput(f"{source}: initializer {name!r} cannot be read: {err}") from None
+        known[name] = value
+        if len(raw) > STRIP_BYTES:  # shape inference reads its dims, not its bytes
             t.ClearField("raw_data")
     return known
+
+
+# AttributeProto.type of the plain attributes, read here without onnx.helper: INT, FLOAT, INTS
+# and FLOATS (what `get_attribute_value` returns for them, one call less per attribute)
+_INT, _FLOAT, _INTS, _FLOATS = 2, 1, 7, 6
 
 
 def attr_value(onnx: ModuleType, a: Any, source: str) -> Any:
     """An AttributeProto's value: ints and floats as Python's, strings decoded, a tensor as
     numpy."""
+    kind = a.type
+    if kind <= _INT and kind and not a.ref_attr_name:  # the most common: one int or float
+        return a.i if kind == _INT else a.f
+    if kind in (_INTS, _FLOATS) and not a.ref_attr_name:
+        return list(a.ints) if kind == _INTS else list(a.floats)
     value = onnx.helper.get_attribute_value(a)
     if isinstance(value, bytes):
         return value.decode("utf-8", "replace")
-    if a.type == onnx.AttributeProto.TENSOR:
+    if kind == onnx.AttributeProto.TENSOR:
         onnx_dtype(value.data_type, f"attribute {a.name!r}", source)
         return onnx.numpy_helper.to_array(value)
     if isinstance(value, (list, tuple)):

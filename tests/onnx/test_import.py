@@ -9,6 +9,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from onnx import TensorProto as T
 from onnx import helper as h
 from onnx import numpy_helper
@@ -39,6 +41,15 @@ def hardmax(out_shape: list[int | str] | None = ("batch", 3)) -> object:  # type
 )  # fmt: skip
 def test_module_of_an_exporters_node_name(name: str, module: str) -> None:
     assert module_of(name) == module
+
+
+@given(st.text(alphabet="/ab.", max_size=12))
+def test_module_of_drops_empty_parts_of_any_name(name: str) -> None:
+    """The common case (no `//`) takes a shortcut; every name gives what the rule says."""
+    if name.startswith("/"):
+        assert module_of(name) == ".".join(p for p in name[1:].split("/")[:-1] if p)
+    else:
+        assert module_of(name) == name.rpartition("/")[0]
 
 
 def test_unbound_dims_are_listed_with_the_flag(run: Run, tmp_path: Path) -> None:
@@ -280,6 +291,20 @@ def test_weights_are_variables_holding_the_tensor(tmp_path: Path) -> None:
     var = graph.by_name()["w"]
     assert var.type == "variable"
     np.testing.assert_array_equal(var.attrs["value"], numpy_helper.to_array(w))
+
+
+@pytest.mark.parametrize("raw", [True, False])
+def test_an_initializer_reads_the_same_from_raw_bytes_or_typed_fields(
+    tmp_path: Path, raw: bool
+) -> None:
+    values = np.arange(6, dtype=np.float32).reshape(2, 3) - 2.5
+    w = h.make_tensor("w", T.FLOAT, [2, 3], values.tobytes() if raw else values.ravel(), raw=raw)
+    node = h.make_node("Hardmax", ["w"], ["y"], name="hm")
+    m = model([node], [], [h.make_tensor_value_info("y", T.FLOAT, [2, 3])], [w])
+    var = load(save(m, tmp_path)).by_name()["w"]
+    assert (var.attrs["dtype"], var.outputs[0].shape) == ("float32", (2, 3))
+    np.testing.assert_array_equal(var.attrs["value"], values)
+    assert var.attrs["value"].dtype == np.float32
 
 
 def test_replicate_is_refused_for_a_model(run: Run, tmp_path: Path) -> None:
