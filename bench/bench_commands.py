@@ -8,15 +8,22 @@ file (goal: ratio <= 5); and `plan` of each as YAML against
 `python -c 'yaml.load(open(SPEC), yaml.CSafeLoader)'` (goal: ratio <= 0.5; one turn, the C
 loader alone takes 10-30 s here). Best of RUNS, ours and the parser alternating so that drift on a shared machine hits both alike. The goals are
 stated for N = 100,000 (the default; a few minutes here). `--smoke`: 500 ops, one run.
+
+gpuplace's modules are compiled to bytecode first, as an installed package's are (pip compiles
+them; json and yaml come compiled): where PYTHONDONTWRITEBYTECODE is set and the source tree
+has none, every process would otherwise compile every module it imports (about 0.1 s here).
 """
 
 from __future__ import annotations
 
+import compileall
 import sys
 import tempfile
 from pathlib import Path
 
 from procs import GPUPLACE, SHAPES, size, smoke, to_file, verdict, write_shape
+
+import gpuplace
 
 FULL = 100_000
 JSON_LOAD = "import json, sys; json.load(open(sys.argv[1]))"
@@ -37,6 +44,8 @@ def best(cmds: list[list[str]], out: Path, runs: int) -> list[float]:
 def main() -> None:
     n = size(FULL, 500)
     runs = 1 if smoke() else 2
+    if not smoke():  # a smoke writes nothing into the source tree
+        compileall.compile_dir(Path(gpuplace.__file__).parent, quiet=1)
     print(f"whole commands on {n:,}-op specs, best of {runs}, stdout to a file (4xK520)")
     with tempfile.TemporaryDirectory() as tmp:
         folder, out = Path(tmp), Path(tmp) / "out"
