@@ -78,8 +78,8 @@ def test_occupancy_answers_as_a_plain_row_whenever_its_pending_tensors_are_merge
             assert occupied.peak(0, lo, hi) == int(plain[lo : hi + 1].max())
             assert occupied.room(0, lo, hi) == limit - int(plain[lo : hi + 1].max())
             size, j = call[0] * 2**30, (lo + hi) // 2
-            plain_fits = (
-                not (lo < j and int(plain[lo:j].max()) + size // 2 > limit)
+            plain_fits = (  # nothing taken before j (size 0) cannot go over there
+                not (lo < j and size // 2 and int(plain[lo:j].max()) + size // 2 > limit)
                 and int(plain[j : hi + 1].max()) + size <= limit
             )
             assert occupied.fits(0, lo, j, hi, size // 2, size) == plain_fits
