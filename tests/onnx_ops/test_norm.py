@@ -131,4 +131,8 @@ def test_layer_norm_matches_a_float64_reference(
     centred = wide - wide.mean(-1, keepdims=True)
     want = centred / np.sqrt((centred**2).mean(-1, keepdims=True) + 1e-5) * scale + bias
     assert got.dtype == x.dtype and got.shape == x.shape
-    assert np.allclose(got, want, rtol=1e-4, atol=1e-4)
+    # float32 sums of up to 300 values near 100 round by ~1e-5 of a unit variance, times a
+    # scale of up to ~4: 1e-3 leaves room for any summation order (BLAS) and still fails the
+    # variance as E[x^2] - E[x]^2, off by 2e-3 to 7e-3 at that offset (measured, seed 0)
+    tol = 1e-3 if dtype == "float32" else 1e-9
+    assert np.allclose(got, want, rtol=tol, atol=tol)
