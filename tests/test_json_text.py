@@ -10,8 +10,9 @@ from typing import Any
 import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
 
-from gpuplace.report.records import Finite, json_text, json_value
+from gpuplace.report.records import Finite, FiniteDict, json_text, json_value, json_values
 
 # Floats whose shortest text is the same in both writers (orjson writes 1e-05 as 0.00001).
 _FLOATS = st.floats(allow_nan=False, allow_infinity=False).filter(
@@ -62,3 +63,23 @@ def test_values_are_finite_lists_with_non_finite_numbers_as_strings() -> None:
 def test_an_array_left_in_a_document_is_written_as_json_value_writes_it() -> None:
     doc = {"a": np.array([1.0, np.nan, -np.inf]), "b": np.float32(0.5), "c": np.float64(np.inf)}
     assert json.loads(json_text(doc)) == {"a": [1.0, "nan", "-inf"], "b": 0.5, "c": "inf"}
+
+
+_ARRAYS = hnp.arrays(
+    st.sampled_from(["float32", "float64", "float16", "int32", "bool", "complex64"]),
+    st.sampled_from([(), (0,), (2,), (2, 2)]),
+)
+
+
+@given(st.lists(_ARRAYS | st.just(np.float64(2.5)), max_size=8))
+def test_values_converted_together_are_each_one_converted_alone(values: list[Any]) -> None:
+    together = json_values(values)
+    alone = [json_value(v) for v in values]
+    assert [type(v) for v in together] == [type(v) for v in alone]
+    assert repr(together) == repr(alone)  # nan is "nan" in both: equal reprs, equal values
+
+
+def test_a_finite_dict_is_written_as_it_is() -> None:
+    doc = FiniteDict({"r": {"value": Finite([1.5])}})
+    assert json_text(doc) == json.dumps(doc, indent=2)
+    assert json_text({"v": [float("nan")]}) == '{\n  "v": [\n    "nan"\n  ]\n}'

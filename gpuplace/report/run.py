@@ -14,14 +14,15 @@ from ..graph.model import Graph
 from ..placement.model import Placement
 from .cluster import cluster_line as cluster_line
 from .lines import SIM
+from .plan_records import placement_fragment
 from .records import (
+    FiniteDict,
     copy_records,
     device_mapping_records,
-    json_value,
+    json_values,
     machine_record,
     memory_records,
     placed_ops,
-    placement_records,
     rate_records,
 )
 from .schema import SCHEMA_VERSION
@@ -115,22 +116,23 @@ def run_json(view: View, prepared: Prepared, outcome: Outcome) -> dict[str, Any]
     sources, and `pruned`: the ops the fetches do not need, which did not run."""
     result = outcome.result
     dtypes: dict[np.dtype[Any], str] = {}  # str(dtype) is numpy's Python code: once per dtype
+    values = json_values(list(result.values.values()))  # lists, or a 0-d array's scalar
     return {
         "schema_version": SCHEMA_VERSION,
         "machine": machine_record(view),
         "strategy": prepared.strategy,
         "rates": rate_records(prepared),
         "device_mapping": _mapping_records(prepared),
-        "placement": placement_records(*placed_ops(prepared), prepared.pruned),
+        "placement": placement_fragment(*placed_ops(prepared), prepared.pruned),
         "pruned": list(prepared.pruned),
-        "results": {
+        "results": FiniteDict({  # each value made finite by json_values: no walk
             name: {
                 "shape": list(v.shape),
                 "dtype": dtypes.get(v.dtype) or dtypes.setdefault(v.dtype, str(v.dtype)),
-                "value": json_value(v),
+                "value": value,
             }
-            for name, v in result.values.items()
-        },
+            for (name, v), value in zip(result.values.items(), values, strict=True)
+        }),
         "copies": copy_records(result.copies),
         "memory_peak": dict(result.peak_bytes),
         "memory": memory_records(outcome.memory),
