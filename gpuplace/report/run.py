@@ -125,14 +125,16 @@ def run_json(view: View, prepared: Prepared, outcome: Outcome) -> dict[str, Any]
         "device_mapping": _mapping_records(prepared),
         "placement": placement_fragment(*placed_ops(prepared), prepared.pruned),
         "pruned": list(prepared.pruned),
-        "results": FiniteDict({  # each value made finite by json_values: no walk
-            name: {
-                "shape": list(v.shape),
-                "dtype": dtypes.get(v.dtype) or dtypes.setdefault(v.dtype, str(v.dtype)),
-                "value": value,
+        "results": FiniteDict(
+            {  # each value made finite by json_values: no walk
+                name: {
+                    "shape": list(v.shape),
+                    "dtype": dtypes.get(v.dtype) or dtypes.setdefault(v.dtype, str(v.dtype)),
+                    "value": value,
+                }
+                for (name, v), value in zip(result.values.items(), values, strict=True)
             }
-            for (name, v), value in zip(result.values.items(), values, strict=True)
-        }),
+        ),
         "copies": copy_records(result.copies),
         "memory_peak": dict(result.peak_bytes),
         "memory": memory_records(outcome.memory),
