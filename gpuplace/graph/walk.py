@@ -36,7 +36,8 @@ from .writes import WriteRules
 
 BLOCK_KEYS = ("device", "graph")
 TOWER_KEYS = ("towers", "graph")
-_NAME = re.compile(r"[A-Za-z0-9.][A-Za-z0-9_.\-/>]*\Z")  # TensorFlow's op name rule
+NAME_RULE = r"[A-Za-z0-9.][A-Za-z0-9_.\-/>]*"  # TensorFlow's op name rule
+_NAME = re.compile(NAME_RULE + r"\Z")
 
 
 class Entry:

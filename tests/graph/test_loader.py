@@ -9,6 +9,7 @@ import sys
 from dataclasses import fields
 from pathlib import Path
 from textwrap import dedent
+from typing import Any
 
 import numpy as np
 import pytest
@@ -17,6 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gpuplace.devices.names import DeviceSpec
+from gpuplace.errors import BadInput
 from gpuplace.graph import Graph, Op, TensorRef, TensorSpec, load, loads
 from gpuplace.graph.loader import new_op, new_ref
 from gpuplace.graph.scope import Device, Scope
@@ -257,6 +259,7 @@ def test_new_op_and_new_ref_equal_the_dataclasses() -> None:
         "encoder.layer.0",
     )
     assert new_op(*args) == Op(*args)
+    assert type(new_op(*args)) is Op and type(new_ref("s")) is TensorRef
     assert [getattr(new_op(*args), f.name) for f in fields(Op)] == list(args)
     assert new_ref("s", 1) == TensorRef("s", 1)
     assert [getattr(new_ref("s", 1), f.name) for f in fields(TensorRef)] == ["s", 1]
@@ -343,3 +346,53 @@ def test_one_pass_names_equal_the_general_paths(names: list[str | None]) -> None
     with mock.patch.object(loader, "direct", lambda *a: None):
         assert fast == [op.name for op in loads(text).ops]
     assert len({n.lower() for n in fast}) == len(fast)
+
+
+_SEED = {"op": "constant", "value": 1.0, "shape": [2, 2]}
+# (op, inputs, attrs): mostly right, sometimes not
+_GOOD = [
+    ("relu", 1, {}), ("tanh", 1, {}), ("add", 2, {}), ("matmul", 2, {}), ("add_n", 3, {}),
+    ("matmul", 2, {"transpose_b": True}), ("zeros", 0, {"shape": [2, 2]}),
+    ("split", 1, {"num_split": 2}), ("random_normal", 0, {"shape": [2, 2]}),
+    ("random_normal", 0, {"shape": [2, 2], "seed": 1}),
+]  # fmt: skip
+_BAD = [("relu", 2, {}), ("zeros", 0, {}), ("bogus", 1, {}), ("add", 2, {"transpose_b": True})]
+_KINDS = st.sampled_from(_GOOD * 8 + _BAD)  # (op, inputs, attrs): mostly right
+_NAMES = st.sampled_from([*["n"] * 30, *[None] * 5, "A", "a", "_bad", "c\nd", 3])  # n: n<position>
+_DEVICES = st.sampled_from(
+    [*["-"] * 20, *["/gpu:0", "/device:CPU:0", "/gpu:1"] * 3, "gpu 0", None, 1]
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.tuples(_KINDS, _NAMES, st.lists(st.integers(0, 12), min_size=3, max_size=3), _DEVICES), max_size=10))  # fmt: skip
+def test_one_pass_load_equals_the_general_path_on_any_flat_spec(ops: list[tuple[Any, ...]]) -> None:
+    """The one pass shares what an op type alone says (its attrs, its inference per input
+    specs, each device written) between the ops that write nothing else: on any flat spec it
+    builds the general path's graph, or leaves the spec to the general path's error."""
+    from unittest import mock
+
+    import gpuplace.graph.loader as loader
+
+    items: list[dict[str, Any]] = [{"name": "s0", **_SEED}]
+    for at, ((kind, arity, extra), name, picks, device) in enumerate(ops):
+        item: dict[str, Any] = {"op": kind, **extra}
+        if name is not None:
+            item["name"] = f"n{at}" if name == "n" else name
+        known = [i.get("name", "s0") for i in items]
+        if arity:
+            item["inputs"] = [known[k % len(known)] for k in picks[:arity]]
+        if device != "-":
+            item["device"] = device
+        items.append(item)
+    text = json.dumps({"graph": items})
+
+    def load_it() -> str:
+        try:
+            return repr(loads(text, "spec.json"))
+        except BadInput as err:
+            return f"error: {err}"
+
+    fast = load_it()
+    with mock.patch.object(loader, "direct", lambda *a: None):
+        assert fast == load_it()
