@@ -85,13 +85,13 @@ class _Run:
         for an elementwise op, the library call itself."""
         device = segment.device
         backend = self.schedule.backends[device]
-        table, values = self.schedule.tables[device], self.values
+        table, values, xp = self.schedule.tables[device], self.values, backend.xp
         step: Step | None = None
         ran = False  # every step ran (a failure then comes from leaving the device)
         try:
             with backend.device():
                 for step in steps:
-                    kernel, x, y, first, _, frees, copies, _ = step
+                    kernel, x, y, first, count, frees, copies, op = step
                     if copies:
                         self.copy_in(copies)
                     kind, compute = table[kernel]
@@ -99,6 +99,11 @@ class _Run:
                         values[first] = compute(values[x], values[y])
                     elif kind == UNARY:
                         values[first] = compute(values[x])
+                    elif kind == KERNEL and count == 1 and type(x) is tuple:  # most others
+                        out = compute(xp, [values[i] for i in x], op.attrs)
+                        if len(out) != 1:
+                            raise _miscounted(op, out, 1)
+                        values[first] = out[0]
                     else:
                         self.call(kind, compute, step, backend)
                     for slot in frees:
@@ -126,9 +131,7 @@ class _Run:
         else:
             results = self.print(op, compute, args, backend)
         if len(results) != count:  # before the slice assignment, which would resize
-            raise RuntimeFailure(
-                f"the kernel of op '{op.name}' returned {len(results)} values for {count} outputs"
-            )
+            raise _miscounted(op, results, count)
         self.values[first : first + count] = results
 
     def fail(self, exc: BaseException, step: Step | None, at: int, device: int) -> None:
@@ -191,6 +194,12 @@ class _Run:
     def fetch(self) -> dict[str, np.ndarray]:
         backends, values = self.schedule.backends, self.values
         return {key: backends[d].get(values[slot]) for key, slot, d in self.schedule.fetch}
+
+
+def _miscounted(op: Op, results: Sequence[Any], count: int) -> RuntimeFailure:
+    return RuntimeFailure(
+        f"the kernel of op '{op.name}' returned {len(results)} values for {count} outputs"
+    )
 
 
 def _position(steps: Sequence[Step], step: Step) -> int:

@@ -345,6 +345,23 @@ def test_a_kernel_returning_the_wrong_number_of_values_is_named() -> None:
         run_graph(g)
 
 
+class TwoValues:
+    host_value = False
+
+    def compute(self, xp: ModuleType, inputs: list[Any], attrs: Mapping[str, Any]) -> list[Any]:
+        return [inputs[0], inputs[0]]
+
+
+@pytest.mark.parametrize("inputs", [("a",), ("a", "a"), ("a", "a", "a")])
+def test_a_kernel_returning_two_values_for_its_one_output_is_named(inputs: tuple[str, ...]) -> None:
+    kernels = {**kernel_table(), "negative": TwoValues()}
+    g = graph(op("a", "constant", value=A), op("b", "negative", *inputs), fetch=("b",))
+    with pytest.raises(
+        RuntimeFailure, match="^the kernel of op 'b' returned 2 values for 1 outputs$"
+    ):
+        execute(g, placed(g, b=GPU0), BACKENDS, kernels.__getitem__)
+
+
 def test_float_errors_give_inf_and_nan_without_numpy_warnings() -> None:
     # TensorFlow's kernels return inf and nan silently; numpy would warn with our source lines
     kernels = {**kernel_table(), "log": Apply("log"), "divide": Apply("divide")}
