@@ -20,7 +20,7 @@ from ..memory.pools import DeviceMemory, ledgers, summary
 from ..placement.model import Placement
 from .backends import NumpyBackend
 from .executor import Schedule
-from .schedule import Layout, layout
+from .schedule import Layout, PlacedDevices, layout
 
 CPU0 = full_name("CPU", 0)
 
@@ -49,8 +49,7 @@ def device_names(logical: Sequence[LogicalGpu]) -> list[str]:
 def placed_layout(graph: Graph, placement: Placement, logical: Sequence[LogicalGpu]) -> Layout:
     """The layout of a prepared graph over its run's devices: what `predict` counts and what
     the run executes (`pipeline` plans it once for both)."""
-    devices = {name: d.device for name, d in placement.decisions.items()}
-    return layout(graph, devices, device_names(logical), get_op)
+    return layout(graph, PlacedDevices(placement.decisions), device_names(logical), get_op)
 
 
 def host_peak(schedule: Schedule) -> HostPeak:
@@ -99,8 +98,7 @@ def cluster_layout(
 ) -> Layout:
     """The layout of a graph placed across hosts, over every task's devices (`named`: full
     names in order, each GPU with its logical GPU, each CPU:0 with None)."""
-    devices = {name: d.device for name, d in placement.decisions.items()}
-    return layout(graph, devices, list(named), get_op)
+    return layout(graph, PlacedDevices(placement.decisions), list(named), get_op)
 
 
 def predict(

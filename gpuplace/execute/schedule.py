@@ -30,7 +30,7 @@ sit in it as ints, and a step holds its Op rather than copies of its name and at
 from __future__ import annotations
 
 from bisect import bisect_right
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any, NamedTuple, Protocol
@@ -164,6 +164,34 @@ class Schedule:
     @property
     def fetch(self) -> tuple[tuple[str, int, int], ...]:
         return self.layout.fetch
+
+
+class Placed(Protocol):
+    """A placement's decision for one op, as far as a layout reads it."""
+
+    @property
+    def device(self) -> str: ...
+
+
+class PlacedDevices(Mapping[str, str]):
+    """Each op's device (`name -> decisions[name].device`), read from a placement's decisions as
+    the layout asks, instead of copied into a dict of every op first."""
+
+    def __init__(self, decisions: Mapping[str, Placed]) -> None:
+        self.decisions = decisions
+
+    def __getitem__(self, name: str) -> str:
+        return self.decisions[name].device
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.decisions)
+
+    def __len__(self) -> int:
+        return len(self.decisions)
+
+    def in_order(self) -> Iterator[str]:
+        """The devices in the decisions' order, as `values()` but without a lookup per op."""
+        return (d.device for d in self.decisions.values())
 
 
 def _text(xp: ModuleType, inputs: list[Any], attrs: Mapping[str, Any]) -> list[Any]:
@@ -326,6 +354,8 @@ class _Planner:
         names = [op.name for op in ops]
         placement, index = self.placement, self.index
         if list(placement) == names:
+            if isinstance(placement, PlacedDevices):
+                return map(index.get, placement.in_order())
             return map(index.get, placement.values())
         return (index.get(placement.get(name, "")) for name in names)
 

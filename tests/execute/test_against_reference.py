@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 
 from gpuplace.execute.backends import Backend, NumpyBackend
 from gpuplace.execute.executor import Kernel, execute
+from gpuplace.execute.schedule import PlacedDevices, layout
 from gpuplace.graph import get_op
 from gpuplace.graph.model import Graph, Op
 from gpuplace.memory.ledger import OutOfMemory, allocation_size, new_ledgers
@@ -163,3 +164,26 @@ def test_the_executor_runs_as_the_plain_interpreter(
     expected = interpret(g, where, limits)
     got = executed(g, where, limits)
     assert same(got, expected), (got, expected)
+
+
+class _Decision:
+    def __init__(self, device: str) -> None:
+        self.device = device
+
+
+@settings(max_examples=60, deadline=None)
+@given(placed_graphs(), st.booleans())
+def test_a_layout_read_from_the_decisions_is_the_layout_of_their_devices(
+    case: tuple[Graph, dict[str, str]], reverse: bool
+) -> None:
+    """`PlacedDevices` (what `predict.placed_layout` passes: the decisions, read as asked) lays
+    out the graph as the dict of each op's device does, in graph order or not."""
+    g, where = case
+    names = list(where)[::-1] if reverse else list(where)
+    decisions = {name: _Decision(where[name]) for name in names}
+    plain = layout(g, where, DEVICES, KERNELS.__getitem__)
+    read = layout(g, PlacedDevices(decisions), DEVICES, KERNELS.__getitem__)
+    assert repr(read.segments) == repr(plain.segments)
+    assert (read.slots, read.keep, read.fetch) == (plain.slots, plain.keep, plain.fetch)
+    for field in type(plain.charges).__slots__:
+        assert repr(getattr(read.charges, field)) == repr(getattr(plain.charges, field))

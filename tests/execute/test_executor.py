@@ -357,7 +357,7 @@ def test_a_kernel_returning_two_values_for_its_one_output_is_named(inputs: tuple
     kernels = {**kernel_table(), "negative": TwoValues()}
     g = graph(op("a", "constant", value=A), op("b", "negative", *inputs), fetch=("b",))
     with pytest.raises(
-        RuntimeFailure, match="^the kernel of op 'b' returned 2 values for 1 outputs$"
+        RuntimeFailure, match=r"^the kernel of op 'b' returned 2 values for 1 outputs$"
     ):
         execute(g, placed(g, b=GPU0), BACKENDS, kernels.__getitem__)
 
