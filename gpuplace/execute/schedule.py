@@ -38,6 +38,7 @@ from typing import Any, NamedTuple, Protocol
 from ..errors import BadInput
 from ..gc_pause import gc_paused
 from ..graph.model import Graph, Op, TensorRef, TensorSpec
+from ..graph.opdef import OpDef
 from ..memory.ledger import Charges, allocation_size
 from .backends import Backend, NumpyBackend
 from .cupy_backend import CupyBackend
@@ -219,9 +220,11 @@ def _entries(kernel: Kernel, backend: Backend) -> tuple[KernelEntry, ...]:
 
     A host-value kernel on a host-memory (numpy) device is a plain kernel: its result is
     already on the device, so creating it there costs nothing."""
+    # the registry's ops: their compute function itself, not the method that calls it
+    compute = kernel.compute_fn if isinstance(kernel, OpDef) else kernel.compute
     if kernel.host_value and not isinstance(backend, NumpyBackend):
-        return ((HOST, kernel.compute),) * 3
-    plain = (KERNEL, kernel.compute)
+        return ((HOST, compute),) * 3
+    plain = (KERNEL, compute)
     name = getattr(kernel, "xp_function", None)
     direct = getattr(backend.xp, name, None) if isinstance(name, str) else None
     if not callable(direct):
