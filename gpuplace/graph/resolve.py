@@ -319,11 +319,6 @@ def _direct(
             if given is None:  # an unseeded random op: its seed is a hash of its name
                 given = opdef.normalize(name, item, walker.base, walker.writes)
             attrs = given
-            raw = item.get("inputs")
-            if raw is None:
-                raw = ()
-            elif type(raw) is not list:
-                return None
             device, colocate = "", None
             if "device" in item:
                 text = item["device"]
@@ -341,11 +336,6 @@ def _direct(
             low = opdef.min_inputs
             high = sys.maxsize if opdef.max_inputs is None else opdef.max_inputs
             shared = False
-            raw = item.get("inputs")
-            if raw is None:
-                raw = ()
-            elif type(raw) is not list:
-                return None
             colocate = None
             if "colocate_with" in item:
                 target = item["colocate_with"]
@@ -354,6 +344,11 @@ def _direct(
                     return None
                 colocate = ops[j].name
                 device = ops[j].device or device  # TF1 copies the target's device onto the op
+        raw = item.get("inputs")
+        if raw is None:
+            raw = ()
+        elif type(raw) is not list:
+            return None
         specs, refs = [], []  # one loop for both: most ops have one or two inputs
         for text in raw:
             j = index.get(text) if type(text) is str else None
@@ -393,8 +388,7 @@ _Plain = tuple[OpDef, str, Mapping[str, Any] | None, int, int]
 
 def _plain(kind: Any, item: Any, walker: Walker, plain: dict[Any, _Plain]) -> _Plain | None:
     """What every item of only `name`, `op`, `inputs` and `device` with op `kind` has (kept in
-    `plain`);
-    None when `kind` is no op type. Raises where the op type needs an attr."""
+    `plain`); None when `kind` is no op type. Raises where the op type needs an attr."""
     opdef = _OPDEFS.get(kind) if type(kind) is str else None
     if opdef is None:
         return None
