@@ -68,18 +68,23 @@ def expected(graph: Graph) -> dict[str, list[object]]:
         if ops[j].type == "print":
             for (p, k), end in zip(inputs[j], ends[j], strict=True):
                 ends[p][k] = max(ends[p][k], end)
+    out_bytes = [tuple(s.nbytes for s in op.outputs) for op in ops]
     return {
         "inputs": inputs,
         "flops": [op_flops(op, s, get_op(op.type)) for op, s in zip(ops, specs, strict=True)],
         "nbytes": [op_bytes(op, s) for op, s in zip(ops, specs, strict=True)],
-        "out_bytes": [tuple(s.nbytes for s in op.outputs) for op in ops],
-        "sizes": [() if op.type == "print" else tuple(allocation_size(s.nbytes) for s in op.outputs)
-                  for op in ops],  # fmt: skip
+        "out_bytes": out_bytes,
+        "sizes": [
+            () if op.type == "print" else tuple(map(allocation_size, made))
+            for op, made in zip(ops, out_bytes, strict=True)
+        ],
         "ends": [tuple(e) for e in ends],
         "first_reader": first,
         "resident": resident,
-        "kernels": [kernels_of(get_op(op.type), op, s[0].dtype if s else None)
-                    for op, s in zip(ops, specs, strict=True)],  # fmt: skip
+        "kernels": [
+            kernels_of(get_op(op.type), op, s[0].dtype if s else None)
+            for op, s in zip(ops, specs, strict=True)
+        ],
         "is_print": [op.type == "print" for op in ops],
         "fetch": [(index[r.op], r.index) for r in graph.fetch],
     }
