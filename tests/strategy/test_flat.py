@@ -5,6 +5,8 @@ messages for reads and fetches no op makes."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -48,7 +50,7 @@ def graphs(draw: st.DrawFn) -> Graph:
     return Graph(tuple(ops), fetch)
 
 
-def expected(graph: Graph) -> dict[str, list[object]]:
+def expected(graph: Graph) -> dict[str, Any]:
     """Each field of `Flat`, op by op, as the module docstring defines it."""
     ops = graph.ops
     index = {op.name: i for i, op in enumerate(ops)}
