@@ -24,7 +24,7 @@ KINDS = {
     "add": (2, 1), "relu": (1, 1), "print": (2, 2), "add_n": (3, 1), "split": (1, 2),
     "reduce_sum": (1, 1), "cast": (1, 1), "identity": (1, 1),
 }  # fmt: skip
-ATTRS = {"split": {"num_split": 2}, "cast": {"dtype": "int32"}}
+ATTRS: dict[str, dict[str, Any]] = {"split": {"num_split": 2}, "cast": {"dtype": "int32"}}
 
 
 @st.composite
@@ -43,8 +43,8 @@ def graphs(draw: st.DrawFn) -> Graph:
         n = draw(st.sampled_from((2, 16, 300, 2**32)))
         dtype = draw(st.sampled_from(("float32", "int64", "bool")))
         specs = tuple(TensorSpec((n, 3 + k), dtype) for k in range(outputs))
-        attrs = ATTRS.get(kind, {"shape": [n, 3]} if arity == 0 else {})
-        attrs = get_op(kind).normalize(f"op{i}", attrs)
+        given = ATTRS.get(kind, {"shape": [n, 3]} if arity == 0 else {})
+        attrs = get_op(kind).normalize(f"op{i}", given)
         ops.append(Op(f"op{i}", kind, tuple(inputs), attrs=attrs, outputs=specs))
     fetch = tuple(TensorRef(op.name, len(op.outputs) - 1) for op in ops if draw(st.booleans()))
     return Graph(tuple(ops), fetch)
