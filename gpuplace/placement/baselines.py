@@ -8,7 +8,6 @@ nor the work that must run on GPUs spread evenly over them.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from itertools import chain
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -17,7 +16,7 @@ from ..devices.names import full_name
 from ..graph.model import Graph, OpMeta
 from . import place
 from .cost import DeviceModel, LinkModel, copy_time, split_devices
-from .flat import Flat, default_meta, flatten, free_groups
+from .flat import Flat, Reads, default_meta, flatten, free_groups
 from .model import Decision, Placement
 
 
@@ -171,18 +170,17 @@ def stage_bound(flat: Flat, w: Sequence[float], where: Sequence[int], num_gpus: 
 NUMPY_OPS = 2_000  # from this many ops on, the cuts are found over arrays (`_cuts`)
 
 
-def _cuts(inputs: Sequence[Sequence[tuple[int, int]]], keep: Sequence[bool]) -> list[int]:
-    """`_Stages.cuts` over numpy arrays, the same integers counted the same way: the edges
-    (reader, kept producer) once each, sorted; each producer's first reader; each reader's
-    newest input; the prefix's sinks and the suffix's sources as cumulative sums."""
+def _cuts(reads: Reads, keep: Sequence[bool]) -> list[int]:
+    """`_Stages.cuts` over numpy arrays (the flattened graph's `reads`), the same integers
+    counted the same way: the edges (reader, kept producer) once each, sorted; each
+    producer's first reader; each reader's newest input; the prefix's sinks and the suffix's
+    sources as cumulative sums."""
     n = len(keep)
-    counts = np.fromiter(map(len, inputs), np.intp, n)
-    pairs = np.fromiter(
-        chain.from_iterable(chain.from_iterable(inputs)), np.intp, 2 * int(counts.sum())
-    )
-    producer, reader = pairs[0::2], np.repeat(np.arange(n, dtype=np.intp), counts)
+    producer, reader = reads.producer, reads.reader
     kept = np.fromiter(keep, bool, n)
-    edge = np.unique(reader[kept[producer]] * n + producer[kept[producer]])
+    edge = np.sort(reader[kept[producer]] * n + producer[kept[producer]])
+    edge = edge[np.r_[True, edge[1:] != edge[:-1]]] if len(edge) else edge  # np.unique's,
+    # without the hash table numpy 2 builds first (ten times the sort here)
     reader, producer = edge // n, edge % n
     first_reader = np.full(n, n, dtype=np.intp)
     produced, first = np.unique(producer, return_index=True)  # edges are in reader order
@@ -227,7 +225,7 @@ class _Stages:
     def cuts(self) -> list[int]:
         """The cuts in graph order: over arrays from `NUMPY_OPS` ops on (`_cuts`)."""
         if len(self.w) >= NUMPY_OPS:
-            return _cuts(self.flat.inputs, self.keep)
+            return _cuts(self.flat.reads, self.keep)
         n, reads, keep = len(self.w), self.reads(), self.keep
         first_reader, newest_read = [n] * n, [0] * n
         for j in range(n):
