@@ -251,25 +251,33 @@ class _Stages:
         if not cuts:
             return 0.0
         n, w, where, inputs = len(self.w), self.w, self.where, self.flat.inputs
-        stage, c = [-1] * n, 0
-        members: list[int] = []  # the ops of every stage, in graph order
-        for j in range(n):
-            if c < len(cuts) and cuts[c] == j:
-                c += 1
-            elif self.keep[j]:
-                stage[j] = c
-                members.append(j)
+        # each kept op's stage (the cuts before it), -1 for the cuts and generators
+        at = np.searchsorted(np.array(cuts, dtype=np.intp), np.arange(n), side="right")
+        cut = np.zeros(n, dtype=bool)
+        cut[cuts] = True
+        stage_of = np.where(np.fromiter(self.keep, bool, n) & ~cut, at, -1)
+        stage: list[int] = stage_of.tolist()
+        members: list[int] = np.flatnonzero(stage_of >= 0).tolist()  # in graph order
         # per stage, in one pass over its ops: the longest chain ending at each op over
-        # the stage's own edges, its critical path, its GPU and CPU work, its ops
+        # the stage's own edges, its critical path, its GPU and CPU work, its ops; and per
+        # cut, the ops of the next stage that read it
         longest = [0.0] * n
         count = len(cuts) + 1
         path, gpu_work, cpu_work = [0.0] * count, [0.0] * count, [0.0] * count
         size = [0] * count
+        before = [-1, *cuts]  # the cut before each stage
+        readers: dict[int, list[int]] = {}
         for j in members:
-            mine = stage[j]
-            here = longest[j] = w[j] + max(
-                [longest[p] for p, _ in inputs[j] if stage[p] == mine], default=0.0
-            )
+            mine, previous, best = stage[j], before[stage[j]], 0.0
+            for p, _ in inputs[j]:
+                if stage[p] == mine:
+                    if longest[p] > best:
+                        best = longest[p]
+                elif p == previous:
+                    found = readers.setdefault(p, [])
+                    if not found or found[-1] != j:
+                        found.append(j)
+            here = longest[j] = w[j] + best
             if here > path[mine]:
                 path[mine] = here
             if where[j] == 1:
@@ -277,13 +285,6 @@ class _Stages:
             elif where[j] == 2:
                 cpu_work[mine] += w[j]
             size[mine] += 1
-        readers: dict[int, list[int]] = {}  # per cut, the ops of the next stage that read it
-        for j in members:
-            for p, _ in inputs[j]:
-                if stage[j] > 0 and cuts[stage[j] - 1] == p:
-                    found = readers.setdefault(p, [])
-                    if not found or found[-1] != j:
-                        found.append(j)
         total = sum(w[c] for c in cuts)
         gpus = self.num_gpus
         for k in range(count):
@@ -320,25 +321,36 @@ class _Stages:
         finish (m). The least over every split, relaxed to fractions (which can only lower it):
         min(all local, max(local work, m + copies)). `longest`: the longest chain ending at
         each op within its stage (`stage`), `k` the stage before `cut`."""
-        made: dict[int, set[int]] = {}
+        first: dict[int, int] = {}  # each producer's first output read, and its others
+        more: dict[int, set[int]] = {}
         for p, out in self.flat.inputs[cut]:
-            if stage[p] == k:
-                made.setdefault(p, set()).add(out)
-        if not made:
+            if stage[p] == k and first.setdefault(p, out) != out:
+                more.setdefault(p, {first[p]}).add(out)
+        if not first:
             return 0.0
         w, out_bytes, link = self.w, self.flat.out_bytes, self.link
-        items = [
-            (w[p], sum([copy_time(out_bytes[p][o], link) for o in outs]))
-            for p, outs in made.items()
-        ]
-        local, remote = 0.0, min([longest[p] for p in made]) + sum([c for _, c in items])
-        for work, copy in sorted(items, key=lambda item: -item[1] / max(item[0], 1e-30)):
+        times: dict[int, float] = {}  # copy_time by bytes: most outputs are one size
+        works, copies = [w[p] for p in first], []
+        for p, out in first.items():
+            outs = more.get(p)
+            if outs is None:
+                size = out_bytes[p][out]
+                c = times.get(size)
+                if c is None:
+                    c = times[size] = copy_time(size, link)
+                copies.append(c)
+            else:
+                copies.append(sum([copy_time(out_bytes[p][o], link) for o in outs]))
+        local, remote = 0.0, min([longest[p] for p in first]) + sum(copies)
+        # the producers by copy time per second of work, most first (a stable sort, as
+        # `sorted` by -copy / max(work, 1e-30))
+        ratio = -np.array(copies) / np.maximum(np.array(works), 1e-30)
+        for i in np.argsort(ratio, kind="stable").tolist():
+            work, copy = works[i], copies[i]
             if local + work <= remote - copy:
                 local, remote = local + work, remote - copy
                 continue
-            return min(
-                sum([work for work, _ in items]), local + work * (remote - local) / (work + copy)
-            )
+            return min(sum(works), local + work * (remote - local) / (work + copy))
         return local  # every producer on the cut's device: no copy at all
 
 
