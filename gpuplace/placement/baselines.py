@@ -330,7 +330,8 @@ class _Stages:
             return 0.0
         w, out_bytes, link = self.w, self.flat.out_bytes, self.link
         times: dict[int, float] = {}  # copy_time by bytes: most outputs are one size
-        works, copies = [w[p] for p in first], []
+        works = [w[p] for p in first]
+        copies: list[float] = []
         for p, out in first.items():
             outs = more.get(p)
             if outs is None:
