@@ -346,7 +346,8 @@ class _Stages:
         # the producers by copy time per second of work, most first (a stable sort, as
         # `sorted` by -copy / max(work, 1e-30))
         ratio = -np.array(copies) / np.maximum(np.array(works), 1e-30)
-        for i in np.argsort(ratio, kind="stable").tolist():
+        order: list[int] = np.argsort(ratio, kind="stable").tolist()
+        for i in order:
             work, copy = works[i], copies[i]
             if local + work <= remote - copy:
                 local, remote = local + work, remote - copy
