@@ -271,7 +271,10 @@ def _flops(ops: Sequence[Op], types: Sequence[str], metas: Mapping[str, OpMeta],
                 return tuple(map(specs.__getitem__, slot[offsets[j] : offsets[j + 1]]))
 
             def firsts(these: list[int] = these) -> list[TensorSpec]:
-                return list(map(specs.__getitem__, reads.slot[reads.offsets[these]].tolist()))
+                at = reads.offsets[these]
+                if (reads.offsets[np.add(these, 1)] == at).any():  # one reads nothing
+                    return [inputs(i)[0] for i in range(len(these))]  # IndexError, as op_flops
+                return list(map(specs.__getitem__, reads.slot[at].tolist()))
 
             counts = counted_flops_of(t, metas[t], list(map(ops.__getitem__, these)),
                                       list(map(elements.__getitem__, these)), inputs, firsts)  # fmt: skip
