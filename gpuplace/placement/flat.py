@@ -1,6 +1,7 @@
 """A graph flattened for the strategies: int-indexed lists, costs and tensor lifetimes, built once.
 
-`Flat` holds, per op in graph order: the (producer, output) pairs it reads, its FLOPs and bytes
+`Flat` holds, per op in graph order: the (producer, output) pairs it reads (also as int arrays
+over every read, `Reads`, for the passes that work over arrays), its FLOPs and bytes
 moved (`cost.py`), its outputs' sizes as the allocator rounds them (256 B), and each output's
 static last step. That is the step of its last reader anywhere (a reader on another device reads
 it to copy it, so the source lives as long), through `print` ops, which forward their input
