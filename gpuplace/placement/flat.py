@@ -145,11 +145,11 @@ def flatten(graph: Graph, op_meta: Callable[[str], OpMeta] | None = None) -> Fla
 
 class Reads:
     """Every read of a flattened graph, in graph order of its readers, as int arrays: the op
-    (`producer`) and `output` it reads, its `slot` (the op's first output's slot plus the
-    output; slots number every output, op by op), the `reader`; op j's are those from
-    `offsets[j]` to `offsets[j + 1]`."""
+    it reads (`producer`), its `slot` (the op's first output's slot plus the output read;
+    slots number every output, op by op), the `reader`; op j's are those from `offsets[j]` to
+    `offsets[j + 1]`."""
 
-    def __init__(self, arity: Sequence[int], producers: Sequence[int], outputs: Sequence[int],
+    def __init__(self, arity: Sequence[int], producers: Sequence[int], output: Any,
                  first_slot: Sequence[int]) -> None:  # fmt: skip
         n, m = len(arity), len(producers)
         counts = np.fromiter(arity, np.intp, n)
@@ -157,9 +157,8 @@ class Reads:
         self.offsets = np.zeros(n + 1, dtype=np.intp)
         np.cumsum(counts, out=self.offsets[1:])
         self.producer = np.fromiter(producers, np.intp, m)
-        self.output = np.fromiter(outputs, np.intp, m)
         starts = np.fromiter(first_slot, np.intp, n) if n else np.zeros(0, np.intp)
-        self.slot = starts[self.producer] + self.output
+        self.slot = starts[self.producer] + output
         self.n = n
 
     @classmethod
@@ -175,10 +174,11 @@ class Reads:
         outputs = list(map(_REF_INDEX, refs))
         if refs and not (min(outputs) >= 0 and max(outputs) < 1 << 31):
             _refuse_reads(ops, index, width)  # raises
-        reads = cls(arity, producers, outputs, first_slot)
+        output = np.fromiter(outputs, np.intp, len(refs))  # an array while it is checked
+        reads = cls(arity, producers, output, first_slot)
         p = reads.producer
         if refs and ((p < 0) | (p >= reads.reader)
-                     | (reads.output >= np.fromiter(width, np.intp, len(width))[p])).any():  # fmt: skip
+                     | (output >= np.fromiter(width, np.intp, len(width))[p])).any():  # fmt: skip
             _refuse_reads(ops, index, width)  # raises
         return reads, producers, outputs
 
