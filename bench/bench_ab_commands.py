@@ -56,10 +56,12 @@ def copy_tree(folder: Path) -> Path:
 
 
 def timed(cmd: list[str], out: Path, env: dict[str, str]) -> tuple[float, float]:
-    """(wall, CPU) seconds of `cmd` with stdout to `out`; it must exit 0."""
+    """(wall, CPU) seconds of `cmd` with stdout to `out`; it must exit 0. It runs in `out`'s
+    folder: `python -m` puts its working directory first on sys.path, so from the source tree
+    both sides would import the tree's gpuplace/ ahead of PYTHONPATH."""
     with open(out, "wb") as f:
         start = time.perf_counter()
-        proc = subprocess.Popen(cmd, stdout=f, stderr=subprocess.PIPE, env=env)
+        proc = subprocess.Popen(cmd, stdout=f, stderr=subprocess.PIPE, env=env, cwd=out.parent)
         err = proc.stderr.read() if proc.stderr else b""
         _, status, usage = os.wait4(proc.pid, 0)
         wall = time.perf_counter() - start

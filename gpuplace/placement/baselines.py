@@ -8,7 +8,6 @@ nor the work that must run on GPUs spread evenly over them.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from itertools import chain
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -17,7 +16,7 @@ from ..devices.names import full_name
 from ..graph.model import Graph, OpMeta
 from . import place
 from .cost import DeviceModel, LinkModel, copy_time, split_devices
-from .flat import Flat, default_meta, flatten, free_groups
+from .flat import Flat, Reads, default_meta, flatten, free_groups
 from .model import Decision, Placement
 
 
@@ -171,18 +170,17 @@ def stage_bound(flat: Flat, w: Sequence[float], where: Sequence[int], num_gpus: 
 NUMPY_OPS = 2_000  # from this many ops on, the cuts are found over arrays (`_cuts`)
 
 
-def _cuts(inputs: Sequence[Sequence[tuple[int, int]]], keep: Sequence[bool]) -> list[int]:
-    """`_Stages.cuts` over numpy arrays, the same integers counted the same way: the edges
-    (reader, kept producer) once each, sorted; each producer's first reader; each reader's
-    newest input; the prefix's sinks and the suffix's sources as cumulative sums."""
+def _cuts(reads: Reads, keep: Sequence[bool]) -> list[int]:
+    """`_Stages.cuts` over numpy arrays (the flattened graph's `reads`), the same integers
+    counted the same way: the edges (reader, kept producer) once each, sorted; each
+    producer's first reader; each reader's newest input; the prefix's sinks and the suffix's
+    sources as cumulative sums."""
     n = len(keep)
-    counts = np.fromiter(map(len, inputs), np.intp, n)
-    pairs = np.fromiter(
-        chain.from_iterable(chain.from_iterable(inputs)), np.intp, 2 * int(counts.sum())
-    )
-    producer, reader = pairs[0::2], np.repeat(np.arange(n, dtype=np.intp), counts)
+    producer, reader = reads.producer, reads.reader
     kept = np.fromiter(keep, bool, n)
-    edge = np.unique(reader[kept[producer]] * n + producer[kept[producer]])
+    edge = np.sort(reader[kept[producer]] * n + producer[kept[producer]])
+    edge = edge[np.r_[True, edge[1:] != edge[:-1]]] if len(edge) else edge  # np.unique's,
+    # without the hash table numpy 2 builds first (ten times the sort here)
     reader, producer = edge // n, edge % n
     first_reader = np.full(n, n, dtype=np.intp)
     produced, first = np.unique(producer, return_index=True)  # edges are in reader order
@@ -227,7 +225,7 @@ class _Stages:
     def cuts(self) -> list[int]:
         """The cuts in graph order: over arrays from `NUMPY_OPS` ops on (`_cuts`)."""
         if len(self.w) >= NUMPY_OPS:
-            return _cuts(self.flat.inputs, self.keep)
+            return _cuts(self.flat.reads, self.keep)
         n, reads, keep = len(self.w), self.reads(), self.keep
         first_reader, newest_read = [n] * n, [0] * n
         for j in range(n):
@@ -253,25 +251,33 @@ class _Stages:
         if not cuts:
             return 0.0
         n, w, where, inputs = len(self.w), self.w, self.where, self.flat.inputs
-        stage, c = [-1] * n, 0
-        members: list[int] = []  # the ops of every stage, in graph order
-        for j in range(n):
-            if c < len(cuts) and cuts[c] == j:
-                c += 1
-            elif self.keep[j]:
-                stage[j] = c
-                members.append(j)
+        # each kept op's stage (the cuts before it), -1 for the cuts and generators
+        at = np.searchsorted(np.array(cuts, dtype=np.intp), np.arange(n), side="right")
+        cut = np.zeros(n, dtype=bool)
+        cut[cuts] = True
+        stage_of = np.where(np.fromiter(self.keep, bool, n) & ~cut, at, -1)
+        stage: list[int] = stage_of.tolist()
+        members: list[int] = np.flatnonzero(stage_of >= 0).tolist()  # in graph order
         # per stage, in one pass over its ops: the longest chain ending at each op over
-        # the stage's own edges, its critical path, its GPU and CPU work, its ops
+        # the stage's own edges, its critical path, its GPU and CPU work, its ops; and per
+        # cut, the ops of the next stage that read it
         longest = [0.0] * n
         count = len(cuts) + 1
         path, gpu_work, cpu_work = [0.0] * count, [0.0] * count, [0.0] * count
         size = [0] * count
+        before = [-1, *cuts]  # the cut before each stage
+        readers: dict[int, list[int]] = {}
         for j in members:
-            mine = stage[j]
-            here = longest[j] = w[j] + max(
-                [longest[p] for p, _ in inputs[j] if stage[p] == mine], default=0.0
-            )
+            mine, previous, best = stage[j], before[stage[j]], 0.0
+            for p, _ in inputs[j]:
+                if stage[p] == mine:
+                    if longest[p] > best:
+                        best = longest[p]
+                elif p == previous:
+                    found = readers.setdefault(p, [])
+                    if not found or found[-1] != j:
+                        found.append(j)
+            here = longest[j] = w[j] + best
             if here > path[mine]:
                 path[mine] = here
             if where[j] == 1:
@@ -279,13 +285,6 @@ class _Stages:
             elif where[j] == 2:
                 cpu_work[mine] += w[j]
             size[mine] += 1
-        readers: dict[int, list[int]] = {}  # per cut, the ops of the next stage that read it
-        for j in members:
-            for p, _ in inputs[j]:
-                if stage[j] > 0 and cuts[stage[j] - 1] == p:
-                    found = readers.setdefault(p, [])
-                    if not found or found[-1] != j:
-                        found.append(j)
         total = sum(w[c] for c in cuts)
         gpus = self.num_gpus
         for k in range(count):
@@ -322,25 +321,38 @@ class _Stages:
         finish (m). The least over every split, relaxed to fractions (which can only lower it):
         min(all local, max(local work, m + copies)). `longest`: the longest chain ending at
         each op within its stage (`stage`), `k` the stage before `cut`."""
-        made: dict[int, set[int]] = {}
+        first: dict[int, int] = {}  # each producer's first output read, and its others
+        more: dict[int, set[int]] = {}
         for p, out in self.flat.inputs[cut]:
-            if stage[p] == k:
-                made.setdefault(p, set()).add(out)
-        if not made:
+            if stage[p] == k and first.setdefault(p, out) != out:
+                more.setdefault(p, {first[p]}).add(out)
+        if not first:
             return 0.0
         w, out_bytes, link = self.w, self.flat.out_bytes, self.link
-        items = [
-            (w[p], sum([copy_time(out_bytes[p][o], link) for o in outs]))
-            for p, outs in made.items()
-        ]
-        local, remote = 0.0, min([longest[p] for p in made]) + sum([c for _, c in items])
-        for work, copy in sorted(items, key=lambda item: -item[1] / max(item[0], 1e-30)):
+        times: dict[int, float] = {}  # copy_time by bytes: most outputs are one size
+        works = [w[p] for p in first]
+        copies: list[float] = []
+        for p, out in first.items():
+            outs = more.get(p)
+            if outs is None:
+                size = out_bytes[p][out]
+                c = times.get(size)
+                if c is None:
+                    c = times[size] = copy_time(size, link)
+                copies.append(c)
+            else:
+                copies.append(sum([copy_time(out_bytes[p][o], link) for o in outs]))
+        local, remote = 0.0, min([longest[p] for p in first]) + sum(copies)
+        # the producers by copy time per second of work, most first (a stable sort, as
+        # `sorted` by -copy / max(work, 1e-30))
+        ratio = -np.array(copies) / np.maximum(np.array(works), 1e-30)
+        order: list[int] = np.argsort(ratio, kind="stable").tolist()
+        for i in order:
+            work, copy = works[i], copies[i]
             if local + work <= remote - copy:
                 local, remote = local + work, remote - copy
                 continue
-            return min(
-                sum([work for work, _ in items]), local + work * (remote - local) / (work + copy)
-            )
+            return min(sum(works), local + work * (remote - local) / (work + copy))
         return local  # every producer on the cut's device: no copy at all
 
 

@@ -17,10 +17,11 @@ and memory GB/s, looked up by product name); a product without either gets the c
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from math import prod
-from typing import TYPE_CHECKING
+from operator import attrgetter
+from typing import TYPE_CHECKING, Any
 
 from ..devices.cluster import full_device, short_name
 from ..devices.names import full_name
@@ -53,6 +54,7 @@ _NO_FLOPS = frozenset({
     "constant", "zeros", "ones", "fill", "placeholder", "variable",
 })  # fmt: skip
 _REDUCTIONS = frozenset({"reduce_sum", "reduce_mean", "reduce_max"})
+_INPUTS, _ATTRS = attrgetter("inputs"), attrgetter("attrs")
 
 
 @dataclass(frozen=True)
@@ -95,17 +97,47 @@ def op_flops(op: Op, input_specs: Sequence[TensorSpec], meta: OpMeta | None = No
     rate = output_rate(op.type, meta)
     if rate is not None:
         return 0.0 if rate == 0.0 else rate * _elements(op.outputs)
+    return counted_flops(op, input_specs, meta, _elements(op.outputs))
+
+
+def counted_flops(op: Op, input_specs: Sequence[TensorSpec], meta: OpMeta | None,
+                  elements: int) -> float:  # fmt: skip
+    """`op_flops` of an op whose type has no `output_rate` (its inputs count), with its
+    outputs' `elements` counted already."""
     count = getattr(meta, "flops", None)
     if count is not None:
         return float(count(op.attrs, tuple(input_specs), op.outputs))
     kind = op.type
     if kind == "matmul":
-        a = input_specs[0].shape
-        k = a[0] if op.attrs.get("transpose_a") else a[-1]
-        return 2.0 * _elements(op.outputs) * k
+        return _matmul_flops(elements, input_specs[0], op.attrs)
     if kind in _REDUCTIONS:
         return float(_elements(input_specs))
-    return float(max(len(input_specs) - 1, 0) * _elements(op.outputs))  # add_n
+    return _add_n_flops(len(input_specs), elements)
+
+
+def _matmul_flops(elements: int, a: TensorSpec, attrs: Mapping[str, Any]) -> float:
+    """matmul: 2 m n k, k from its first input `a`."""
+    k = a.shape[0] if attrs.get("transpose_a") else a.shape[-1]
+    return 2.0 * elements * k
+
+
+def _add_n_flops(inputs: int, elements: int) -> float:
+    """add_n: one per element per input past the first."""
+    return float(max(inputs - 1, 0) * elements)
+
+
+def counted_flops_of(kind: str, meta: OpMeta | None, ops: Sequence[Op],
+                     elements: Sequence[int], inputs: Callable[[int], Sequence[TensorSpec]],
+                     firsts: Callable[[], Sequence[TensorSpec]]) -> list[float]:  # fmt: skip
+    """`counted_flops` of each of `ops`, all of type `kind` (`elements`: their outputs'
+    elements; `inputs(i)`: the input specs of `ops[i]`, `firsts()` the first of each): matmul
+    and add_n over lists, each count as `counted_flops` works it out, the others op by op."""
+    if getattr(meta, "flops", None) is None and kind in ("matmul", "add_n"):
+        if kind == "add_n":
+            return list(map(_add_n_flops, map(len, map(_INPUTS, ops)), elements))
+        return list(map(_matmul_flops, elements, firsts(), map(_ATTRS, ops)))
+    pairs = enumerate(zip(ops, elements, strict=True))
+    return [counted_flops(op, inputs(i), meta, e) for i, (op, e) in pairs]
 
 
 def output_rate(kind: str, meta: OpMeta | None = None) -> float | None:

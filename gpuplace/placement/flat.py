@@ -1,6 +1,7 @@
 """A graph flattened for the strategies: int-indexed lists, costs and tensor lifetimes, built once.
 
-`Flat` holds, per op in graph order: the (producer, output) pairs it reads, its FLOPs and bytes
+`Flat` holds, per op in graph order: the (producer, output) pairs it reads (also as int arrays
+over every read, `Reads`, for the passes that work over arrays), its FLOPs and bytes
 moved (`cost.py`), its outputs' sizes as the allocator rounds them (256 B), and each output's
 static last step. That is the step of its last reader anywhere (a reader on another device reads
 it to copy it, so the source lives as long), through `print` ops, which forward their input
@@ -15,22 +16,29 @@ or the random ops, which read a shape tensor in TF) and variables.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
+from itertools import accumulate, chain, islice, pairwise, repeat
 from math import prod
+from operator import attrgetter, mul
 from typing import Any
+
+import numpy as np
 
 from ..devices.cluster import TaskName
 from ..devices.names import DeviceSpec, placer_spec
 from ..errors import BadInput
-from ..graph.model import DTYPES, Graph, Op, OpMeta
+from ..graph.model import DTYPES, Graph, Op, OpMeta, TensorSpec
 from ..units import allocation_size
-from .cost import op_flops, output_rate
+from .cost import counted_flops_of, output_rate
 from .model import Placement
 from .tf import generator_flags, kernels_of, tf_type_of
 
 PRINT = "print"
 VARIABLE = "variable"  # moves no bytes (`cost.op_bytes`)
+_NAME, _TYPE, _INPUTS, _OUTPUTS = (attrgetter(a) for a in ("name", "type", "inputs", "outputs"))
+_SHAPE, _DTYPE, _REF_OP, _REF_INDEX = (attrgetter(a) for a in ("shape", "dtype", "op", "index"))
 
 
 def default_meta(op_meta: Callable[[str], OpMeta] | None) -> Callable[[str], OpMeta]:
@@ -54,152 +62,283 @@ class Flat:
     sizes: tuple[tuple[int, ...], ...]  # rounded output sizes; () for print (it allocates none)
     out_bytes: tuple[tuple[int, ...], ...]  # exact output sizes (what a copy moves)
     ends: tuple[tuple[int, ...], ...]  # static last step of each output
-    first_reader: tuple[int, ...]  # first op reading any output, -1 if none
     generator: tuple[bool, ...]  # TF's placer defers it (`IsGeneratorNode`), or a variable
     resident: tuple[bool, ...]  # outputs stay on the device for the whole run (variables)
     kernels: tuple[frozenset[str], ...]  # per op: its type's, narrowed by its dtype
     is_print: tuple[bool, ...]
 
     fetch: tuple[tuple[int, int], ...]  # (op, output) of every fetched tensor
+    reads: Reads = field(compare=False, repr=False)  # `inputs` as int arrays
 
     @property
     def last(self) -> int:
         return len(self.names) - 1
+
+    @cached_property
+    def first_reader(self) -> tuple[int, ...]:
+        """First op reading any output of each op, -1 if none (worked out on first use)."""
+        return tuple(self.reads.first_readers())
 
     def fetched(self) -> list[tuple[int, int]]:
         """(op, output) of every fetched tensor."""
         return list(self.fetch)
 
 
-def _ends(graph: Graph, inputs: Sequence[tuple[tuple[int, int], ...]], index: dict[str, int],
-          resident: Sequence[bool], steps: Sequence[int]) -> list[list[int]]:  # fmt: skip
-    """Static last step of every output (see the module docstring); `steps`: each step's int."""
-    ops, last = graph.ops, len(graph.ops) - 1
-    ends = [
-        [last if resident[i] else i] * len(op.outputs) for i, op in zip(steps, ops, strict=True)
-    ]
-    for j, reads in zip(steps, inputs, strict=True):
-        for p, k in reads:
-            if j > ends[p][k]:
-                ends[p][k] = j
-    for ref in graph.fetch:
-        i = index.get(ref.op)
-        if i is None or ref.index >= len(ends[i]):
-            raise BadInput(f"fetch '{ref}' names no output of the graph's ops")
-        ends[i][ref.index] = last
-    for j in range(len(ops) - 1, -1, -1):  # print forwards its inputs: their life includes its
-        if ops[j].type == PRINT:
-            for (p, k), end in zip(inputs[j], ends[j], strict=False):
-                ends[p][k] = max(ends[p][k], end)
-    return ends
-
-
 def flatten(graph: Graph, op_meta: Callable[[str], OpMeta] | None = None) -> Flat:
-    """Flatten `graph` (in execution order, as the loader guarantees) in one linear pass."""
+    """Flatten `graph` (in execution order, as the loader guarantees) in one linear pass.
+
+    Each list is built over all ops at once (C loops: `map`, `zip`, numpy over the reads as
+    int arrays), not op by op: the reads' checks, first readers and last steps over arrays,
+    the costs per op type (`cost.output_rate`; the others' `counted_flops`)."""
     meta_of = default_meta(op_meta)
     ops = graph.ops
-    index = {op.name: i for i, op in enumerate(ops)}
-    # each step's int once (the reads' pairs, first readers and ends share it): index's own
-    # ints when every name is distinct, as the loader makes them
-    steps: Sequence[int] = list(index.values()) if len(index) == len(ops) else range(len(ops))
-    metas = {t: meta_of(t) for t in {op.type for op in ops}}
-    rates = {t: output_rate(t, meta) for t, meta in metas.items()}  # None: `op_flops` itself
-    inputs = []
-    flops, nbytes = [], []
-    kernels: list[frozenset[str]] = []
-    first = [-1] * len(ops)
+    n = len(ops)
+    names = tuple(map(_NAME, ops))
+    index = dict(zip(names, range(n), strict=True))
+    types = list(map(_TYPE, ops))
+    metas = {t: meta_of(t) for t in set(types)}
+    outs = list(map(_OUTPUTS, ops))
+    specs = list(chain.from_iterable(outs))  # every output, op by op: a slot each
+    width = list(map(len, outs))
+    single = len(specs) == n and width.count(1) == n  # one output each: slot i is op i's
+    first_slot: Sequence[int] = range(n) if single else list(accumulate(width, initial=0))
+    dtypes = list(map(_DTYPE, specs))
+    counts = list(map(prod, map(_SHAPE, specs)))
+    slot_bytes = list(map(mul, counts, map(DTYPES.__getitem__, dtypes)))
     shared: dict[Any, Any] = {}  # equal tuples and sets are kept once (most ops repeat them)
     keep = shared.setdefault
-    # equal costs kept once: FLOPs are floats, bytes ints (apart: 2 == 2.0)
-    same_flops: dict[float, float] = {}
-    same_bytes: dict[int, int] = {}
-    known: dict[tuple[Any, ...], frozenset[str]] = {}  # kernels by what decides them
-    out_bytes: list[tuple[int, ...]] = []  # exact output sizes, worked out once per op
-    elements: list[int] = []  # the outputs' elements (`cost._elements`)
-    for op in ops:
-        outs = op.outputs
-        if len(outs) == 1:  # `TensorSpec.nbytes`, its element count kept
-            spec = outs[0]
-            count = prod(spec.shape)
-            made: tuple[int, ...] = (count * DTYPES[spec.dtype],)
-        else:
-            counts = [prod(spec.shape) for spec in outs]
-            count = sum(counts)
-            made = tuple([c * DTYPES[spec.dtype] for c, spec in zip(counts, outs, strict=True)])
-        out_bytes.append(keep(made, made))
-        elements.append(count)
-    for j, op in zip(steps, ops, strict=True):
-        try:
-            reads = tuple(
-                [keep(pair, pair) for pair in [(index[r.op], r.index) for r in op.inputs]]
-            )
-            read = [out_bytes[p][k] for p, k in reads]  # an output no op makes: IndexError
-        except (KeyError, IndexError):
-            raise BadInput(f"op '{op.name}' reads an output no earlier op produces") from None
-        for p, _ in reads:
-            if p >= j:
-                raise BadInput(f"op '{op.name}' reads an op that comes after it: order the graph")
-            if first[p] < 0:
-                first[p] = j
-        inputs.append(keep(reads, reads))
-        meta = metas[op.type]
-        source = ops[reads[0][0]].outputs[reads[0][1]].dtype if reads else None
-        kernels.append(_kernels(meta, op, source, known))
-        rate = rates[op.type]
-        if rate is None:
-            cost = op_flops(op, tuple([ops[p].outputs[k] for p, k in reads]), meta)
-        else:  # `op_flops`, from the counts above
-            cost = 0.0 if rate == 0.0 else rate * elements[j]
-        moved = 0  # `cost.op_bytes` (inputs read plus outputs written), from the sizes above
-        if op.type != VARIABLE:
-            moved = sum(read) + sum(out_bytes[j])
-        flops.append(same_flops.setdefault(cost, cost))
-        nbytes.append(same_bytes.setdefault(moved, moved))
-    resident = [metas[op.type].resident for op in ops]
-    sizes: list[tuple[int, ...]] = []
-    rounded: dict[tuple[int, ...], tuple[int, ...]] = {}  # allocation sizes per output sizes
-    for op, made in zip(ops, out_bytes, strict=True):
-        if op.type == PRINT:
-            sizes.append(())
-        else:
-            found = rounded.get(made)
-            if found is None:
-                found = rounded[made] = tuple(allocation_size(n) for n in made)
-            sizes.append(found)
-    ends = [tuple(e) for e in _ends(graph, inputs, index, resident, steps)]
+    if single:
+        elements, made = counts, list(zip(slot_bytes))
+    else:
+        spans = list(pairwise(first_slot))
+        elements = [sum(counts[a:b]) for a, b in spans]
+        made = [tuple(slot_bytes[a:b]) for a, b in spans]
+    out_bytes = list(map(keep, made, made))
+    reads, producers, outputs = Reads.of(ops, index, width, first_slot)
+    if any(outputs):
+        pairs = list(zip(producers, outputs, strict=True))
+        pairs = list(map(keep, pairs, pairs))
+    else:  # every read is an output 0: one pair per op, shared by its readers
+        pairs = list(map(list(zip(range(n), repeat(0))).__getitem__, producers))
+    inputs = _grouped(pairs, list(map(len, map(_INPUTS, ops))))
+    resident = list(map({t: m.resident for t, m in metas.items()}.__getitem__, types))
+    is_print = [t == PRINT for t in types]
+    fetch = _fetched(graph, index, width)
+    ends = _ends(fetch, reads, resident, is_print, out_bytes)
     return Flat(
         graph=graph,
-        names=tuple(op.name for op in ops),
+        names=names,
         inputs=tuple(inputs),
-        flops=tuple(flops),
-        nbytes=tuple(nbytes),
-        sizes=tuple(sizes),
+        flops=tuple(_flops(ops, types, metas, elements, specs, reads)),
+        nbytes=tuple(_moved(types, slot_bytes, out_bytes, single, reads)),
+        sizes=tuple(_sizes(out_bytes, is_print)),
         out_bytes=tuple(out_bytes),
-        ends=tuple(keep(e, e) for e in ends),
-        first_reader=tuple(first),
+        ends=tuple(map(keep, ends, ends)),
         generator=tuple(generator_flags(ops, metas, residents=True)),
         resident=tuple(resident),
-        kernels=tuple(kernels),
-        is_print=tuple(op.type == PRINT for op in ops),
-        fetch=tuple((index[r.op], r.index) for r in graph.fetch),  # _ends checked them
+        kernels=tuple(_kernels(ops, types, metas, dtypes, first_slot, width, reads)),
+        is_print=tuple(is_print),
+        fetch=fetch,
+        reads=reads,
     )
 
 
-def _kernels(
-    meta: OpMeta,
-    op: Op,
-    source: str | None,
-    known: dict[tuple[Any, ...], frozenset[str]],
-) -> frozenset[str]:
-    """`kernels_of`, looked up once per (type, TF type where attrs choose it, output 0's dtype,
-    input 0's dtype `source`): what decides an op's kernels (`OpDef.kernel_match`)."""
-    varying = getattr(meta, "tf_type_of", None) is not None  # zeros: Const or Fill, ...
-    key = (op.type, op.outputs[0].dtype if op.outputs else None, source,
-           tf_type_of(meta, op) if varying else None)  # fmt: skip
-    found = known.get(key)
-    if found is None:
-        found = known[key] = kernels_of(meta, op, source)
-    return found
+class Reads:
+    """Every read of a flattened graph, in graph order of its readers, as int arrays: the op
+    it reads (`producer`), its `slot` (the op's first output's slot plus the output read;
+    slots number every output, op by op), the `reader`; op j's are those from `offsets[j]` to
+    `offsets[j + 1]`."""
+
+    def __init__(self, arity: Sequence[int], producers: Sequence[int], output: Any,
+                 first_slot: Sequence[int]) -> None:  # fmt: skip
+        n, m = len(arity), len(producers)
+        counts = np.fromiter(arity, np.intp, n)
+        self.reader = np.repeat(np.arange(n, dtype=np.intp), counts)
+        self.offsets = np.zeros(n + 1, dtype=np.intp)
+        np.cumsum(counts, out=self.offsets[1:])
+        self.producer = np.fromiter(producers, np.intp, m)
+        starts = np.fromiter(first_slot, np.intp, n) if n else np.zeros(0, np.intp)
+        self.slot = starts[self.producer] + output
+        self.n = n
+
+    @classmethod
+    def of(cls, ops: Sequence[Op], index: dict[str, int], width: Sequence[int],
+           first_slot: Sequence[int]) -> tuple[Reads, list[int], list[int]]:  # fmt: skip
+        """The reads of `ops` (names to indices by `index`, `width[i]` outputs of op i), with
+        the producer and output of each read as lists; BadInput for the first op that reads
+        an output no earlier op makes."""
+        refs_of = list(map(_INPUTS, ops))
+        arity = list(map(len, refs_of))
+        refs = list(chain.from_iterable(refs_of))
+        producers = list(map(index.get, map(_REF_OP, refs), repeat(-1)))
+        outputs = list(map(_REF_INDEX, refs))
+        if refs and not (min(outputs) >= 0 and max(outputs) < 1 << 31):
+            _refuse_reads(ops, index, width)  # raises
+        output = np.fromiter(outputs, np.intp, len(refs))  # an array while it is checked
+        reads = cls(arity, producers, output, first_slot)
+        p = reads.producer
+        if refs and ((p < 0) | (p >= reads.reader)
+                     | (output >= np.fromiter(width, np.intp, len(width))[p])).any():  # fmt: skip
+            _refuse_reads(ops, index, width)  # raises
+        return reads, producers, outputs
+
+    def first_readers(self) -> list[int]:
+        """Per op, the first op reading any of its outputs, -1 if none."""
+        first = np.full(self.n, self.n, dtype=np.intp)
+        np.minimum.at(first, self.producer, self.reader)
+        first[first == self.n] = -1
+        out: list[int] = first.tolist()
+        return out
+
+
+def _refuse_reads(ops: Sequence[Op], index: dict[str, int], width: Sequence[int]) -> None:
+    """The first op (in graph order) whose reads `Reads` found wrong, in words: an output no
+    earlier op produces (an unknown op or output index), or an op that comes after it."""
+    for j, op in enumerate(ops):
+        reads = [(index.get(r.op, -1), r.index) for r in op.inputs]
+        if any(p < 0 or not 0 <= k < width[p] for p, k in reads):
+            raise BadInput(f"op '{op.name}' reads an output no earlier op produces")
+        if any(p >= j for p, _ in reads):
+            raise BadInput(f"op '{op.name}' reads an op that comes after it: order the graph")
+    raise AssertionError("Reads found a read wrong that no op makes")
+
+
+def _grouped(items: Sequence[Any], counts: Sequence[int]) -> list[tuple[Any, ...]]:
+    """`items` cut into consecutive tuples of `counts` items each; equal tuples of one item
+    are one tuple (a fan's readers all read one)."""
+    if counts.count(1) == len(counts):
+        ones: dict[Any, tuple[Any, ...]] = {}
+        return list(map(ones.setdefault, items, zip(items)))
+    it = iter(items)
+    return [tuple(islice(it, c)) for c in counts]
+
+
+def _fetched(
+    graph: Graph, index: dict[str, int], width: Sequence[int]
+) -> tuple[tuple[int, int], ...]:
+    """(op, output) of every fetched tensor; BadInput for one no op makes."""
+    fetch = []
+    for ref in graph.fetch:
+        i = index.get(ref.op)
+        if i is None or not 0 <= ref.index < width[i]:
+            raise BadInput(f"fetch '{ref}' names no output of the graph's ops")
+        fetch.append((i, ref.index))
+    return tuple(fetch)
+
+
+def _ends(fetch: Sequence[tuple[int, int]], reads: Reads, resident: Sequence[bool],
+          is_print: Sequence[bool], out_bytes: Sequence[tuple[int, ...]]) -> list[tuple[int, ...]]:  # fmt: skip
+    """Static last step of every output (see the module docstring), per op."""
+    n, last = len(out_bytes), len(out_bytes) - 1
+    width = list(map(len, out_bytes))
+    owner = np.repeat(np.arange(n, dtype=np.intp), np.fromiter(width, np.intp, n))
+    ends = np.where(np.fromiter(resident, bool, n)[owner], last, owner)
+    np.maximum.at(ends, reads.slot, reads.reader)
+    starts = list(accumulate(width, initial=0))
+    for i, k in fetch:
+        ends[starts[i] + k] = last
+    slot_ends: list[int] = ends.tolist()
+    if any(is_print):  # print forwards its inputs: their life includes its
+        slot, offsets = reads.slot.tolist(), reads.offsets.tolist()
+        for j in range(n - 1, -1, -1):
+            if is_print[j]:
+                for s, end in zip(slot[offsets[j] : offsets[j + 1]],
+                                  slot_ends[starts[j] : starts[j + 1]], strict=False):  # fmt: skip
+                    slot_ends[s] = max(slot_ends[s], end)
+    if len(slot_ends) == n and width.count(1) == n:
+        return list(zip(slot_ends))
+    return [tuple(slot_ends[a:b]) for a, b in pairwise(starts)]
+
+
+def _flops(ops: Sequence[Op], types: Sequence[str], metas: Mapping[str, OpMeta],
+           elements: Sequence[int], specs: Sequence[TensorSpec], reads: Reads) -> list[float]:  # fmt: skip
+    """`op_flops` of each op: its type's rate times its outputs' elements, else counted from
+    its inputs (`counted_flops`); equal counts kept once."""
+    rates = {t: output_rate(t, meta) for t, meta in metas.items()}  # None: counted
+    flops: list[Any] = [
+        None if r is None else 0.0 if r == 0.0 else r * e
+        for r, e in zip(map(rates.__getitem__, types), elements, strict=True)
+    ]
+    counted = [t for t, r in rates.items() if r is None]
+    if counted:  # type by type, over the ops of each
+        slot, offsets = reads.slot.tolist(), reads.offsets.tolist()
+        code = {t: i for i, t in enumerate(metas)}
+        codes = np.fromiter(map(code.__getitem__, types), np.intp, len(types))
+        for t in counted:
+            these: list[int] = np.flatnonzero(codes == code[t]).tolist()
+
+            def inputs(i: int, these: list[int] = these) -> tuple[TensorSpec, ...]:
+                j = these[i]
+                return tuple(map(specs.__getitem__, slot[offsets[j] : offsets[j + 1]]))
+
+            def firsts(these: list[int] = these) -> list[TensorSpec]:
+                at = reads.offsets[these]
+                if (reads.offsets[np.add(these, 1)] == at).any():  # one reads nothing
+                    return [inputs(i)[0] for i in range(len(these))]  # IndexError, as op_flops
+                return list(map(specs.__getitem__, reads.slot[at].tolist()))
+
+            counts = counted_flops_of(t, metas[t], list(map(ops.__getitem__, these)),
+                                      list(map(elements.__getitem__, these)), inputs, firsts)  # fmt: skip
+            for j, f in zip(these, counts, strict=True):
+                flops[j] = f
+    same: dict[float, float] = {}
+    out: list[float] = list(map(same.setdefault, flops, flops))
+    return out
+
+
+def _moved(types: Sequence[str], slot_bytes: Sequence[int], out_bytes: Sequence[tuple[int, ...]],
+           single: bool, reads: Reads) -> list[int]:  # fmt: skip
+    """`op_bytes` of each op (inputs read plus outputs written; a variable none), from the
+    slots' sizes: over int64 arrays where every total fits one, else Python's integers."""
+    made = slot_bytes if single else list(map(sum, out_bytes))
+    if max(slot_bytes, default=0) * (len(reads.slot) + 1) < 1 << 62:
+        sizes = np.fromiter(slot_bytes, np.int64, len(slot_bytes))
+        total = np.zeros(len(reads.slot) + 1, dtype=np.int64)  # bytes read up to each read
+        np.cumsum(sizes[reads.slot], out=total[1:])
+        at = total[reads.offsets]
+        read: list[int] = (at[1:] - at[:-1]).tolist()
+    else:
+        slot, offsets = reads.slot.tolist(), reads.offsets.tolist()
+        read = [sum(map(slot_bytes.__getitem__, slot[a:b])) for a, b in pairwise(offsets)]
+    moved = [0 if t == VARIABLE else r + o for t, r, o in zip(types, read, made, strict=True)]
+    same: dict[int, int] = {}
+    return list(map(same.setdefault, moved, moved))
+
+
+def _sizes(out_bytes: Sequence[tuple[int, ...]], is_print: Sequence[bool]) -> list[tuple[int, ...]]:
+    """Each op's output sizes as the allocator rounds them; () for print (it allocates none)."""
+    rounded = {made: tuple(map(allocation_size, made)) for made in set(out_bytes)}
+    sizes = list(map(rounded.__getitem__, out_bytes))
+    if any(is_print):
+        sizes = [() if p else s for s, p in zip(sizes, is_print, strict=True)]
+    return sizes
+
+
+def _kernels(ops: Sequence[Op], types: Sequence[str], metas: Mapping[str, OpMeta],
+             dtypes: Sequence[str], first_slot: Sequence[int], width: Sequence[int],
+             reads: Reads) -> list[frozenset[str]]:  # fmt: skip
+    """`kernels_of` each op, looked up once per (type, output 0's dtype, input 0's dtype, TF
+    type where attrs choose it): what decides an op's kernels (`OpDef.kernel_match`); the
+    first op of each such key is the one asked."""
+    n = len(types)
+    named = [*dtypes, None]  # slot -1: none
+    own = np.fromiter(first_slot, np.intp, n) if n else np.zeros(0, np.intp)
+    own[np.fromiter(width, np.intp, n) == 0] = -1
+    source = np.full(n, -1, dtype=np.intp)
+    has = np.flatnonzero(np.diff(reads.offsets))
+    source[has] = reads.slot[reads.offsets[has]]
+    first_dtypes = map(named.__getitem__, own.tolist())
+    keys: list[tuple[Any, ...]] = list(
+        zip(types, first_dtypes, map(named.__getitem__, source.tolist()), strict=True)
+    )
+    varying = {t for t, m in metas.items() if getattr(m, "tf_type_of", None) is not None}
+    if varying:  # zeros: Const or Fill, ...
+        for j, t in enumerate(types):
+            if t in varying:
+                keys[j] = (*keys[j], tf_type_of(metas[t], ops[j]))
+    firsts = dict(zip(reversed(keys), range(n - 1, -1, -1), strict=True))  # each key's first op
+    known = {key: kernels_of(metas[key[0]], ops[j], key[2]) for key, j in firsts.items()}
+    return list(map(known.__getitem__, keys))
 
 
 def _groups(graph: Graph) -> list[int]:

@@ -53,7 +53,7 @@ def test_cuts_over_arrays_equal_the_walk(case: tuple[Graph, list[int]]) -> None:
     w = [1.0] * len(flat.names)
     stages = baselines._Stages(flat, w, [1] * len(w), 2, LinkModel())
     keep = [not g for g in flat.generator]
-    assert baselines._cuts(flat.inputs, keep) == stages.cuts()  # below NUMPY_OPS: the walk
+    assert baselines._cuts(flat.reads, keep) == stages.cuts()  # below NUMPY_OPS: the walk
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
