@@ -46,6 +46,7 @@ from .timeline import Network, Slot, Timeline
 
 _MANY = 8  # copies from which a draft's queue on the inbound link is bounded first (`_serial`)
 _READY = itemgetter(1)
+_INF = float("inf")
 WEIGHTS = (1.0, 2.0)  # copy weights of the passes tried (see the module docstring)
 # On graphs of _LONG ops or more, a later pass is given up at the first of its marks (every
 # 1 / _MARKS of the ops) from the _BEHINDth on where its makespan so far is not below the best
@@ -226,7 +227,7 @@ class _Balancer:
                 or self.network is not None
                 or _serial(draft) < best_finish
             ):
-                finish = self._finish(draft)
+                finish = self._finish(draft, best_finish)
                 if finish < best_finish:
                     best, best_finish = draft, finish
         if best is None:
@@ -378,8 +379,10 @@ class _Balancer:
         link, _, _, hop = self.timeline.route(source, device)
         return copy_time(self.flat.out_bytes[producer][output], link) * self.weight + hop
 
-    def _finish(self, draft: Draft) -> float:
-        """When a draft would finish with its copies planned on the links (none booked)."""
+    def _finish(self, draft: Draft, limit: float = _INF) -> float:
+        """When a draft would finish with its copies planned on the links (none booked); or,
+        once the copies planned so far end too late for it to finish before `limit`, a time
+        at or after `limit` no later than its finish (the rest are not planned)."""
         ready, copies = draft.ready, draft.copies
         timeline, device = self.timeline, draft.device
         inbound, outbound = timeline.inbound[device], timeline.outbound
@@ -403,10 +406,13 @@ class _Balancer:
                 known = solid[source] = (Link(),) if booked is None else (Link(), booked)
             out, into = (outbound[source], inbound) if route is None else route(source, device)[1:3]
             end, pieces = transfer(out, into, start, seconds, held, *known)
+            if end > ready:
+                ready = end
+                if max(draft.start, ready) + draft.seconds >= limit:
+                    break  # later copies only end later: it cannot finish before `limit`
             if n < last:  # what the last copy takes, no later one avoids
                 held.book(pieces)
                 known[0].cover(start, end)
-            ready = max(ready, end)
         return max(draft.start, ready) + draft.seconds
 
     def _commit(self, op: int, device: int) -> None:
