@@ -227,7 +227,7 @@ class _Balancer:
                 or self.network is not None
                 or _serial(draft) < best_finish
             ):
-                finish = self._finish(draft, best_finish)
+                finish = self._finish(draft, best_finish) if draft.copies else draft.bound
                 if finish < best_finish:
                     best, best_finish = draft, finish
         if best is None:
@@ -396,14 +396,16 @@ class _Balancer:
             out, into = (outbound[source], inbound) if route is None else route(source, device)[1:3]
             end, _ = transfer(out, into, start, seconds, None, *only)
             return max(draft.start, ready, end) + draft.seconds
-        held = Link()  # copies planned into the device
-        solid: dict[int, tuple[Link, ...]] = {}  # per source: time known busy (links.transfer)
+        held: Link | None = None  # copies planned into the device (none yet)
+        mine: dict[int, Link] = {}  # per source: its copies planned so far, as known busy time
         last = len(copies) - 1
         for n, (source, start, seconds) in enumerate(copies):
-            known = solid.get(source)
-            if known is None:
-                booked = timeline.solid.get((source, device))
-                known = solid[source] = (Link(),) if booked is None else (Link(), booked)
+            booked, own = timeline.solid.get((source, device)), mine.get(source)
+            known: tuple[Link, ...]  # time known busy (links.transfer)
+            if own is None:
+                known = () if booked is None else (booked,)
+            else:
+                known = (own,) if booked is None else (own, booked)
             out, into = (outbound[source], inbound) if route is None else route(source, device)[1:3]
             end, pieces = transfer(out, into, start, seconds, held, *known)
             if end > ready:
@@ -411,8 +413,12 @@ class _Balancer:
                 if max(draft.start, ready) + draft.seconds >= limit:
                     break  # later copies only end later: it cannot finish before `limit`
             if n < last:  # what the last copy takes, no later one avoids
+                if held is None:
+                    held = Link()
                 held.book(pieces)
-                known[0].cover(start, end)
+                if own is None:
+                    own = mine[source] = Link()
+                own.cover(start, end)
         return max(draft.start, ready) + draft.seconds
 
     def _commit(self, op: int, device: int) -> None:
