@@ -310,10 +310,29 @@ class _Balancer:
         drafting each one: what does not depend on the device is looked up once (`tensors`:
         `_tensors(reads)`)."""
         timeline, times = self.timeline, self.times
-        done, copied = timeline.done, timeline.copied
+        done, copied, sent = timeline.done, timeline.copied, timeline.sent
         generators = [times[producer] for producer, _, slot in reads if slot is None]
         placed = [tensor for tensor in tensors if tensor is not None]
         seconds, free_at, network = times[op], timeline.free_at, self.network
+        if not generators and network is None and not any(sent[t[2]] for t in placed):
+            # no copy of them yet: each input is there at `at` on its home, a copy later elsewhere
+            far, near = 0.0, {}
+            for home, at, _, _, length in placed:
+                near[home] = 0.0
+                if at + length > far:
+                    far = at + length
+            for device in near:
+                ready = 0.0
+                for home, at, _, _, length in placed:
+                    if home != device:
+                        at += length
+                    if at > ready:
+                        ready = at
+                near[device] = ready
+            return [
+                (max(free_at[device], near.get(device, far)) + seconds[device], n, device)
+                for n, device in enumerate(candidates)
+            ]
         out = []
         for n, device in enumerate(candidates):
             start, ready = free_at[device], 0.0
