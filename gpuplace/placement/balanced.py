@@ -213,12 +213,18 @@ class _Balancer:
         planned: list[Draft] = []
         reads = self._reads(op)
         tensors = self._tensors(reads)
+        limits, high = self.occupancy.limits, self.occupancy.high  # `Occupancy.fits`'s first test
         for bound, _, device in sorted(self._bounds(op, candidates, reads, tensors)):
             if best is not None and bound >= best_finish:
                 break
             draft = self._draft(op, device, reads, tensors)
             planned.append(draft)
-            if not self._fits(op, draft):
+            limit = limits[device]
+            if (
+                limit is not None
+                and high[device] + draft.total > limit
+                and not self._fits(op, draft)
+            ):
                 excluded.append(draft.device)
             elif best is None:
                 best, best_finish = draft, self._finish(draft)
@@ -353,7 +359,7 @@ class _Balancer:
                tensors: Sequence[Tensor | None]) -> Draft:  # fmt: skip
         """`op` on `device`, planned cheaply (see Draft; `tensors`: `_tensors(reads)`)."""
         flat, timeline, times = self.flat, self.timeline, self.times
-        copied, done = timeline.copied, timeline.done
+        copied, done, sent = timeline.copied, timeline.done, timeline.sent
         start, ready = timeline.free_at[device], 0.0
         first = last = op
         before = total = 0
@@ -369,7 +375,7 @@ class _Balancer:
                 continue
             home, at, _, _, seconds = tensor
             if home != device:
-                copy = copied.get((producer, output, device))
+                copy = copied.get((producer, output, device)) if sent[producer] else None
                 if copy is None:
                     if self.network is not None:  # the route's, across hosts
                         seconds = self._copy_seconds(producer, output, home, device)
