@@ -44,7 +44,7 @@ from .model import Decision, NoFit, Placement
 from .occupancy import Occupancy
 from .timeline import Network, Slot, Timeline
 
-_MANY = 8  # copies from which a draft's queue on the inbound link is bounded first (`_serial`)
+_MANY = 8  # copies from which a draft is bounded by its queue first (`_serial`), walks known time
 _READY = itemgetter(1)
 _INF = float("inf")
 WEIGHTS = (1.0, 2.0)  # copy weights of the passes tried (see the module docstring)
@@ -414,18 +414,19 @@ class _Balancer:
         route = None if self.network is None else timeline.route  # across hosts: NICs too
         if not copies:
             return max(draft.start, ready) + draft.seconds
+        # Known busy time (links.transfer) only saves steps of the walk, never moves its end:
+        # the links' (`Timeline.solid`) pays from _MANY copies on (a fan-in), not below
         if len(copies) == 1:  # nothing planned before it: no held time, no known time of its own
             source, start, seconds = copies[0]
-            booked = timeline.solid.get((source, device))
-            only: tuple[Link, ...] = () if booked is None else (booked,)
             out, into = (outbound[source], inbound) if route is None else route(source, device)[1:3]
-            end, _ = transfer(out, into, start, seconds, None, *only)
+            end, _ = transfer(out, into, start, seconds)
             return max(draft.start, ready, end) + draft.seconds
         held: Link | None = None  # copies planned into the device (none yet)
         mine: dict[int, Link] = {}  # per source: its copies planned so far, as known busy time
-        last = len(copies) - 1
+        last, many = len(copies) - 1, len(copies) >= _MANY
         for n, (source, start, seconds) in enumerate(copies):
-            booked, own = timeline.solid.get((source, device)), mine.get(source)
+            booked = timeline.solid.get((source, device)) if many else None
+            own = mine.get(source)
             known: tuple[Link, ...]  # time known busy (links.transfer)
             if own is None:
                 known = () if booked is None else (booked,)
