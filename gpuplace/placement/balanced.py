@@ -205,7 +205,8 @@ class _Balancer:
         Candidates are drafted cheaply (copies as if the links were idle) and planned in
         order of that lower bound (ties: in candidate order), stopping once it cannot beat
         the best finish found; one with many copies is not planned when they cannot end in
-        time to beat it even one after another on its inbound link (`_serial`).
+        time to beat it even one after another on its inbound link (`_serial`), and a draft's
+        copies are planned only until one ends too late to beat it (`_finish`'s `limit`).
         """
         best: Draft | None = None
         best_finish = 0.0
