@@ -172,6 +172,30 @@ def test_a_judged_placement_of_another_graph_or_other_decisions_is_estimated_afr
     assert calls["simulate"] == 1  # placed without soft placement: TF's placement may differ
 
 
+@pytest.mark.parametrize("shape", SHAPES)
+def test_each_candidate_is_bounded_by_its_draft_s_own_bound(
+    shape: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`_bounds` gives every candidate its draft's bound to the bit, by its shortcut (inputs
+    never copied yet) and by the general way, both taken on each of these shapes."""
+    real = balanced._Balancer._bounds
+    ways = {"shortcut": 0, "general": 0}
+
+    def bounds(self: Any, op: int, candidates: Any, reads: Any, tensors: Any) -> Any:
+        out = real(self, op, candidates, reads, tensors)
+        for bound, n, device in out:
+            assert candidates[n] == device
+            assert bound == self._draft(op, device, reads, tensors).bound, (op, device)
+        placed = [t for t in tensors if t is not None]
+        copied = any(self.timeline.sent[t[2]] for t in placed)
+        ways["general" if copied or len(placed) < len(reads) else "shortcut"] += 1
+        return out
+
+    monkeypatch.setattr(balanced._Balancer, "_bounds", bounds)
+    place_balanced(SHAPES[shape](300), models(4))
+    assert ways["shortcut"] > 0 and ways["general"] > 0, ways
+
+
 @pytest.mark.parametrize("limit", [None, 40 * 2**20], ids=["roomy", "tight"])
 @pytest.mark.parametrize("shape", SHAPES)
 def test_the_queue_bound_is_never_above_a_finish_and_changes_no_choice(
