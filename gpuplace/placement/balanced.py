@@ -44,8 +44,9 @@ from .model import Decision, NoFit, Placement
 from .occupancy import Occupancy
 from .timeline import Network, Slot, Timeline
 
-_MANY = 8  # copies from which a draft's queue on the inbound link is bounded first (`_serial`)
+_MANY = 8  # copies from which a draft is bounded by its queue first (`_serial`), walks known time
 _READY = itemgetter(1)
+_INF = float("inf")
 WEIGHTS = (1.0, 2.0)  # copy weights of the passes tried (see the module docstring)
 # On graphs of _LONG ops or more, a later pass is given up at the first of its marks (every
 # 1 / _MARKS of the ops) from the _BEHINDth on where its makespan so far is not below the best
@@ -204,7 +205,8 @@ class _Balancer:
         Candidates are drafted cheaply (copies as if the links were idle) and planned in
         order of that lower bound (ties: in candidate order), stopping once it cannot beat
         the best finish found; one with many copies is not planned when they cannot end in
-        time to beat it even one after another on its inbound link (`_serial`).
+        time to beat it even one after another on its inbound link (`_serial`), and a draft's
+        copies are planned only until one ends too late to beat it (`_finish`'s `limit`).
         """
         best: Draft | None = None
         best_finish = 0.0
@@ -212,12 +214,18 @@ class _Balancer:
         planned: list[Draft] = []
         reads = self._reads(op)
         tensors = self._tensors(reads)
+        limits, high = self.occupancy.limits, self.occupancy.high  # `Occupancy.fits`'s first test
         for bound, _, device in sorted(self._bounds(op, candidates, reads, tensors)):
             if best is not None and bound >= best_finish:
                 break
             draft = self._draft(op, device, reads, tensors)
             planned.append(draft)
-            if not self._fits(op, draft):
+            limit = limits[device]
+            if (
+                limit is not None
+                and high[device] + draft.total > limit
+                and not self._fits(op, draft)
+            ):
                 excluded.append(draft.device)
             elif best is None:
                 best, best_finish = draft, self._finish(draft)
@@ -226,7 +234,7 @@ class _Balancer:
                 or self.network is not None
                 or _serial(draft) < best_finish
             ):
-                finish = self._finish(draft)
+                finish = self._finish(draft, best_finish) if draft.copies else draft.bound
                 if finish < best_finish:
                     best, best_finish = draft, finish
         if best is None:
@@ -309,10 +317,29 @@ class _Balancer:
         drafting each one: what does not depend on the device is looked up once (`tensors`:
         `_tensors(reads)`)."""
         timeline, times = self.timeline, self.times
-        done, copied = timeline.done, timeline.copied
+        done, copied, sent = timeline.done, timeline.copied, timeline.sent
         generators = [times[producer] for producer, _, slot in reads if slot is None]
         placed = [tensor for tensor in tensors if tensor is not None]
         seconds, free_at, network = times[op], timeline.free_at, self.network
+        if not generators and network is None and not any(sent[t[2]] for t in placed):
+            # no copy of them yet: each input is there at `at` on its home, a copy later elsewhere
+            far, near = 0.0, {}
+            for home, at, _, _, length in placed:
+                near[home] = 0.0
+                if at + length > far:
+                    far = at + length
+            for device in near:
+                ready = 0.0
+                for home, at, _, _, length in placed:
+                    if home != device:
+                        at += length
+                    if at > ready:
+                        ready = at
+                near[device] = ready
+            return [
+                (max(free_at[device], near.get(device, far)) + seconds[device], n, device)
+                for n, device in enumerate(candidates)
+            ]
         out = []
         for n, device in enumerate(candidates):
             start, ready = free_at[device], 0.0
@@ -333,7 +360,7 @@ class _Balancer:
                tensors: Sequence[Tensor | None]) -> Draft:  # fmt: skip
         """`op` on `device`, planned cheaply (see Draft; `tensors`: `_tensors(reads)`)."""
         flat, timeline, times = self.flat, self.timeline, self.times
-        copied, done = timeline.copied, timeline.done
+        copied, done, sent = timeline.copied, timeline.done, timeline.sent
         start, ready = timeline.free_at[device], 0.0
         first = last = op
         before = total = 0
@@ -349,7 +376,7 @@ class _Balancer:
                 continue
             home, at, _, _, seconds = tensor
             if home != device:
-                copy = copied.get((producer, output, device))
+                copy = copied.get((producer, output, device)) if sent[producer] else None
                 if copy is None:
                     if self.network is not None:  # the route's, across hosts
                         seconds = self._copy_seconds(producer, output, home, device)
@@ -378,35 +405,47 @@ class _Balancer:
         link, _, _, hop = self.timeline.route(source, device)
         return copy_time(self.flat.out_bytes[producer][output], link) * self.weight + hop
 
-    def _finish(self, draft: Draft) -> float:
-        """When a draft would finish with its copies planned on the links (none booked)."""
+    def _finish(self, draft: Draft, limit: float = _INF) -> float:
+        """When a draft would finish with its copies planned on the links (none booked); or,
+        once the copies planned so far end too late for it to finish before `limit`, a time
+        at or after `limit` no later than its finish (the rest are not planned)."""
         ready, copies = draft.ready, draft.copies
         timeline, device = self.timeline, draft.device
         inbound, outbound = timeline.inbound[device], timeline.outbound
         route = None if self.network is None else timeline.route  # across hosts: NICs too
         if not copies:
             return max(draft.start, ready) + draft.seconds
+        # Known busy time (links.transfer) only saves steps of the walk, never moves its end:
+        # the links' (`Timeline.solid`) pays from _MANY copies on (a fan-in), not below
         if len(copies) == 1:  # nothing planned before it: no held time, no known time of its own
             source, start, seconds = copies[0]
-            booked = timeline.solid.get((source, device))
-            only: tuple[Link, ...] = () if booked is None else (booked,)
             out, into = (outbound[source], inbound) if route is None else route(source, device)[1:3]
-            end, _ = transfer(out, into, start, seconds, None, *only)
+            end, _ = transfer(out, into, start, seconds)
             return max(draft.start, ready, end) + draft.seconds
-        held = Link()  # copies planned into the device
-        solid: dict[int, tuple[Link, ...]] = {}  # per source: time known busy (links.transfer)
-        last = len(copies) - 1
+        held: Link | None = None  # copies planned into the device (none yet)
+        mine: dict[int, Link] = {}  # per source: its copies planned so far, as known busy time
+        last, many = len(copies) - 1, len(copies) >= _MANY
         for n, (source, start, seconds) in enumerate(copies):
-            known = solid.get(source)
-            if known is None:
-                booked = timeline.solid.get((source, device))
-                known = solid[source] = (Link(),) if booked is None else (Link(), booked)
+            booked = timeline.solid.get((source, device)) if many else None
+            own = mine.get(source)
+            known: tuple[Link, ...]  # time known busy (links.transfer)
+            if own is None:
+                known = () if booked is None else (booked,)
+            else:
+                known = (own,) if booked is None else (own, booked)
             out, into = (outbound[source], inbound) if route is None else route(source, device)[1:3]
             end, pieces = transfer(out, into, start, seconds, held, *known)
+            if end > ready:
+                ready = end
+                if max(draft.start, ready) + draft.seconds >= limit:
+                    break  # later copies only end later: it cannot finish before `limit`
             if n < last:  # what the last copy takes, no later one avoids
+                if held is None:
+                    held = Link()
                 held.book(pieces)
-                known[0].cover(start, end)
-            ready = max(ready, end)
+                if own is None:
+                    own = mine[source] = Link()
+                own.cover(start, end)
         return max(draft.start, ready) + draft.seconds
 
     def _commit(self, op: int, device: int) -> None:

@@ -68,6 +68,7 @@ class Timeline:
         self.done = [0.0] * len(flat.names)  # when each op has run
         self.home: list[tuple[Slot, ...]] = [()] * len(flat.names)  # outputs (print: forwarded)
         self.copied: dict[tuple[int, int, int], Slot] = {}  # (producer, output, device) -> copy
+        self.sent = [0] * len(flat.names)  # how many copies of each op's outputs were made
         self.slots: list[Slot] = []  # every slot made, for the estimate's peaks
         self.free_at = [0.0] * devices  # when each device has run its ops so far
         self.outbound = [Link() for _ in range(devices)]
@@ -154,6 +155,7 @@ class Timeline:
         solid.cover(start, end)  # both links are busy from `start` to `end` now
         end += hop  # the runtime's cost per cross-task hand-over (a Dask task), off the links
         copy = self.copied[producer, output, device] = Slot(device, source.size, step, step, end)
+        self.sent[producer] += 1
         self.slots.append(copy)
         if self.occupancy is not None:
             self.occupancy.add(device, step, step, source.size)

@@ -6,6 +6,7 @@ Work is counted, never timed: steps through the links' busy blocks (`link_reads`
 
 from __future__ import annotations
 
+import math
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable
 from dataclasses import replace
@@ -171,6 +172,30 @@ def test_a_judged_placement_of_another_graph_or_other_decisions_is_estimated_afr
     assert calls["simulate"] == 1  # placed without soft placement: TF's placement may differ
 
 
+@pytest.mark.parametrize("shape", SHAPES)
+def test_each_candidate_is_bounded_by_its_draft_s_own_bound(
+    shape: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`_bounds` gives every candidate its draft's bound to the bit, by its shortcut (inputs
+    never copied yet) and by the general way, both taken on each of these shapes."""
+    real = balanced._Balancer._bounds
+    ways = {"shortcut": 0, "general": 0}
+
+    def bounds(self: Any, op: int, candidates: Any, reads: Any, tensors: Any) -> Any:
+        out = real(self, op, candidates, reads, tensors)
+        for bound, n, device in out:
+            assert candidates[n] == device
+            assert bound == self._draft(op, device, reads, tensors).bound, (op, device)
+        placed = [t for t in tensors if t is not None]
+        copied = any(self.timeline.sent[t[2]] for t in placed)
+        ways["general" if copied or len(placed) < len(reads) else "shortcut"] += 1
+        return out
+
+    monkeypatch.setattr(balanced._Balancer, "_bounds", bounds)
+    place_balanced(SHAPES[shape](300), models(4))
+    assert ways["shortcut"] > 0 and ways["general"] > 0, ways
+
+
 @pytest.mark.parametrize("limit", [None, 40 * 2**20], ids=["roomy", "tight"])
 @pytest.mark.parametrize("shape", SHAPES)
 def test_the_queue_bound_is_never_above_a_finish_and_changes_no_choice(
@@ -178,18 +203,23 @@ def test_the_queue_bound_is_never_above_a_finish_and_changes_no_choice(
 ) -> None:
     """`_serial` (copies queued on the inbound link) is a lower bound of every draft's planned
     finish, and skipping the drafts it rules out gives the same decisions as planning every
-    draft, while it skips some of the fan's (each add_n reads copies from every other GPU)."""
+    draft, while it skips some of the fan's (each add_n reads copies from every other GPU).
+    So does stopping a draft's plan once its copies end too late to beat the best (`_finish`'s
+    limit): it stops some drafts of each of these shapes."""
     graph, devices = SHAPES[shape](300), models(4, limit)
     real_finish, real_serial = balanced._Balancer._finish, balanced._serial
     finished: list[int] = []
     bounded: list[float] = []
+    stopped, exact = [0], [False]
 
-    def finish(self: Any, draft: balanced.Draft) -> float:
-        out = real_finish(self, draft)
+    def finish(self: Any, draft: balanced.Draft, limit: float = math.inf) -> float:
+        out, full = real_finish(self, draft, limit), real_finish(self, draft)
         finished.append(len(draft.copies))
         if len(draft.copies) > 1:
-            assert real_serial(draft) <= out, (real_serial(draft), out)
-        return out
+            assert real_serial(draft) <= full, (real_serial(draft), full)
+        assert out == full if full < limit else limit <= out <= full, (out, full, limit)
+        stopped[0] += out < full
+        return full if exact[0] else out
 
     def serial(draft: balanced.Draft) -> float:
         bounded.append(real_serial(draft))
@@ -201,8 +231,10 @@ def test_the_queue_bound_is_never_above_a_finish_and_changes_no_choice(
     planned_pruned = len(finished)
     monkeypatch.setattr(balanced, "_MANY", 10**9)  # the bound never asked: every draft planned
     finished.clear()
+    exact[0] = True  # and every copy of each planned
     every = place_balanced(graph, devices)
     assert pruned.decisions == every.decisions
     assert planned_pruned <= len(finished)
     if shape == "fan":
         assert bounded and planned_pruned < len(finished)
+    assert stopped[0] > 0
