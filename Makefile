@@ -15,6 +15,10 @@ STAMP       = $(call stamp,$(EXTRAS_TEST))
 # Exact versions of the test environment (see its header); `CONSTRAINTS=` installs the newest.
 CONSTRAINTS ?= constraints.txt
 PIN     = $(if $(CONSTRAINTS),-c $(CONSTRAINTS))
+# pytest's workers (pytest-xdist): one per core; `make test TEST_JOBS=0` runs the suite in one process.
+# loadgroup keeps a module whose tests share a costly fixture on one worker (xdist_group marks).
+TEST_JOBS ?= auto
+XDIST   = -n $(TEST_JOBS) --dist loadgroup
 
 .PHONY: demo test test-fast lint typecheck cov bench bench-smoke gpu-check clean browser screenshot
 
@@ -44,7 +48,7 @@ typecheck: $(STAMP)
 	$(BIN)/mypy
 
 test: lint typecheck browser
-	$(BIN)/python -m pytest -rs --cov --cov-report=term:skip-covered --cov-report=html:htmlcov
+	$(BIN)/python -m pytest $(XDIST) -rs --cov --cov-report=term:skip-covered --cov-report=html:htmlcov
 
 # The HTML plan report's browser test (tests/report/test_browser.py) needs chromium: as root with
 # apt-get, install Debian's when none is found; otherwise say so (that test then skips, saying why).
@@ -65,7 +69,7 @@ screenshot: $(STAMP) browser
 
 # The inner loop: the suite without the tests marked slow, no lint, no coverage.
 test-fast: $(STAMP)
-	$(BIN)/python -m pytest -m "not slow"
+	$(BIN)/python -m pytest $(XDIST) -m "not slow"
 
 bench: $(STAMP)
 	for b in bench/bench_*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done

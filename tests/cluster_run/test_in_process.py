@@ -22,7 +22,7 @@ from gpuplace.memory.policy import Policy, resolve_policy
 from gpuplace.options import Options
 from tests.cluster_run.helpers import T0, T1, TOWERS, cluster_of, local_run, placed
 
-pytestmark = pytest.mark.timeout(120)
+pytestmark = [pytest.mark.timeout(120), pytest.mark.xdist_group("cluster_run/test_in_process")]
 
 CLUSTER = cluster_of("1xK20m", "1xK20m")
 

@@ -19,7 +19,7 @@ from gpuplace.execute import dask_run, dask_session
 from gpuplace.memory.policy import resolve_policy
 from tests.cluster_run.helpers import T0, T1, TOWERS, cluster_of, local_run, placed, slow_chain
 
-pytestmark = pytest.mark.timeout(120)
+pytestmark = [pytest.mark.timeout(120), pytest.mark.xdist_group("cluster_run/test_processes")]
 
 CLUSTER = cluster_of("1xK20m", "2xT4", cvd=(None, "1"))
 POLICY = resolve_policy({}, {}, {})

@@ -19,6 +19,15 @@ from hypothesis import strategies as st
 from gpuplace.errors import BadInput
 from gpuplace.graph import Graph, loads
 
+# yaml.safe_dump's text, written by libyaml (the same text for these specs, at C speed; checked
+# on all 1500 mutated specs): about a tenth of this file's CPU time with the Python emitter.
+SafeDumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+
+
+def _yaml(spec: object) -> str:
+    return yaml.dump(spec, Dumper=SafeDumper)
+
+
 GOOD: list[dict[str, Any]] = [
     {
         "config": {"log_device_placement": True, "gpu_options": {"allow_growth": True}},
@@ -187,7 +196,7 @@ FUZZ = settings(max_examples=1500, deadline=None, derandomize=True,
 @FUZZ
 @given(spec=mutated(), as_json=st.booleans())
 def test_mutated_specs_load_or_fail_cleanly(spec: dict[str, Any], as_json: bool) -> None:
-    _check(json.dumps(spec) if as_json else yaml.safe_dump(spec))
+    _check(json.dumps(spec) if as_json else _yaml(spec))
 
 
 @settings(max_examples=800, deadline=None, derandomize=True)
@@ -200,7 +209,7 @@ def test_mutated_specs_load_or_fail_cleanly(spec: dict[str, Any], as_json: bool)
 def test_garbage_text_fails_cleanly(
     base: dict[str, Any], as_json: bool, edits: list[tuple[int, int, str]]
 ) -> None:
-    text = json.dumps(base, indent=1) if as_json else yaml.safe_dump(base)
+    text = json.dumps(base, indent=1) if as_json else _yaml(base)
     for at, cut, insert in edits:
         at %= len(text) + 1
         text = text[:at] + insert + text[at + cut :]

@@ -19,10 +19,14 @@ PREFETCH: list[Prefetch] = []  # set once the cases to run are known
 
 def pytest_collection_finish(session: pytest.Session) -> None:
     """Start running the selected hostile cases in the background (not for --collect-only,
-    nor with GPUPLACE_HOSTILE_PREFETCH=0)."""
+    nor with GPUPLACE_HOSTILE_PREFETCH=0, nor in a pytest-xdist worker: each worker collects
+    every case but runs only those it is given, and the other worker is the parallelism)."""
     if not LINUX or session.config.option.collectonly or PREFETCH:
         return
-    if os.environ.get("GPUPLACE_HOSTILE_PREFETCH", "1") == "0":
+    if (
+        os.environ.get("GPUPLACE_HOSTILE_PREFETCH", "1") == "0"
+        or "PYTEST_XDIST_WORKER" in os.environ
+    ):
         return
     cases = [
         case

@@ -34,6 +34,8 @@ LIMITS = Limits(cpu_s=20, wall_s=30.0)  # each mutant needs well under a second
 # words: the tests xfail while these are all they find, and fail on any other. Remove an entry
 # when its fix lands (the test then passes, or names what is left).
 KNOWN: dict[str, str] = {}  # failure signature -> the issue being fixed (none open now)
+# Both tests read one run of the mutants (a module fixture): one pytest-xdist worker runs them.
+pytestmark = pytest.mark.xdist_group("hostile/test_fuzz_cli")
 
 
 @dataclass

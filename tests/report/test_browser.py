@@ -15,7 +15,7 @@ from tests.conftest import Run
 from tests.report.browser import MISSING, Loaded, find_chromium, load, png_size
 from tests.report.page import parse
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("report/test_browser")]
 TOWERS = "examples/guide/04_multi_tower.yaml"
 DEVICES = "GPU:0,GPU:1,GPU:2,GPU:3,CPU:0"
 

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from gpuplace.echo import clip_middle
 from tests.conftest import Run
 from tests.conftest import write_spec as write
 
@@ -126,7 +127,7 @@ def test_o_writes_the_file_atomically_and_says_so(
     size = len(printed.out.encode())
     shown = f"{size} B" if size < 1024 else f"{size / 1024:.1f} KiB"
     assert result.out == (
-        f"{what} (strategy balanced, simulated GPUs) written to {out} ({shown})\n"
+        f"{what} (strategy balanced, simulated GPUs) written to {clip_middle(str(out))} ({shown})\n"
     )
     assert not out.is_symlink() and out.read_text() == printed.out
     assert not (tmp_path / "elsewhere").exists()
