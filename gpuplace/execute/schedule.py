@@ -30,7 +30,7 @@ sit in it as ints, and a step holds its Op rather than copies of its name and at
 from __future__ import annotations
 
 from bisect import bisect_right
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence, ValuesView
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any, NamedTuple, Protocol
@@ -190,9 +190,19 @@ class PlacedDevices(Mapping[str, str]):
     def __len__(self) -> int:
         return len(self.decisions)
 
-    def in_order(self) -> Iterator[str]:
-        """The devices in the decisions' order, as `values()` but without a lookup per op."""
-        return (d.device for d in self.decisions.values())
+    def values(self) -> ValuesView[str]:
+        return _InOrder(self)
+
+
+class _InOrder(ValuesView[str]):
+    """`PlacedDevices.values()`: the devices in the decisions' order, without a lookup per op."""
+
+    def __init__(self, devices: PlacedDevices) -> None:
+        super().__init__(devices)
+        self._decisions = devices.decisions
+
+    def __iter__(self) -> Iterator[str]:
+        return (d.device for d in self._decisions.values())
 
 
 def _text(xp: ModuleType, inputs: list[Any], attrs: Mapping[str, Any]) -> list[Any]:
@@ -357,8 +367,6 @@ class _Planner:
         names = [op.name for op in ops]
         placement, index = self.placement, self.index
         if list(placement) == names:
-            if isinstance(placement, PlacedDevices):
-                return map(index.get, placement.in_order())
             return map(index.get, placement.values())
         return (index.get(placement.get(name, "")) for name in names)
 
