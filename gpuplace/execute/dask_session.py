@@ -175,8 +175,13 @@ def check_versions(session: Session, mine: str | None = None) -> None:
 
 
 def worker_names(session: Session) -> dict[str, str]:
-    """Worker address -> name, as the scheduler sees them now."""
-    workers = session.client.scheduler_info(n_workers=-1)["workers"]
+    """Worker address -> name, as the scheduler sees them now: asked of the scheduler itself.
+    Not `Client.scheduler_info()`, which returns the client's cached identity: the client's
+    periodic refresh (every 2 s) may overwrite it between the fetch and the return with one
+    that lists no worker, and every task would then seem to have left the cluster. An
+    OSError: the scheduler is gone."""
+    client = session.client
+    workers = client.sync(client.scheduler.identity, n_workers=-1)["workers"]
     return {address: str(w.get("name")) for address, w in workers.items()}
 
 

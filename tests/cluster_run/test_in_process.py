@@ -195,6 +195,24 @@ def test_a_task_described_on_another_host_is_refused() -> None:
         dask_session.check_hosts(ok, tasks)
 
 
+def test_the_workers_are_asked_of_the_scheduler_not_of_the_client_s_cache(
+    session: dask_session.Session, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The client's periodic refresh of its cached identity lists no worker (it asks for none):
+    when it lands between a fetch and its return, the cache says every task left. Here every
+    refresh does so; the watchdog still sees both tasks where they were."""
+    client = session.client
+
+    async def refreshed_without_workers(n_workers: int = 0) -> None:
+        client._scheduler_identity = {"workers": {}}
+
+    monkeypatch.setattr(client, "_update_scheduler_info", refreshed_without_workers)
+    names = dask_session.worker_names(session)
+    assert sorted(names.values()) == [str(T0), str(T1)]
+    addresses = dask_session.task_addresses(session)
+    dask_run.Watch(session, addresses, {T0: "localhost", T1: "localhost"}).check()
+
+
 def test_the_cluster_check_runs_in_each_worker_and_times_a_transfer(
     session: dask_session.Session, monkeypatch: pytest.MonkeyPatch
 ) -> None:
