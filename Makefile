@@ -20,17 +20,30 @@ PIN     = $(if $(CONSTRAINTS),-c $(CONSTRAINTS))
 TEST_JOBS ?= auto
 XDIST   = -n $(TEST_JOBS) --dist loadgroup
 
-.PHONY: demo test test-fast lint typecheck cov bench bench-smoke gpu-check clean browser screenshot
+.PHONY: build demo test test-fast lint typecheck cov bench bench-smoke gpu-check clean browser screenshot
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip $(PIN)
 
-$(VENV)/.installed-%: pyproject.toml $(CONSTRAINTS) | $(BIN)/python
+$(VENV)/.installed-%: pyproject.toml setup.py $(CONSTRAINTS) | $(BIN)/python
 	$(BIN)/python -m pip install -q -e '.$(if $(filter-out base,$*),[$(subst -,$(comma),$*)])' $(PIN)
 	touch $@
 
-demo: $(STAMP_DEMO)
+# The compiled core (gpuplace/compiled.py, setup.py): pip's install above compiles it in place;
+# this compiles again what changed since, so that no test runs an old build of an edited module.
+CORE_SRC := setup.py $(wildcard gpuplace/*.py gpuplace/*/*.py gpuplace/*/*.pxd)
+$(VENV)/.cython: $(CONSTRAINTS) | $(BIN)/python
+	$(BIN)/python -m pip install -q Cython 'setuptools>=77' $(PIN)
+	touch $@
+
+$(VENV)/.built: $(CORE_SRC) | $(VENV)/.cython
+	$(BIN)/python setup.py -q build_ext --inplace
+	touch $@
+
+build: $(VENV)/.built
+
+demo: $(STAMP_DEMO) build
 	$(BIN)/gpuplace devices
 	$(BIN)/gpuplace run examples/guide/02_manual_placement.yaml --explain
 	$(BIN)/gpuplace --machine 4xK20m run examples/guide/04_multi_tower.yaml --verify
@@ -47,7 +60,7 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
-test: lint typecheck browser
+test: lint typecheck browser build
 	$(BIN)/python -m pytest $(XDIST) -rs --cov --cov-report=term:skip-covered --cov-report=html:htmlcov
 
 # The HTML plan report's browser test (tests/report/test_browser.py) needs chromium: as root with
@@ -68,14 +81,14 @@ screenshot: $(STAMP) browser
 	$(BIN)/python -m tests.report.browser docs/img/plan-report.png
 
 # The inner loop: the suite without the tests marked slow, no lint, no coverage.
-test-fast: $(STAMP)
+test-fast: $(STAMP) build
 	$(BIN)/python -m pytest $(XDIST) -m "not slow"
 
-bench: $(STAMP)
+bench: $(STAMP) build
 	for b in bench/bench_*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
 
 # Every benchmark at small sizes (`--smoke`, bench/README.md); `make test` runs the same test.
-bench-smoke: $(STAMP)
+bench-smoke: $(STAMP) build
 	$(BIN)/python -m pytest -rs tests/test_bench_smoke.py
 
 # On a machine with an NVIDIA GPU and cupy, from the source tree (no virtualenv, no registry).
@@ -84,4 +97,4 @@ gpu-check:
 	PYTHONPATH=$(CURDIR) $(PYTHON) bench/bench_gpu.py; exit $$rc
 
 clean:
-	rm -rf $(VENV) htmlcov .coverage .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) build gpuplace/*/*.so gpuplace/*.so htmlcov .coverage .pytest_cache .mypy_cache .ruff_cache

@@ -54,6 +54,10 @@ if TYPE_CHECKING:  # the real signatures for type checkers; at run time, __getat
     from .placement import place as place
 
 __version__ = "0.1.0"
+if __import__("os").environ.get("GPUPLACE_PURE_PYTHON", "0") not in ("", "0"):  # see compiled.py
+    from .compiled import pure_python
+
+    pure_python()
 _EXPORTS = {
     "discover": "gpuplace.devices",
     "load_machine": "gpuplace.devices",

@@ -45,11 +45,34 @@ class _Commands(click.Group):
         return super().get_command(ctx, cmd_name)
 
 
+def _version(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
+    """`gpuplace, version 0.1.0` and a line on the compiled core (gpuplace/compiled.py)."""
+    if not value or ctx.resilient_parsing:
+        return
+    import os
+
+    from .. import __version__
+    from ..compiled import PURE_ENV, running
+
+    compiled, total = running()
+    if compiled == total:
+        core = f"compiled core: on ({total} modules compiled with Cython)"
+    elif os.environ.get(PURE_ENV, "0") not in ("", "0"):
+        core = f"compiled core: off ({PURE_ENV}={os.environ[PURE_ENV]}: running them as Python)"
+    else:
+        core = f"compiled core: {compiled} of {total} modules compiled; the rest run as Python"
+    click.echo(f"gpuplace, version {__version__}\n{core}")
+    ctx.exit()
+
+
 @click.group(cls=_Commands, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--machine", "machine_spec", metavar="SPEC", help=MACHINE_HELP)
 @click.option("--cluster", "cluster_spec", metavar="SPEC", help=CLUSTER_HELP)
 @click.option("--debug", is_flag=True, help=DEBUG_HELP)
-@click.version_option(package_name="gpuplace")
+@click.option(
+    "--version", is_flag=True, expose_value=False, is_eager=True, callback=_version,
+    help="Show the version, and whether the compiled core runs, and exit.",
+)  # fmt: skip
 @click.pass_context
 def cli(
     ctx: click.Context, machine_spec: str | None, cluster_spec: str | None, debug: bool

@@ -1,0 +1,57 @@
+"""Builds gpuplace's compiled core (the modules `gpuplace/compiled.py` lists) with Cython from
+their Python source; the rest of the metadata is in pyproject.toml.
+
+Where a module does not compile (no C compiler, no Python headers) the build says so on stderr
+and installs it as Python: gpuplace runs the same code, slower. `GPUPLACE_PURE_PYTHON=1` at build
+time compiles nothing. In a source tree, `make build` (run by `make test`) compiles in place
+what changed since the last build.
+"""
+
+from __future__ import annotations
+
+import os
+import runpy
+import sys
+
+from setuptools import setup
+from setuptools.command.build_ext import build_ext
+
+CORE = runpy.run_path(os.path.join(os.path.dirname(os.path.abspath(__file__)), "gpuplace", "compiled.py"))
+# Cython's directives for every compiled module: Python 3 semantics; the annotations type the
+# code (a `float` is a C double), so mypy's checked types are what the compiled code relies on.
+DIRECTIVES = {"language_level": 3, "annotation_typing": True}
+
+
+class OptionalBuildExt(build_ext):
+    """build_ext that compiles on every core and installs a module as Python when it fails."""
+
+    def finalize_options(self) -> None:
+        super().finalize_options()
+        if not self.parallel:
+            self.parallel = os.cpu_count() or 1
+
+    def build_extension(self, ext) -> None:  # type: ignore[no-untyped-def]
+        try:
+            super().build_extension(ext)
+        except Exception as exc:  # noqa: BLE001 - any compiler failure: keep the Python module
+            sys.stderr.write(
+                f"gpuplace: could not compile {ext.name} ({exc}); it runs as Python (slower)\n"
+            )
+
+
+def extensions() -> list[object]:
+    if os.environ.get(CORE["PURE_ENV"], "0") not in ("", "0"):
+        return []
+    try:
+        from Cython.Build import cythonize
+    except ImportError:
+        sys.stderr.write("gpuplace: Cython is missing; the compiled core runs as Python\n")
+        return []
+    sources = [CORE["source"](name) for name in CORE["COMPILED"]]
+    return cythonize(
+        sources, compiler_directives=DIRECTIVES, build_dir="build/cython", quiet=True,
+        nthreads=os.cpu_count() or 1,
+    )
+
+
+setup(ext_modules=extensions(), cmdclass={"build_ext": OptionalBuildExt})
