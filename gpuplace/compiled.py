@@ -19,6 +19,11 @@ COMPILED = (
     "gpuplace.placement.timeline",
     "gpuplace.placement.occupancy",
     "gpuplace.placement.balanced",
+    "gpuplace.memory.fit",
+    "gpuplace.memory.ledger",
+    "gpuplace.execute.schedule",
+    "gpuplace.execute.executor",
+    "gpuplace.report.plan_records",
 )
 PURE_ENV = "GPUPLACE_PURE_PYTHON"
 
