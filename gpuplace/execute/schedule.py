@@ -409,7 +409,7 @@ def _add_all(planner: _Planner, ops: Sequence[Op]) -> None:
     much per op as running small ops does); copies, print ops and errors go to helpers.
 
     A function of the module, not a method, so that the compiled core types its locals
-    (schedule.pxd): slot and step numbers are C integers there."""
+    (schedule.pxd): the device and counts are C integers there."""
     home, types, infos, keep = planner.home, planner.types, planner.infos, planner.keep
     slot_info, last_use = planner.slot_info, planner.last_use
     steps, allocs = planner.steps, planner.allocs
