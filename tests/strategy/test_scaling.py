@@ -96,6 +96,7 @@ SHAPES: dict[str, Callable[[int], Graph]] = {
 
 
 @pytest.mark.slow
+@pytest.mark.pure_python  # patches Link.__init__: a C type where compiled
 @pytest.mark.parametrize("shape", SHAPES)
 def test_link_work_per_op_stays_flat_as_the_graph_grows(
     shape: str, monkeypatch: pytest.MonkeyPatch
