@@ -39,7 +39,7 @@ from . import place
 from .cost import DeviceModel, LinkModel, copy_time, split_devices, work_times
 from .estimate import Estimate, Judged, device_index, judge, simulate
 from .flat import Flat, default_meta, flatten, free_groups
-from .links import Link, transfer
+from .links import Link, walk
 from .model import Decision, NoFit, Placement
 from .occupancy import Occupancy
 from .timeline import Network, Slot, Timeline
@@ -420,7 +420,7 @@ class _Balancer:
         if len(copies) == 1:  # nothing planned before it: no held time, no known time of its own
             source, start, seconds = copies[0]
             out, into = (outbound[source], inbound) if route is None else route(source, device)[1:3]
-            end, _ = transfer(out, into, start, seconds)
+            end, _ = walk(out, into, start, seconds, None, ())
             return max(draft.start, ready, end) + draft.seconds
         held: Link | None = None  # copies planned into the device (none yet)
         mine: dict[int, Link] = {}  # per source: its copies planned so far, as known busy time
@@ -434,7 +434,7 @@ class _Balancer:
             else:
                 known = (own,) if booked is None else (own, booked)
             out, into = (outbound[source], inbound) if route is None else route(source, device)[1:3]
-            end, pieces = transfer(out, into, start, seconds, held, *known)
+            end, pieces = walk(out, into, start, seconds, held, known)
             if end > ready:
                 ready = end
                 if max(draft.start, ready) + draft.seconds >= limit:
