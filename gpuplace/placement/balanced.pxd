@@ -2,6 +2,8 @@
 import cython
 
 from gpuplace.placement.links cimport Link, walk
+from gpuplace.placement.occupancy cimport Occupancy
+from gpuplace.placement.timeline cimport Slot, Timeline
 
 
 @cython.final
@@ -17,8 +19,8 @@ cdef class _Balancer:
     cdef public object tf_device
     cdef public list groups
     cdef public dict free
-    cdef public object occupancy
-    cdef public object timeline
+    cdef public Occupancy occupancy
+    cdef public Timeline timeline
     cdef public object network
     cdef public list placed
     cdef public list marks
@@ -26,3 +28,16 @@ cdef class _Balancer:
     cdef public dict reasons
     cdef public list deferred
     cdef public list reserved
+
+
+cdef class Draft:
+    cdef public object device
+    cdef public object first
+    cdef public object before
+    cdef public object last
+    cdef public object total
+    cdef public object bound
+    cdef public object start
+    cdef public object ready
+    cdef public object seconds
+    cdef public object copies

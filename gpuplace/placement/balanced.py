@@ -64,23 +64,27 @@ def _cpu_allowed(flat: Flat, op: int) -> bool:
     return "CPU" in flat.kernels[op] and (not device or placer_spec(device).matches("CPU", 0))
 
 
-@dataclass(slots=True)
+@dataclass
 class Draft:
     """Op `op` on one device, planned cheaply (no link booked): what it adds to the device's
     memory, `before` bytes over steps first..op-1 (the lives of inputs there it extends) and
     `total` over op..last, and when it would finish with its copies as if the links were idle
     (`bound`, a lower bound: the links may be busy)."""
 
+    # slots named here, not `dataclass(slots=True)`: compiled, Draft is a C type (balanced.pxd)
+    # made a dataclass by Cython, which takes no `slots`
+    __slots__ = ("before", "bound", "copies", "device", "first", "last", "ready", "seconds",
+                 "start", "total")  # fmt: skip
     device: int
     first: int
     before: int
     last: int
     total: int
-    bound: float = 0.0
-    start: float = 0.0  # when the device is free, after the generators that come along
-    ready: float = 0.0  # when its inputs are there, its copies as if the links were idle
-    seconds: float = 0.0  # its own time on the device
-    copies: Sequence[PendingCopy] = ()  # the copies it needs, to plan on the links
+    bound: float
+    start: float  # when the device is free, after the generators that come along
+    ready: float  # when its inputs are there, its copies as if the links were idle
+    seconds: float  # its own time on the device
+    copies: Sequence[PendingCopy]  # the copies it needs, to plan on the links
 
 
 class _Balancer:
@@ -127,7 +131,7 @@ class _Balancer:
         flat, occupancy = self.flat, self.occupancy
         for size, last in zip(flat.sizes[op], flat.ends[op], strict=True):
             if not occupancy.fits(device, op, op, last, 0, size):
-                need = Draft(device, first=op, before=0, last=last, total=size)
+                need = Draft(device, op, 0, last, size, 0.0, 0.0, 0.0, 0.0, ())
                 raise self._no_fit(op, [need], self.tf[op].reason)
             occupancy.add(device, op, last, size)
 

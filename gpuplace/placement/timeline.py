@@ -23,16 +23,19 @@ from typing import TYPE_CHECKING
 
 from .cost import LinkModel, copy_time
 from .flat import Flat
-from .links import Link, transfer
+from .links import Link, walk
 
 if TYPE_CHECKING:
     from .occupancy import Occupancy
 
 
-@dataclass(slots=True)
+@dataclass
 class Slot:
     """One buffer the executor allocates: an op's output, or a copy of one on another device."""
 
+    # slots named here, not `dataclass(slots=True)`: compiled, Slot is a C type (timeline.pxd)
+    # made a dataclass by Cython, which takes no `slots`
+    __slots__ = ("device", "last", "ready", "size", "step")
     device: int
     size: int  # bytes, rounded as the allocator rounds them
     step: int  # the step that allocates it
@@ -149,7 +152,7 @@ class Timeline:
         solid = self.solid.get((source.device, device))
         if solid is None:
             solid = self.solid[source.device, device] = Link()
-        end, pieces = transfer(outbound, inbound, start, length, None, solid)
+        end, pieces = walk(outbound, inbound, start, length, None, (solid,))
         outbound.book(pieces)
         inbound.book(pieces)
         solid.cover(start, end)  # both links are busy from `start` to `end` now
