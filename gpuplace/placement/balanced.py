@@ -213,7 +213,8 @@ class _Balancer:
         copies are planned only until one ends too late to beat it (`_finish`'s `limit`).
         """
         best: Draft | None = None
-        best_finish = 0.0
+        best_finish: float = 0.0  # typed: C doubles where compiled
+        finish: float
         excluded: list[int] = []
         planned: list[Draft] = []
         reads = self._reads(op)
@@ -325,6 +326,13 @@ class _Balancer:
         generators = [times[producer] for producer, _, slot in reads if slot is None]
         placed = [tensor for tensor in tensors if tensor is not None]
         seconds, free_at, network = times[op], timeline.free_at, self.network
+        # typed: C doubles (and a C type's slots) where compiled
+        far: float
+        ready: float
+        start: float
+        at: float
+        length: float
+        copy: Slot | None
         if not generators and network is None and not any(sent[t[2]] for t in placed):
             # no copy of them yet: each input is there at `at` on its home, a copy later elsewhere
             far, near = 0.0, {}
@@ -365,7 +373,13 @@ class _Balancer:
         """`op` on `device`, planned cheaply (see Draft; `tensors`: `_tensors(reads)`)."""
         flat, timeline, times = self.flat, self.timeline, self.times
         copied, done, sent = timeline.copied, timeline.done, timeline.sent
-        start, ready = timeline.free_at[device], 0.0
+        # typed: C doubles (and C types' slots) where compiled
+        start: float = timeline.free_at[device]
+        ready: float = 0.0
+        at: float
+        seconds: float
+        slot: Slot | None
+        copy: Slot | None
         first = last = op
         before = total = 0
         copies: list[PendingCopy] = []
@@ -400,7 +414,7 @@ class _Balancer:
             total += sum(flat.sizes[op])
             last = max(last, *flat.ends[op])
         seconds = times[op][device]
-        finish = max(start, ready) + seconds
+        finish: float = max(start, ready) + seconds
         return Draft(device, first, before, last, total, finish, start, ready, seconds, copies)
 
     def _copy_seconds(self, producer: int, output: int, source: int, device: int) -> float:
@@ -413,7 +427,12 @@ class _Balancer:
         """When a draft would finish with its copies planned on the links (none booked); or,
         once the copies planned so far end too late for it to finish before `limit`, a time
         at or after `limit` no later than its finish (the rest are not planned)."""
-        ready, copies = draft.ready, draft.copies
+        ready: float = draft.ready  # typed: C doubles (and C types) where compiled
+        start: float
+        seconds: float
+        end: float
+        own: Link | None
+        copies = draft.copies
         timeline, device = self.timeline, draft.device
         inbound, outbound = timeline.inbound[device], timeline.outbound
         route = None if self.network is None else timeline.route  # across hosts: NICs too

@@ -14,8 +14,8 @@ cdef class Link:
     cpdef cover(self, double start, double end)
 
 
-@cython.locals(t=cython.double, need=cython.double, idle=cython.double, pieces=list,
-               starts_of=list, ends_of=list, at=list, link=Link, ends=list,
-               i=cython.Py_ssize_t, k=cython.Py_ssize_t, count=cython.Py_ssize_t,
-               clean=cython.Py_ssize_t)
+@cython.locals(t=cython.double, need=cython.double, idle=cython.double, end=cython.double,
+               start=cython.double, pieces=list, starts_of=list, ends_of=list, at=list,
+               link=Link, ends=list, starts=list, i=cython.Py_ssize_t, n=cython.Py_ssize_t,
+               k=cython.Py_ssize_t, count=cython.Py_ssize_t, clean=cython.Py_ssize_t)
 cpdef walk(Link out, Link into, double ready, double length, Link held, known)

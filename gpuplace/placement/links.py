@@ -99,15 +99,22 @@ def walk(
         clean, k = 0, 0
         while clean < count:  # until t lies in no block of any list
             ends, i = ends_of[k], at[k]
-            if ends[i] <= t:
+            end = ends[i]  # (times are read into locals: C doubles where compiled, links.pxd)
+            if end <= t:
                 i = at[k] = bisect_right(ends, t, i + 1)
-            if i < len(ends) and starts_of[k][i] <= t:
-                t = ends[i]  # the next block starts after this one ends (blocks never touch)
-                at[k] = i = i + 1
-                clean = 1
+            n = len(ends)
+            if i < n:
+                starts = starts_of[k]
+                start = starts[i]
+                if start <= t:
+                    t = ends[i]  # the next block starts after this one ends (blocks never touch)
+                    at[k] = i = i + 1
+                    clean = 1
+                else:
+                    clean += 1
             else:
                 clean += 1
-            if i == len(ends):  # no block of this list ends after t: done with it
+            if i == n:  # no block of this list ends after t: done with it
                 del starts_of[k], ends_of[k], at[k]
                 count, clean = count - 1, clean - 1  # it needs no more checks
                 if k == count:
@@ -116,8 +123,10 @@ def walk(
                 k = k + 1 if k + 1 < count else 0
         idle = _INF  # t is idle everywhere: until the next block of any list starts
         for k in range(count):
-            if starts_of[k][at[k]] < idle:  # at[k] ends after t, and t is idle: starts after
-                idle = starts_of[k][at[k]]
+            starts = starts_of[k]
+            start = starts[at[k]]
+            if start < idle:  # at[k] ends after t, and t is idle: starts after
+                idle = start
         if idle - t >= need:
             break
         pieces.append((t, idle))

@@ -83,7 +83,9 @@ class Timeline:
         (each copied in on its first reader there); when it ends. Its outputs are charged to
         the occupancy unless `charge` is False (the caller reserved them before)."""
         flat, done, home, copied = self.flat, self.done, self.home, self.copied
-        ready = 0.0
+        ready: float = 0.0  # typed: a C double where compiled (timeline.pxd)
+        slot: Slot
+        copy: Slot | None
         for producer, output in flat.inputs[op]:
             slot = home[producer][output]
             if slot.last < op:
@@ -99,8 +101,9 @@ class Timeline:
                 ready = done[producer]
             if slot.ready > ready:
                 ready = slot.ready
-        free = self.free_at[device]
-        end = done[op] = self.free_at[device] = (free if free > ready else ready) + seconds
+        free: float = self.free_at[device]
+        end: float = (free if free > ready else ready) + seconds
+        done[op] = self.free_at[device] = end
         if flat.is_print[op]:  # forwards the slots it read (copies made above)
             home[op] = tuple(self._read(op, device))
             return end
