@@ -102,8 +102,8 @@ class Timeline:
             if slot.ready > ready:
                 ready = slot.ready
         free: float = self.free_at[device]
-        end: float = (free if free > ready else ready) + seconds
-        done[op] = self.free_at[device] = end
+        done[op] = (free if free > ready else ready) + seconds
+        end = self.free_at[device] = done[op]  # one float object, shared (compiled too)
         if flat.is_print[op]:  # forwards the slots it read (copies made above)
             home[op] = tuple(self._read(op, device))
             return end
