@@ -28,7 +28,6 @@ from __future__ import annotations
 import os
 import stat
 from collections.abc import Mapping
-from importlib import import_module
 from pathlib import Path
 from types import ModuleType
 
@@ -44,12 +43,14 @@ EXTRA = "pip install 'gpuplace[onnx]'"
 
 def onnx_module() -> ModuleType:
     """`import onnx`, or BadInput naming the extra that installs it."""
+    needs = f"reading an ONNX model needs the onnx extra: {EXTRA}"
     try:
-        # import_module, not `import onnx`: compiled by Cython, `import onnx` returns None where
-        # sys.modules["onnx"] is None (how a test hides the extra) instead of raising ImportError
-        return import_module("onnx")
+        import onnx
     except ImportError:
-        raise BadInput(f"reading an ONNX model needs the onnx extra: {EXTRA}") from None
+        raise BadInput(needs) from None
+    if onnx is None:  # compiled by Cython, `import onnx` gives None where sys.modules["onnx"]
+        raise BadInput(needs)  # is None (how a test hides the extra), not ImportError
+    return onnx
 
 
 def looks_like_onnx(head: bytes) -> bool:
