@@ -15,6 +15,11 @@ import sys
 
 # The per-op passes of load, placement, estimate and run, by dotted name.
 COMPILED = (
+    "gpuplace.graph.onnx_import",
+    "gpuplace.graph.onnx_graph",
+    "gpuplace.graph.onnx_tensors",
+    "gpuplace.graph.onnx_names",
+    "gpuplace.graph.fold",
     "gpuplace.placement.links",
     "gpuplace.placement.timeline",
     "gpuplace.placement.occupancy",

@@ -43,10 +43,13 @@ EXTRA = "pip install 'gpuplace[onnx]'"
 
 def onnx_module() -> ModuleType:
     """`import onnx`, or BadInput naming the extra that installs it."""
+    needs = f"reading an ONNX model needs the onnx extra: {EXTRA}"
     try:
         import onnx
     except ImportError:
-        raise BadInput(f"reading an ONNX model needs the onnx extra: {EXTRA}") from None
+        raise BadInput(needs) from None
+    if onnx is None:  # compiled by Cython, `import onnx` gives None where sys.modules["onnx"]
+        raise BadInput(needs)  # is None (how a test hides the extra), not ImportError
     return onnx
 
 
