@@ -15,10 +15,21 @@ import sys
 
 # The per-op passes of load, placement, estimate and run, by dotted name.
 COMPILED = (
+    "gpuplace.parse_json",
+    "gpuplace.graph.resolve",
+    "gpuplace.placement.cost",
+    "gpuplace.placement.colocation",
+    "gpuplace.placement.candidates",
+    "gpuplace.placement.tf",
+    "gpuplace.placement.flat",
+    "gpuplace.placement.loads",
+    "gpuplace.placement.baselines",
     "gpuplace.placement.links",
     "gpuplace.placement.timeline",
     "gpuplace.placement.occupancy",
     "gpuplace.placement.balanced",
+    "gpuplace.placement.estimate",
+    "gpuplace.report.plan_records",
 )
 PURE_ENV = "GPUPLACE_PURE_PYTHON"
 
