@@ -28,10 +28,11 @@ $(BIN)/python:
 
 $(VENV)/.installed-%: pyproject.toml setup.py $(CONSTRAINTS) | $(BIN)/python
 	$(BIN)/python -m pip install -q -e '.$(if $(filter-out base,$*),[$(subst -,$(comma),$*)])' $(PIN)
-	touch $@
+	touch $@ $(VENV)/.built
 
-# The compiled core (gpuplace/compiled.py, setup.py): pip's install above compiles it in place;
-# this compiles again what changed since, so that no test runs an old build of an edited module.
+# The compiled core (gpuplace/compiled.py, setup.py): pip's install above compiles it in place
+# (and stamps it built); this compiles again what changed since, so that no test runs an old
+# build of an edited module.
 CORE_SRC := setup.py $(wildcard gpuplace/*.py gpuplace/*/*.py gpuplace/*/*.pxd)
 $(VENV)/.cython: $(CONSTRAINTS) | $(BIN)/python
 	$(BIN)/python -m pip install -q Cython 'setuptools>=77' $(PIN)

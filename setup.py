@@ -30,7 +30,9 @@ class OptionalBuildExt(build_ext):
         if not self.parallel:
             self.parallel = os.cpu_count() or 1
 
-    def build_extension(self, ext) -> None:  # type: ignore[no-untyped-def]
+    def build_extension(self, ext):  # noqa: ANN001, ANN201 - setuptools' untyped hook
+        if self.compiler.compiler_type == "unix":  # half the compile time of -O3 -g; as fast here
+            ext.extra_compile_args = [*ext.extra_compile_args, "-O2", "-g0"]
         try:
             super().build_extension(ext)
         except Exception as exc:  # noqa: BLE001 - any compiler failure: keep the Python module
