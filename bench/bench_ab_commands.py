@@ -72,15 +72,17 @@ def copy_tree(folder: Path) -> Path:
 
 def as_python(folder: Path) -> list[str]:
     """The modules of the compiled core under `folder` that run as Python: not built, or built
-    before their source last changed (none where the tree predates the compiled core)."""
+    before their source (or .pxd) last changed (none where the tree predates the compiled
+    core)."""
     listing = folder / "gpuplace" / "compiled.py"
     if not listing.exists():
         return []
     slow = []
     for name in runpy.run_path(str(listing))["COMPILED"]:
         source = folder / (name.replace(".", "/") + ".py")
-        built = list(source.parent.glob(source.stem + ".*.so"))
-        if not built or max(p.stat().st_mtime for p in built) < source.stat().st_mtime:
+        built = [p.stat().st_mtime for p in source.parent.glob(source.stem + ".*.so")]
+        deps = [p.stat().st_mtime for p in (source, source.with_suffix(".pxd")) if p.exists()]
+        if not built or max(built) < max(deps):
             slow.append(name)
     return slow
 
