@@ -54,8 +54,8 @@ demo: $(STAMP_DEMO) build
 	$(BIN)/gpuplace --machine 4xK520 plan examples/onnx/branches.onnx --dim batch=262144 --strategy balanced
 
 lint: $(STAMP)
-	$(BIN)/ruff check gpuplace tests bench examples tools
-	$(BIN)/ruff format --check gpuplace tests bench examples tools
+	$(BIN)/ruff check gpuplace tests bench examples tools setup.py
+	$(BIN)/ruff format --check gpuplace tests bench examples tools setup.py
 	$(BIN)/lint-imports --no-cache
 
 typecheck: $(STAMP)

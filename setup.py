@@ -13,10 +13,12 @@ import os
 import runpy
 import sys
 
-from setuptools import setup
+from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
 
-CORE = runpy.run_path(os.path.join(os.path.dirname(os.path.abspath(__file__)), "gpuplace", "compiled.py"))
+CORE = runpy.run_path(
+    os.path.join(os.path.dirname(os.path.abspath(__file__)), "gpuplace", "compiled.py")
+)
 # Cython's directives for every compiled module: Python 3 semantics; the annotations type the
 # code (a `float` is a C double), so mypy's checked types are what the compiled code relies on.
 DIRECTIVES = {"language_level": 3, "annotation_typing": True}
@@ -30,12 +32,12 @@ class OptionalBuildExt(build_ext):
         if not self.parallel:
             self.parallel = os.cpu_count() or 1
 
-    def build_extension(self, ext):  # noqa: ANN001, ANN201 - setuptools' untyped hook
+    def build_extension(self, ext: Extension) -> None:
         if self.compiler.compiler_type == "unix":  # half the compile time of -O3 -g; as fast here
             ext.extra_compile_args = [*ext.extra_compile_args, "-O2", "-g0"]
         try:
             super().build_extension(ext)
-        except Exception as exc:  # noqa: BLE001 - any compiler failure: keep the Python module
+        except Exception as exc:  # any compiler failure: keep the Python module
             sys.stderr.write(
                 f"gpuplace: could not compile {ext.name} ({exc}); it runs as Python (slower)\n"
             )
@@ -50,10 +52,19 @@ def extensions() -> list[object]:
         sys.stderr.write("gpuplace: Cython is missing; the compiled core runs as Python\n")
         return []
     sources = [CORE["source"](name) for name in CORE["COMPILED"]]
-    return cythonize(
-        sources, compiler_directives=DIRECTIVES, build_dir="build/cython", quiet=True,
-        nthreads=os.cpu_count() or 1,
-    )
+    options = {"compiler_directives": DIRECTIVES, "build_dir": "build/cython", "quiet": True}
+    try:
+        return cythonize(sources, nthreads=os.cpu_count() or 1, **options)
+    except Exception:  # Cython refused one: translate each alone, keep the rest
+        out = []
+        for path in sources:
+            try:
+                out += cythonize([path], **options)
+            except Exception as exc:
+                sys.stderr.write(
+                    f"gpuplace: Cython could not compile {path} ({exc}); it runs as Python\n"
+                )
+        return out
 
 
 setup(ext_modules=extensions(), cmdclass={"build_ext": OptionalBuildExt})

@@ -29,6 +29,10 @@ COMPILED = (
     "gpuplace.placement.occupancy",
     "gpuplace.placement.balanced",
     "gpuplace.placement.estimate",
+    "gpuplace.memory.fit",
+    "gpuplace.memory.ledger",
+    "gpuplace.execute.schedule",
+    "gpuplace.execute.executor",
     "gpuplace.report.plan_records",
 )
 PURE_ENV = "GPUPLACE_PURE_PYTHON"

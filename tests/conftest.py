@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import compileall
 import os
+import subprocess
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,6 +41,34 @@ def pytest_sessionstart(session: pytest.Session) -> None:
         return
     for folder in ("gpuplace", "tests", "bench"):
         compileall.compile_dir(ROOT / folder, quiet=1)
+
+
+def _compiled_core_runs() -> bool:
+    """Whether this process runs any of gpuplace's compiled modules (gpuplace/compiled.py)."""
+    from gpuplace.compiled import PURE_ENV, running
+
+    return os.environ.get(PURE_ENV, "0") in ("", "0") and running()[0] > 0
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
+    """A test marked `pure_python` patches or counts what a compiled module does inside (a
+    method of a class the build makes a C type, a list it reads in C): where the compiled core
+    runs, it runs, unchanged, in a pytest of its own on the modules' Python source
+    (GPUPLACE_PURE_PYTHON=1), and passes where that passes."""
+    if pyfuncitem.get_closest_marker("pure_python") is None or not _compiled_core_runs():
+        return None
+    env = {key: value for key, value in os.environ.items() if not key.startswith("PYTEST_")}
+    env["GPUPLACE_PURE_PYTHON"] = "1"
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+         pyfuncitem.nodeid],
+        cwd=ROOT, env=env, capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert proc.returncode == 0, (
+        f"on the Python source:\n{proc.stdout[-6000:]}{proc.stderr[-2000:]}"
+    )
+    return True
 
 
 @pytest.fixture(autouse=True)

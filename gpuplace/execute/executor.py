@@ -41,6 +41,7 @@ from .schedule import (
     Copies,
     CopyRecord,
     Kernel,
+    KernelEntry,
     Layout,
     Schedule,
     Segment,
@@ -79,37 +80,23 @@ class _Run:
         self.transfers: dict[tuple[int, int], tuple[Callable[[Any], Any], Any, Any]] = {}
 
     def segment(self, segment: Segment, steps: Sequence[Step]) -> None:
-        """Run `steps` (of `segment`) on its device; a failure becomes a GpuplaceError for its op.
-
-        The loop body is the whole per-op cost of a run: one list unpack, one table lookup and,
-        for an elementwise op, the library call itself."""
+        """Run `steps` (of `segment`) on its device (`_run_steps`); a failure becomes a
+        GpuplaceError for its op."""
         device = segment.device
         backend = self.schedule.backends[device]
-        table, values, xp = self.schedule.tables[device], self.values, backend.xp
+        table, values = self.schedule.tables[device], self.values
+        failed: list[Step] = []  # the step that raised, if one did
         step: Step | None = None
         ran = False  # every step ran (a failure then comes from leaving the device)
         try:
             with backend.device():
-                for step in steps:
-                    kernel, x, y, first, count, frees, copies, op = step
-                    if copies:
-                        self.copy_in(copies)
-                    kind, compute = table[kernel]
-                    if kind == BINARY:
-                        values[first] = compute(values[x], values[y])
-                    elif kind == UNARY:
-                        values[first] = compute(values[x])
-                    elif kind == KERNEL and count == 1 and type(x) is tuple:  # most others
-                        out = compute(xp, [values[i] for i in x], op.attrs)
-                        if len(out) != 1:
-                            raise _miscounted(op, out, 1)
-                        values[first] = out[0]
-                    else:
-                        self.call(kind, compute, step, backend)
-                    for slot in frees:
-                        values[slot] = None
+                _run_steps(self, steps, table, values, backend, failed)
                 ran = True
         except BaseException as exc:
+            if failed:
+                step = failed[0]
+            elif ran and steps:
+                step = steps[-1]  # as the loop left it: a failure leaving the device names it
             at, inside = segment.start, False  # failed entering the device
             if ran:
                 at += len(steps)  # or leaving it
@@ -194,6 +181,38 @@ class _Run:
     def fetch(self) -> dict[str, np.ndarray]:
         backends, values = self.schedule.backends, self.values
         return {key: backends[d].get(values[slot]) for key, slot, d in self.schedule.fetch}
+
+
+def _run_steps(state: _Run, steps: Sequence[Step], table: tuple[KernelEntry, ...],
+               values: list[Any], backend: Backend, failed: list[Step]) -> None:  # fmt: skip
+    """`_Run.segment`'s loop: the whole per-op cost of a run (one list unpack, one table lookup
+    and, for an elementwise op, the library call itself). The step that raises goes into
+    `failed`. A function of the module, not a method, so that the compiled core types its
+    locals (executor.pxd)."""
+    xp = backend.xp
+    step: Step = []
+    try:
+        for step in steps:
+            kernel, x, y, first, count, frees, copies, op = step
+            if copies:
+                state.copy_in(copies)
+            kind, compute = table[kernel]
+            if kind == BINARY:
+                values[first] = compute(values[x], values[y])
+            elif kind == UNARY:
+                values[first] = compute(values[x])
+            elif kind == KERNEL and count == 1 and type(x) is tuple:  # most others
+                out = compute(xp, [values[i] for i in x], op.attrs)
+                if len(out) != 1:
+                    raise _miscounted(op, out, 1)
+                values[first] = out[0]
+            else:
+                state.call(kind, compute, step, backend)
+            for slot in frees:
+                values[slot] = None
+    except BaseException:
+        failed.append(step)
+        raise
 
 
 def _miscounted(op: Op, results: Sequence[Any], count: int) -> RuntimeFailure:

@@ -296,67 +296,8 @@ class _Planner:
 
     def add_all(self, ops: Sequence[Op]) -> None:
         """Plan the ops in order: each one's device, input slots (copied to its device when they
-        live elsewhere), output slots, and the bytes its step allocates.
-
-        Planning costs about as much per op as running small ops does, so this is one loop with
-        what it uses held in locals; copies, print ops and errors go to helpers.
-        """
-        home, types, infos, keep = self.home, self.types, self.infos, self.keep
-        slot_info, last_use, steps, allocs = self.slot_info, self.last_use, self.steps, self.allocs
-        device = -1
-        for step, (op, placed) in enumerate(zip(ops, self._devices(ops), strict=True)):
-            if placed != device:
-                device = self._segment(op, placed, step)  # raises for None
-            slots: list[int] = []  # a list, not a growing tuple: add_n may read 100,000
-            made: list[CopyStep] | None = None  # most ops copy nothing
-            for ref in op.inputs:
-                try:
-                    slot = home[ref.op][ref.index]
-                except (KeyError, IndexError):
-                    raise BadInput(
-                        f"op '{op.name}' reads '{ref}', which no earlier op produces"
-                    ) from None
-                if slot_info[slot][0] != device:
-                    last_use[slot] = step
-                    if made is None:
-                        made = []
-                    slot = self._copy_in(op.name, ref, slot, device, step, made)
-                last_use[slot] = step
-                slots.append(slot)
-            copies: Copies = ()
-            alloc = 0
-            if made:
-                copies = tuple(made)
-                alloc = sum(slot_info[c.dst][2] for c in copies)
-            first = len(slot_info)
-            if op.type == PRINT_OP:  # forwards its inputs' buffers, as TF's Print does
-                home[op.name] = inputs = tuple(slots)
-                steps.append([PRINT_KERNEL, inputs, -1, first, 0, (), copies, op])
-                allocs.append(alloc)
-                continue
-            kernel, resident, direct = types.get(op.type) or self._kernel(op.type)
-            sizes = infos[device]
-            for spec in op.outputs:
-                info = sizes.get((spec.shape, spec.dtype)) or self._info(spec, device)
-                slot_info.append(info)
-                last_use.append(step)
-                alloc += info[2]
-            count = len(slot_info) - first  # most ops have one output: build its tuple inline
-            outputs: tuple[int, ...]
-            if count == 1:
-                home[op.name] = outputs = (first,)
-            else:
-                home[op.name] = outputs = tuple(range(first, first + count))
-            if resident:
-                keep.update(outputs)
-            n = len(slots)
-            if direct and count == 1 and n == 2:
-                steps.append([kernel + 1, slots[0], slots[1], first, 1, (), copies, op])
-            elif direct and count == 1 and n == 1:
-                steps.append([kernel, slots[0], -1, first, 1, (), copies, op])
-            else:
-                steps.append([kernel + 2, tuple(slots), -1, first, count, (), copies, op])
-            allocs.append(alloc)
+        live elsewhere), output slots, and the bytes its step allocates (`_add_all`)."""
+        _add_all(self, ops)
 
     def _devices(self, ops: Sequence[Op]) -> Iterable[int | None]:
         """Each op's device index (None: none, or one without a backend).
@@ -461,6 +402,73 @@ class _Planner:
             self.effects,
             charges,
         )
+
+
+def _add_all(planner: _Planner, ops: Sequence[Op]) -> None:
+    """`_Planner.add_all`: one loop with what it uses held in locals (planning costs about as
+    much per op as running small ops does); copies, print ops and errors go to helpers.
+
+    A function of the module, not a method, so that the compiled core types its locals
+    (schedule.pxd): the device and counts are C integers there."""
+    home, types, infos, keep = planner.home, planner.types, planner.infos, planner.keep
+    slot_info, last_use = planner.slot_info, planner.last_use
+    steps, allocs = planner.steps, planner.allocs
+    device = -1
+    for step, (op, placed) in enumerate(zip(ops, planner._devices(ops), strict=True)):
+        if placed != device:
+            device = planner._segment(op, placed, step)  # raises for None
+        slots: list[int] = []  # a list, not a growing tuple: add_n may read 100,000
+        made: list[CopyStep] | None = None  # most ops copy nothing
+        for ref in op.inputs:
+            try:
+                slot = home[ref.op][ref.index]
+            except (KeyError, IndexError):
+                raise BadInput(
+                    f"op '{op.name}' reads '{ref}', which no earlier op produces"
+                ) from None
+            where = slot_info[slot][0]
+            if where != device:
+                last_use[slot] = step
+                if made is None:
+                    made = []
+                slot = planner._copy_in(op.name, ref, slot, device, step, made)
+            last_use[slot] = step
+            slots.append(slot)
+        copies: Copies = ()
+        alloc = 0
+        if made:
+            copies = tuple(made)
+            for c in copies:
+                alloc += slot_info[c.dst][2]
+        first = len(slot_info)
+        if op.type == PRINT_OP:  # forwards its inputs' buffers, as TF's Print does
+            home[op.name] = inputs = tuple(slots)
+            steps.append([PRINT_KERNEL, inputs, -1, first, 0, (), copies, op])
+            allocs.append(alloc)
+            continue
+        kernel, resident, direct = types.get(op.type) or planner._kernel(op.type)
+        sizes = infos[device]
+        for spec in op.outputs:
+            info = sizes.get((spec.shape, spec.dtype)) or planner._info(spec, device)
+            slot_info.append(info)
+            last_use.append(step)
+            alloc += info[2]
+        count = len(slot_info) - first  # most ops have one output: build its tuple inline
+        outputs: tuple[int, ...]
+        if count == 1:
+            home[op.name] = outputs = (first,)
+        else:
+            home[op.name] = outputs = tuple(range(first, first + count))
+        if resident:
+            keep.update(outputs)
+        n = len(slots)
+        if direct and count == 1 and n == 2:
+            steps.append([kernel + 1, slots[0], slots[1], first, 1, (), copies, op])
+        elif direct and count == 1 and n == 1:
+            steps.append([kernel, slots[0], -1, first, 1, (), copies, op])
+        else:
+            steps.append([kernel + 2, tuple(slots), -1, first, count, (), copies, op])
+        allocs.append(alloc)
 
 
 def is_variable(op_type: str) -> bool:

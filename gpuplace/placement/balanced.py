@@ -39,7 +39,7 @@ from . import place
 from .cost import DeviceModel, LinkModel, copy_time, split_devices, work_times
 from .estimate import Estimate, Judged, device_index, judge, simulate
 from .flat import Flat, default_meta, flatten, free_groups
-from .links import Link, transfer
+from .links import Link, walk
 from .model import Decision, NoFit, Placement
 from .occupancy import Occupancy
 from .timeline import Network, Slot, Timeline
@@ -64,23 +64,27 @@ def _cpu_allowed(flat: Flat, op: int) -> bool:
     return "CPU" in flat.kernels[op] and (not device or placer_spec(device).matches("CPU", 0))
 
 
-@dataclass(slots=True)
+@dataclass
 class Draft:
     """Op `op` on one device, planned cheaply (no link booked): what it adds to the device's
     memory, `before` bytes over steps first..op-1 (the lives of inputs there it extends) and
     `total` over op..last, and when it would finish with its copies as if the links were idle
     (`bound`, a lower bound: the links may be busy)."""
 
+    # slots named here, not `dataclass(slots=True)`: compiled, Draft is a C type (balanced.pxd)
+    # made a dataclass by Cython, which takes no `slots`
+    __slots__ = ("before", "bound", "copies", "device", "first", "last", "ready", "seconds",
+                 "start", "total")  # fmt: skip
     device: int
     first: int
     before: int
     last: int
     total: int
-    bound: float = 0.0
-    start: float = 0.0  # when the device is free, after the generators that come along
-    ready: float = 0.0  # when its inputs are there, its copies as if the links were idle
-    seconds: float = 0.0  # its own time on the device
-    copies: Sequence[PendingCopy] = ()  # the copies it needs, to plan on the links
+    bound: float
+    start: float  # when the device is free, after the generators that come along
+    ready: float  # when its inputs are there, its copies as if the links were idle
+    seconds: float  # its own time on the device
+    copies: Sequence[PendingCopy]  # the copies it needs, to plan on the links
 
 
 class _Balancer:
@@ -127,7 +131,7 @@ class _Balancer:
         flat, occupancy = self.flat, self.occupancy
         for size, last in zip(flat.sizes[op], flat.ends[op], strict=True):
             if not occupancy.fits(device, op, op, last, 0, size):
-                need = Draft(device, first=op, before=0, last=last, total=size)
+                need = Draft(device, op, 0, last, size, 0.0, 0.0, 0.0, 0.0, ())
                 raise self._no_fit(op, [need], self.tf[op].reason)
             occupancy.add(device, op, last, size)
 
@@ -209,7 +213,8 @@ class _Balancer:
         copies are planned only until one ends too late to beat it (`_finish`'s `limit`).
         """
         best: Draft | None = None
-        best_finish = 0.0
+        best_finish: float = 0.0  # typed: C doubles where compiled
+        finish: float
         excluded: list[int] = []
         planned: list[Draft] = []
         reads = self._reads(op)
@@ -321,6 +326,13 @@ class _Balancer:
         generators = [times[producer] for producer, _, slot in reads if slot is None]
         placed = [tensor for tensor in tensors if tensor is not None]
         seconds, free_at, network = times[op], timeline.free_at, self.network
+        # typed: C doubles (and a C type's slots) where compiled
+        far: float
+        ready: float
+        start: float
+        at: float
+        length: float
+        copy: Slot | None
         if not generators and network is None and not any(sent[t[2]] for t in placed):
             # no copy of them yet: each input is there at `at` on its home, a copy later elsewhere
             far, near = 0.0, {}
@@ -361,7 +373,13 @@ class _Balancer:
         """`op` on `device`, planned cheaply (see Draft; `tensors`: `_tensors(reads)`)."""
         flat, timeline, times = self.flat, self.timeline, self.times
         copied, done, sent = timeline.copied, timeline.done, timeline.sent
-        start, ready = timeline.free_at[device], 0.0
+        # typed: C doubles (and C types' slots) where compiled
+        start: float = timeline.free_at[device]
+        ready: float = 0.0
+        at: float
+        seconds: float
+        slot: Slot | None
+        copy: Slot | None
         first = last = op
         before = total = 0
         copies: list[PendingCopy] = []
@@ -396,7 +414,7 @@ class _Balancer:
             total += sum(flat.sizes[op])
             last = max(last, *flat.ends[op])
         seconds = times[op][device]
-        finish = max(start, ready) + seconds
+        finish: float = max(start, ready) + seconds
         return Draft(device, first, before, last, total, finish, start, ready, seconds, copies)
 
     def _copy_seconds(self, producer: int, output: int, source: int, device: int) -> float:
@@ -409,7 +427,12 @@ class _Balancer:
         """When a draft would finish with its copies planned on the links (none booked); or,
         once the copies planned so far end too late for it to finish before `limit`, a time
         at or after `limit` no later than its finish (the rest are not planned)."""
-        ready, copies = draft.ready, draft.copies
+        ready: float = draft.ready  # typed: C doubles (and C types) where compiled
+        start: float
+        seconds: float
+        end: float
+        own: Link | None
+        copies = draft.copies
         timeline, device = self.timeline, draft.device
         inbound, outbound = timeline.inbound[device], timeline.outbound
         route = None if self.network is None else timeline.route  # across hosts: NICs too
@@ -420,7 +443,7 @@ class _Balancer:
         if len(copies) == 1:  # nothing planned before it: no held time, no known time of its own
             source, start, seconds = copies[0]
             out, into = (outbound[source], inbound) if route is None else route(source, device)[1:3]
-            end, _ = transfer(out, into, start, seconds)
+            end, _ = walk(out, into, start, seconds, None, ())
             return max(draft.start, ready, end) + draft.seconds
         held: Link | None = None  # copies planned into the device (none yet)
         mine: dict[int, Link] = {}  # per source: its copies planned so far, as known busy time
@@ -434,7 +457,7 @@ class _Balancer:
             else:
                 known = (own,) if booked is None else (own, booked)
             out, into = (outbound[source], inbound) if route is None else route(source, device)[1:3]
-            end, pieces = transfer(out, into, start, seconds, held, *known)
+            end, pieces = walk(out, into, start, seconds, held, known)
             if end > ready:
                 ready = end
                 if max(draft.start, ready) + draft.seconds >= limit:

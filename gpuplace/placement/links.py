@@ -72,28 +72,50 @@ def transfer(
     nothing but the work: the union of busy time is walked by jumping, in each list, from a
     time inside a block to that block's end, so a stretch where the lists' blocks alternate
     costs a jump per block, and a known-busy stretch one jump whatever lies under it."""
+    return walk(out, into, ready, length, held, known)
+
+
+def walk(
+    out: Link, into: Link, ready: float, length: float, held: Link | None,
+    known: Sequence[Link],
+) -> tuple[float, list[Piece]]:  # fmt: skip
+    """`transfer`, with `known` as one argument (what the compiled callers call: links.pxd)."""
     t, need = ready, length
     pieces: list[Piece] = []
-    lists, at = [], []  # the lists with a block ending after t, and the first such block of each
+    # the lists with a block ending after t (their starts and ends), and the first such block
+    # of each
+    starts_of: list[list[float]] = []
+    ends_of: list[list[float]] = []
+    at: list[int] = []
     for link in (*known, out, into, held) if held is not None else (*known, out, into):
-        i = bisect_right(link.ends, t)
-        if i < len(link.ends):
-            lists.append(link)
+        ends = link.ends
+        i = bisect_right(ends, t)
+        if i < len(ends):
+            starts_of.append(link.starts)
+            ends_of.append(ends)
             at.append(i)
-    while lists:
-        count, clean, k = len(lists), 0, 0
+    count = len(at)
+    while count:
+        clean, k = 0, 0
         while clean < count:  # until t lies in no block of any list
-            ends, i = lists[k].ends, at[k]
-            if ends[i] <= t:
+            ends, i = ends_of[k], at[k]
+            end = ends[i]  # (times are read into locals: C doubles where compiled, links.pxd)
+            if end <= t:
                 i = at[k] = bisect_right(ends, t, i + 1)
-            if i < len(ends) and lists[k].starts[i] <= t:
-                t = ends[i]  # the next block starts after this one ends (blocks never touch)
-                at[k] = i = i + 1
-                clean = 1
+            n = len(ends)
+            if i < n:
+                starts = starts_of[k]
+                start = starts[i]
+                if start <= t:
+                    t = ends[i]  # the next block starts after this one ends (blocks never touch)
+                    at[k] = i = i + 1
+                    clean = 1
+                else:
+                    clean += 1
             else:
                 clean += 1
-            if i == len(ends):  # no block of this list ends after t: done with it
-                del lists[k], at[k]
+            if i == n:  # no block of this list ends after t: done with it
+                del starts_of[k], ends_of[k], at[k]
                 count, clean = count - 1, clean - 1  # it needs no more checks
                 if k == count:
                     k = 0
@@ -101,8 +123,10 @@ def transfer(
                 k = k + 1 if k + 1 < count else 0
         idle = _INF  # t is idle everywhere: until the next block of any list starts
         for k in range(count):
-            if lists[k].starts[at[k]] < idle:  # at[k] ends after t, and t is idle: starts after
-                idle = lists[k].starts[at[k]]
+            starts = starts_of[k]
+            start = starts[at[k]]
+            if start < idle:  # at[k] ends after t, and t is idle: starts after
+                idle = start
         if idle - t >= need:
             break
         pieces.append((t, idle))

@@ -23,16 +23,19 @@ from typing import TYPE_CHECKING
 
 from .cost import LinkModel, copy_time
 from .flat import Flat
-from .links import Link, transfer
+from .links import Link, walk
 
 if TYPE_CHECKING:
     from .occupancy import Occupancy
 
 
-@dataclass(slots=True)
+@dataclass
 class Slot:
     """One buffer the executor allocates: an op's output, or a copy of one on another device."""
 
+    # slots named here, not `dataclass(slots=True)`: compiled, Slot is a C type (timeline.pxd)
+    # made a dataclass by Cython, which takes no `slots`
+    __slots__ = ("device", "last", "ready", "size", "step")
     device: int
     size: int  # bytes, rounded as the allocator rounds them
     step: int  # the step that allocates it
@@ -80,7 +83,9 @@ class Timeline:
         (each copied in on its first reader there); when it ends. Its outputs are charged to
         the occupancy unless `charge` is False (the caller reserved them before)."""
         flat, done, home, copied = self.flat, self.done, self.home, self.copied
-        ready = 0.0
+        ready: float = 0.0  # typed: a C double where compiled (timeline.pxd)
+        slot: Slot
+        copy: Slot | None
         for producer, output in flat.inputs[op]:
             slot = home[producer][output]
             if slot.last < op:
@@ -96,8 +101,9 @@ class Timeline:
                 ready = done[producer]
             if slot.ready > ready:
                 ready = slot.ready
-        free = self.free_at[device]
-        end = done[op] = self.free_at[device] = (free if free > ready else ready) + seconds
+        free: float = self.free_at[device]
+        done[op] = (free if free > ready else ready) + seconds
+        end = self.free_at[device] = done[op]  # one float object, shared (compiled too)
         if flat.is_print[op]:  # forwards the slots it read (copies made above)
             home[op] = tuple(self._read(op, device))
             return end
@@ -149,7 +155,7 @@ class Timeline:
         solid = self.solid.get((source.device, device))
         if solid is None:
             solid = self.solid[source.device, device] = Link()
-        end, pieces = transfer(outbound, inbound, start, length, None, solid)
+        end, pieces = walk(outbound, inbound, start, length, None, (solid,))
         outbound.book(pieces)
         inbound.book(pieces)
         solid.cover(start, end)  # both links are busy from `start` to `end` now

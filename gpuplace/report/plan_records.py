@@ -48,20 +48,20 @@ def _text(graph: Graph, placement: Placement, skipped: frozenset[str], depth: in
         quoted, close, start = [orjson.dumps(n).decode() for n in names], "", ""
     between = "," + item + head + start
     decisions = placement.decisions
-    tails: dict[tuple[Any, ...], str] = {}  # the record after its name, per all but the name
+    # the record after its name, per all but the name: keyed by the outputs tuple's identity
+    # (the loader shares one per distinct outputs; equal tuples apart give the same text) and
+    # its decision's, which costs no hashing of shapes per op
+    tails: dict[tuple[Any, ...], str] = {}
     parts = ["[", item, head, start]
     for op, name in zip(graph.ops, quoted, strict=True):
         d = decisions[op.name]
         runs = op.name not in skipped
-        outs = op.outputs
-        made = (outs[0].shape, outs[0].dtype) if len(outs) == 1 else tuple(
-            [(s.shape, s.dtype) for s in outs]
-        )  # fmt: skip
-        key = (op.type, op.device, id(d), runs, len(outs), made)
+        key = (id(op.outputs), id(d), op.type, op.device, runs)
         tail = tails.get(key)
         if tail is None:
             tail = tails[key] = close + _tail(op, d, placement, runs, item, head) + between
-        parts += (name, tail)
+        parts.append(name)
+        parts.append(tail)
     parts[-1] = parts[-1][: -len(between)] + item[:-2] + "]"
     return "".join(parts)
 

@@ -9,6 +9,7 @@ from bisect import bisect_right
 from collections.abc import Callable, Sequence
 from itertools import pairwise
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -169,6 +170,7 @@ def reads_of(call: Callable[[], object]) -> int:
     return Counted.reads - before
 
 
+@pytest.mark.pure_python  # counts the reads of lists the compiled walk reads in C
 def test_a_known_busy_stretch_is_crossed_in_one_jump() -> None:
     """Two links whose blocks alternate (the fan-in that made placement quadratic): with the
     stretch known busy, the walk reads a handful of blocks; without, one per block."""

@@ -92,6 +92,7 @@ def _given_up(monkeypatch: pytest.MonkeyPatch) -> list[float]:
     return given_up
 
 
+@pytest.mark.pure_python  # spies _Balancer.run: a C type's method where compiled
 def test_on_long_graphs_the_plain_pass_is_given_up_once_it_falls_behind(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -112,6 +113,7 @@ def test_on_long_graphs_the_plain_pass_is_given_up_once_it_falls_behind(
     assert given_up == [1.0]
 
 
+@pytest.mark.pure_python  # spies _Balancer.run: a C type's method where compiled
 def test_a_plain_pass_that_leads_is_not_given_up(monkeypatch: pytest.MonkeyPatch) -> None:
     # on this graph the plain pass is ahead at every mark and wins: it runs to the end and is kept
     g, devices = _random_dag(n=600, seed=0), models(8)
@@ -124,6 +126,7 @@ def test_a_plain_pass_that_leads_is_not_given_up(monkeypatch: pytest.MonkeyPatch
     assert given_up == []
 
 
+@pytest.mark.pure_python  # spies _Balancer.run: a C type's method where compiled
 def test_a_tie_keeps_the_plain_pass_on_short_graphs_and_the_heavier_on_long_ones(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

@@ -96,6 +96,7 @@ SHAPES: dict[str, Callable[[int], Graph]] = {
 
 
 @pytest.mark.slow
+@pytest.mark.pure_python  # patches Link.__init__: a C type where compiled
 @pytest.mark.parametrize("shape", SHAPES)
 def test_link_work_per_op_stays_flat_as_the_graph_grows(
     shape: str, monkeypatch: pytest.MonkeyPatch
@@ -172,6 +173,7 @@ def test_a_judged_placement_of_another_graph_or_other_decisions_is_estimated_afr
     assert calls["simulate"] == 1  # placed without soft placement: TF's placement may differ
 
 
+@pytest.mark.pure_python  # patches _Balancer's methods: a C type's where compiled
 @pytest.mark.parametrize("shape", SHAPES)
 def test_each_candidate_is_bounded_by_its_draft_s_own_bound(
     shape: str, monkeypatch: pytest.MonkeyPatch
@@ -196,6 +198,7 @@ def test_each_candidate_is_bounded_by_its_draft_s_own_bound(
     assert ways["shortcut"] > 0 and ways["general"] > 0, ways
 
 
+@pytest.mark.pure_python  # patches _Balancer's methods: a C type's where compiled
 @pytest.mark.parametrize("limit", [None, 40 * 2**20], ids=["roomy", "tight"])
 @pytest.mark.parametrize("shape", SHAPES)
 def test_the_queue_bound_is_never_above_a_finish_and_changes_no_choice(
