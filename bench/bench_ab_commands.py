@@ -1,5 +1,5 @@
 """Whole commands, a git revision against this working tree, in one run:
-`python bench/bench_ab_commands.py [N] [--against REV] [--command run|plan] [--smoke]`.
+`python bench/bench_ab_commands.py [N] [--against REV] [--command run|plan] [--build] [--smoke]`.
 
 `gpuplace --machine 4xK520 COMMAND SPEC --json > out` as whole processes on N-op JSON specs of
 bench/procs.py's three shapes: the revision's gpuplace/ (unpacked with `git archive`, put first
@@ -9,6 +9,12 @@ PYTHONDONTWRITEBYTECODE set, a tree without it compiles every module on every ru
 (user + system, from `wait4`: what other work on a shared machine disturbs least); each side's
 ratio to json.load, and the tree's to the revision's. The two documents must be equal (the
 seconds each copy took masked): the change is a speed change only. `--smoke`: 300 ops, one run.
+
+The compiled core (gpuplace/compiled.py): the tree's copy carries its built modules (`make
+build` first), and the revision's is built in the temporary folder with its own setup.py under
+`--build` (a minute or more per module set); else it runs as Python. Each side says which of its
+compiled modules run as Python (none built, or built before its source last changed): a side
+that runs its Python source where the other runs compiled code times the build, not the change.
 """
 
 from __future__ import annotations
@@ -16,6 +22,7 @@ from __future__ import annotations
 import compileall
 import os
 import re
+import runpy
 import shutil
 import subprocess
 import sys
@@ -38,12 +45,20 @@ def option(name: str, default: str) -> str:
     return args[args.index(name) + 1] if name in args[:-1] else default
 
 
-def unpack(revision: str, folder: Path) -> Path:
-    """The revision's gpuplace/ under `folder`, compiled."""
-    archive = subprocess.run(["git", "-C", str(ROOT), "archive", revision, "gpuplace"],
+def unpack(revision: str, folder: Path, build: bool) -> Path:
+    """The revision's gpuplace/ under `folder`, compiled to bytecode, and with `build` its
+    compiled core built (where the revision has one: setup.py)."""
+    paths = ["gpuplace"]
+    if build and subprocess.run(["git", "-C", str(ROOT), "cat-file", "-e", f"{revision}:setup.py"],
+                                capture_output=True, check=False).returncode == 0:  # fmt: skip
+        paths.append("setup.py")
+    archive = subprocess.run(["git", "-C", str(ROOT), "archive", revision, *paths],
                              capture_output=True, check=True).stdout  # fmt: skip
     with tarfile.open(fileobj=BytesIO(archive)) as tar:
         tar.extractall(folder, filter="data")
+    if "setup.py" in paths:
+        subprocess.run([sys.executable, "setup.py", "-q", "build_ext", "--inplace"], cwd=folder,
+                       capture_output=True, check=True)  # fmt: skip
     compileall.compile_dir(folder / "gpuplace", quiet=1)
     return folder
 
@@ -53,6 +68,23 @@ def copy_tree(folder: Path) -> Path:
     shutil.copytree(ROOT / "gpuplace", folder / "gpuplace", ignore=shutil.ignore_patterns("__pycache__"))  # fmt: skip
     compileall.compile_dir(folder / "gpuplace", quiet=1)
     return folder
+
+
+def as_python(folder: Path) -> list[str]:
+    """The modules of the compiled core under `folder` that run as Python: not built, or built
+    before their source (or .pxd) last changed (none where the tree predates the compiled
+    core)."""
+    listing = folder / "gpuplace" / "compiled.py"
+    if not listing.exists():
+        return []
+    slow = []
+    for name in runpy.run_path(str(listing))["COMPILED"]:
+        source = folder / (name.replace(".", "/") + ".py")
+        built = [p.stat().st_mtime for p in source.parent.glob(source.stem + ".*.so")]
+        deps = [p.stat().st_mtime for p in (source, source.with_suffix(".pxd")) if p.exists()]
+        if not built or max(built) < max(deps):
+            slow.append(name)
+    return slow
 
 
 def timed(cmd: list[str], out: Path, env: dict[str, str]) -> tuple[float, float]:
@@ -74,14 +106,19 @@ def main() -> None:
     n = size(FULL, 300)
     runs = 1 if smoke() else int(option("--runs", "5"))
     revision, command = option("--against", "HEAD"), option("--command", "run")
+    build = "--build" in sys.argv[1:]
     print(f"{command} --json as whole processes on {n:,}-op specs, {revision} against the work "
           f"tree, best of {runs} (4xK520)")  # fmt: skip
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         sides = {
-            revision: {**os.environ, "PYTHONPATH": str(unpack(revision, folder / "base"))},
+            revision: {**os.environ, "PYTHONPATH": str(unpack(revision, folder / "base", build))},
             "tree": {**os.environ, "PYTHONPATH": str(copy_tree(folder / "tree"))},
         }
+        for side, env in sides.items():
+            slow = as_python(Path(env["PYTHONPATH"]))
+            if slow:
+                print(f"{side}: {len(slow)} compiled module(s) run as Python: {', '.join(slow)}")
         for shape in SHAPES:
             _, spec = write_shape(shape, n, folder)
             gpuplace = [sys.executable, "-m", "gpuplace", "--machine", "4xK520", command, str(spec), "--json"]  # fmt: skip

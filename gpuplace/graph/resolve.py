@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 import sys
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import fields
 from typing import TYPE_CHECKING, Any, NamedTuple, NoReturn
 
@@ -275,8 +275,9 @@ def direct(items: list[Any], walker: Walker, lines: Mapping[int, int] | None) ->
 
 
 def _direct(
-    items: list[Any], walker: Walker, names: Names, lines: Mapping[int, int] | None
+    items: Sequence[Any], walker: Walker, names: Names, lines: Mapping[int, int] | None
 ) -> Direct | None:
+    """`direct`'s pass; its loop runs on C integers where compiled (resolve.pxd)."""
     index: dict[str, int] = {}  # name -> op; at the top level every name is global
     # Written names are kept here as written, and generated ones skip only generated ones: TF's
     # rule gives the same names exactly when no two names are equal but for case (a written
@@ -297,7 +298,8 @@ def _direct(
     canon: dict[TensorSpec, TensorSpec] = {}  # one object per spec, so that identity finds it
     devices: dict[str, str] = {}  # each device written, as TF writes it
     plain_keys, get_line = _PLAIN_KEYS.issuperset, None if lines is None else lines.get
-    for i, item in enumerate(items):
+    i = 0  # a counter, not enumerate(): compiled, a C integer
+    for item in items:
         if type(item) is dict and plain_keys(item):
             kind = item.get("op")
             found = plain.get(kind) if type(kind) is str else None
@@ -376,6 +378,7 @@ def _direct(
         outputs.append(out)
         line = None if get_line is None else get_line(id(item))
         ops.append(new_op(name, opdef.name, tuple(refs), device, attrs, out, colocate, line))
+        i += 1  # noqa: SIM113
     if _bad_names(index):
         return None  # a name against TF's rule, or two equal but for case (TF renames one)
     return Direct(ops, outputs, used)

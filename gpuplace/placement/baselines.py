@@ -7,7 +7,7 @@ nor the work that must run on GPUs spread evenly over them.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, MutableMapping, MutableSequence, Sequence
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -142,22 +142,36 @@ def _fastest(flat: Flat, choices: Sequence[Sequence[DeviceModel]],
 def _critical_path(flat: Flat, w: Sequence[float], where: Sequence[int],
                    num_gpus: int) -> tuple[float, float]:  # fmt: skip
     """(critical path, work bound) of the whole graph, in one pass over its ops."""
+    path, gpu_work, cpu_work = _chains(flat.inputs, w, where)
+    work = max(gpu_work / num_gpus, cpu_work) if num_gpus else gpu_work + cpu_work
+    return path, work
+
+
+def _chains(inputs: Sequence[tuple[tuple[int, int], ...]], w: Sequence[float],
+            where: Sequence[int]) -> tuple[float, float, float]:  # fmt: skip
+    """(the longest chain of `w` over `inputs`, the GPU-bound work, the CPU-bound work); its
+    loops run on C integers and doubles where compiled (baselines.pxd)."""
     longest = [0.0] * len(w)
-    for j, reads in enumerate(flat.inputs):
+    j = 0  # a counter, not enumerate(): compiled, a C integer (enumerate's is an object)
+    for reads in inputs:
         if len(reads) == 1:
             longest[j] = w[j] + longest[reads[0][0]]
         elif reads:
-            longest[j] = w[j] + max([longest[p] for p, _ in reads])
+            best = longest[reads[0][0]]  # max(): the first of the longest
+            for p, _ in reads:
+                if longest[p] > best:
+                    best = longest[p]
+            longest[j] = w[j] + best
         else:
             longest[j] = w[j] + 0.0
+        j += 1  # noqa: SIM113
     gpu_work = cpu_work = 0.0
     for x, kind in zip(w, where, strict=True):  # in graph order, one addition at a time
         if kind == 1:
             gpu_work += x
         elif kind == 2:
             cpu_work += x
-    work = max(gpu_work / num_gpus, cpu_work) if num_gpus else gpu_work + cpu_work
-    return max(longest, default=0.0), work
+    return max(longest, default=0.0), gpu_work, cpu_work
 
 
 def stage_bound(flat: Flat, w: Sequence[float], where: Sequence[int], num_gpus: int,
@@ -193,6 +207,38 @@ def _cuts(reads: Reads, keep: Sequence[bool]) -> list[int]:
     sources = np.cumsum(np.where(kept, 1 - newest_read, 0)[::-1])[::-1]
     cuts: list[int] = np.flatnonzero(kept & (sinks == 1) & (sources == 1)).tolist()
     return cuts
+
+
+def _stage_pass(members: Sequence[int], stage: Sequence[int], before: Sequence[int],
+                inputs: Sequence[tuple[tuple[int, int], ...]], w: Sequence[float],
+                where: Sequence[int], longest: MutableSequence[float],
+                path: MutableSequence[float], gpu_work: MutableSequence[float],
+                cpu_work: MutableSequence[float], size: MutableSequence[int],
+                readers: MutableMapping[int, list[int]]) -> None:  # fmt: skip
+    """`_Stages.total`'s pass over the stages' ops (`members`, in graph order): the longest
+    chain ending at each op over its stage's own edges, and per stage its critical path, its
+    GPU and CPU work and its ops; per cut, the ops of the next stage that read it (`readers`).
+    Its loops run on C integers and doubles where compiled (baselines.pxd)."""
+    for j in members:
+        mine = stage[j]
+        previous, best = before[mine], 0.0
+        for p, _ in inputs[j]:
+            if stage[p] == mine:
+                if longest[p] > best:
+                    best = longest[p]
+            elif p == previous:
+                found = readers.setdefault(p, [])
+                if not found or found[-1] != j:
+                    found.append(j)
+        here = longest[j] = w[j] + best
+        if here > path[mine]:
+            path[mine] = here
+        kind = where[j]
+        if kind == 1:
+            gpu_work[mine] += w[j]
+        elif kind == 2:
+            cpu_work[mine] += w[j]
+        size[mine] += 1
 
 
 class _Stages:
@@ -267,24 +313,8 @@ class _Stages:
         size = [0] * count
         before = [-1, *cuts]  # the cut before each stage
         readers: dict[int, list[int]] = {}
-        for j in members:
-            mine, previous, best = stage[j], before[stage[j]], 0.0
-            for p, _ in inputs[j]:
-                if stage[p] == mine:
-                    if longest[p] > best:
-                        best = longest[p]
-                elif p == previous:
-                    found = readers.setdefault(p, [])
-                    if not found or found[-1] != j:
-                        found.append(j)
-            here = longest[j] = w[j] + best
-            if here > path[mine]:
-                path[mine] = here
-            if where[j] == 1:
-                gpu_work[mine] += w[j]
-            elif where[j] == 2:
-                cpu_work[mine] += w[j]
-            size[mine] += 1
+        _stage_pass(members, stage, before, inputs, w, where, longest, path, gpu_work, cpu_work,
+                    size, readers)  # fmt: skip
         total = sum(w[c] for c in cuts)
         gpus = self.num_gpus
         for k in range(count):

@@ -11,7 +11,7 @@ what `cost.py` says, each device runs its ops in graph order, copies use the lin
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, MutableMapping, MutableSequence, Sequence
 from dataclasses import dataclass
 from itertools import accumulate, chain
 from operator import attrgetter
@@ -169,38 +169,8 @@ def _replay(flat: Flat, dev: Sequence[int], models: Sequence[DeviceModel],
         copies.append([d, size, op, op, end + 0.0])
         return copy
 
-    for op in range(n):
-        d, ready, printing = dev[op], 0.0, is_print[op]
-        reads = []
-        for p, k in inputs[op]:
-            if is_print[p]:  # the slot it forwards
-                slot, source, there = forwarded[p][k]
-                if slot < homes:
-                    home_last[slot] = op
-                else:
-                    copies[slot - homes][3] = op
-            else:
-                slot, source, there = first[p] + k, dev[p], done[p]
-                home_last[slot] = op  # ops come in order: each read is the latest so far
-                if source == d and not printing:  # the common case: max(ready, done[p])
-                    if there > ready:
-                        ready = there
-                    continue
-            if source != d:
-                copy = copied.get((p, k, d))
-                if copy is None:
-                    size = home_size[slot] if slot < homes else copies[slot - homes][1]
-                    copy = copy_of(p, k, source, size, there, d, op)
-                else:
-                    copies[copy - homes][3] = op
-                slot, source, there = copy, d, copies[copy - homes][4]
-            ready = max(ready, done[p], there)
-            if printing:
-                reads.append((slot, source, there))
-        end = free_at[d]
-        done[op] = free_at[d] = (end if end > ready else ready) + seconds[op]
-        if printing:
-            forwarded[op] = reads
+    _steps(dev, inputs, is_print, seconds, first, home_size, home_last, done, free_at, copies,
+           copied, forwarded, copy_of)  # fmt: skip
     last = flat.last
     for i, resident in enumerate(flat.resident):
         if resident:
@@ -232,6 +202,53 @@ def _replay(flat: Flat, dev: Sequence[int], models: Sequence[DeviceModel],
         copies_in=dict(zip(names, zip(copies_in, bytes_in, strict=True), strict=True)),
         copies_out=dict(zip(names, zip(copies_out, bytes_out, strict=True), strict=True)),
     )
+
+
+def _steps(dev: Sequence[int], inputs: Sequence[tuple[tuple[int, int], ...]],
+           is_print: Sequence[bool], seconds: Sequence[float], first: Sequence[int],
+           home_size: Sequence[int], home_last: MutableSequence[int],
+           done: MutableSequence[float], free_at: MutableSequence[float],
+           copies: MutableSequence[Any], copied: Mapping[tuple[int, int, int], int],
+           forwarded: MutableMapping[int, list[tuple[int, int, float]]],
+           copy_of: Callable[[int, int, int, int, float, int, int], int]) -> None:  # fmt: skip
+    """`_replay`'s pass over the ops in graph order: each op's reads (a copy where its input is
+    on another device: `copy_of`), its end on its device, a print's forwarded slots. Its loops
+    run on C integers and doubles where compiled (estimate.pxd)."""
+    n, homes = len(dev), len(home_size)  # slots from `homes` on are copies
+    op = 0  # a counter: compiled, a C integer
+    while op < n:
+        d, ready, printing = dev[op], 0.0, is_print[op]
+        reads = []
+        for p, k in inputs[op]:
+            if is_print[p]:  # the slot it forwards
+                slot, source, there = forwarded[p][k]
+                if slot < homes:
+                    home_last[slot] = op
+                else:
+                    copies[slot - homes][3] = op
+            else:
+                slot, source, there = first[p] + k, dev[p], done[p]
+                home_last[slot] = op  # ops come in order: each read is the latest so far
+                if source == d and not printing:  # the common case: max(ready, done[p])
+                    if there > ready:
+                        ready = there
+                    continue
+            if source != d:
+                copy = copied.get((p, k, d))
+                if copy is None:
+                    size = home_size[slot] if slot < homes else copies[slot - homes][1]
+                    copy = copy_of(p, k, source, size, there, d, op)
+                else:
+                    copies[copy - homes][3] = op
+                slot, source, there = copy, d, copies[copy - homes][4]
+            ready = max(ready, done[p], there)
+            if printing:
+                reads.append((slot, source, there))
+        end = free_at[d]
+        done[op] = free_at[d] = (end if end > ready else ready) + seconds[op]
+        if printing:
+            forwarded[op] = reads
+        op += 1
 
 
 def _slot_peaks(dev: Sequence[int], devices: int, owner: list[int], home_size: list[int],

@@ -1,0 +1,6 @@
+# Cython's types for resolve.py (an augmenting .pxd: the module's own source is compiled with
+# these declarations; see gpuplace/compiled.py). The Python source runs the same code.
+import cython
+
+@cython.locals(i=Py_ssize_t, low=Py_ssize_t, high=Py_ssize_t, shared=bint)
+cpdef _direct(items, walker, names, lines)
