@@ -9,6 +9,7 @@ what changed since the last build.
 
 from __future__ import annotations
 
+import glob
 import os
 import runpy
 import sys
@@ -31,6 +32,15 @@ class OptionalBuildExt(build_ext):
         super().finalize_options()
         if not self.parallel:
             self.parallel = os.cpu_count() or 1
+
+    def run(self) -> None:
+        if self.inplace:  # a module no longer listed must not go on loading its old build
+            listed = {CORE["source"](name)[: -len(".py")] for name in CORE["COMPILED"]}
+            for built in glob.glob("gpuplace/**/*.so", recursive=True):
+                if built.split(".", 1)[0] not in listed:
+                    os.remove(built)
+                    sys.stderr.write(f"gpuplace: removed {built} (no longer compiled)\n")
+        super().run()
 
     def build_extension(self, ext: Extension) -> None:
         if self.compiler.compiler_type == "unix":  # half the compile time of -O3 -g; as fast here

@@ -48,6 +48,15 @@ def test_every_compiled_module_is_built_and_newer_than_its_source() -> None:
                 )
 
 
+def test_no_module_outside_the_list_loads_a_build() -> None:
+    """A module taken off COMPILED must not go on loading an old build (`make build` removes
+    those)."""
+    listed = {source(name)[: -len(".py")] for name in COMPILED}
+    stale = [p for p in (ROOT / "gpuplace").rglob("*.so")
+             if p.relative_to(ROOT).as_posix().split(".", 1)[0] not in listed]  # fmt: skip
+    assert not stale, f"builds of modules no longer compiled: {stale}; run `make build`"
+
+
 @needs_build
 def test_version_says_whether_the_compiled_core_runs() -> None:
     on, off = (
