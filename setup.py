@@ -54,7 +54,7 @@ class OptionalBuildExt(build_ext):
 
 
 def extensions() -> list[object]:
-    if os.environ.get(CORE["PURE_ENV"], "0") not in ("", "0"):
+    if CORE["pure_requested"]():
         return []
     try:
         from Cython.Build import cythonize

@@ -34,6 +34,8 @@ from pathlib import Path
 
 from procs import SHAPES, size, smoke, write_shape
 
+from gpuplace.compiled import outdated
+
 FULL = 100_000
 ROOT = Path(__file__).resolve().parent.parent
 JSON_LOAD = "import json, sys; json.load(open(sys.argv[1]))"
@@ -77,14 +79,7 @@ def as_python(folder: Path) -> list[str]:
     listing = folder / "gpuplace" / "compiled.py"
     if not listing.exists():
         return []
-    slow = []
-    for name in runpy.run_path(str(listing))["COMPILED"]:
-        source = folder / (name.replace(".", "/") + ".py")
-        built = [p.stat().st_mtime for p in source.parent.glob(source.stem + ".*.so")]
-        deps = [p.stat().st_mtime for p in (source, source.with_suffix(".pxd")) if p.exists()]
-        if not built or max(built) < max(deps):
-            slow.append(name)
-    return slow
+    return outdated(folder, runpy.run_path(str(listing))["COMPILED"])
 
 
 def timed(cmd: list[str], out: Path, env: dict[str, str]) -> tuple[float, float]:

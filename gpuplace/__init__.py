@@ -54,7 +54,8 @@ if TYPE_CHECKING:  # the real signatures for type checkers; at run time, __getat
     from .placement import place as place
 
 __version__ = "0.1.0"
-if __import__("os").environ.get("GPUPLACE_PURE_PYTHON", "0") not in ("", "0"):  # see compiled.py
+# compiled.pure_requested's rule, inline: no module imported for it on start-up
+if __import__("os").environ.get("GPUPLACE_PURE_PYTHON", "0") not in ("", "0"):
     from .compiled import pure_python
 
     pure_python()

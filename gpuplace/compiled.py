@@ -11,7 +11,10 @@ without importing gpuplace.
 
 from __future__ import annotations
 
+import os
 import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
 
 # The per-op passes of load, placement, estimate and run, by dotted name. Not placement.flat:
 # compiled, its flattened graph held 148 more bytes per op while balanced placed a 100,000-op
@@ -47,6 +50,24 @@ PURE_ENV = "GPUPLACE_PURE_PYTHON"
 def source(name: str) -> str:
     """The source file of compiled module `name`, relative to the repository root."""
     return name.replace(".", "/") + ".py"
+
+
+def pure_requested(environ: Mapping[str, str] = os.environ) -> bool:
+    """Whether PURE_ENV asks for the Python source: any value but empty or `0`."""
+    return environ.get(PURE_ENV, "0") not in ("", "0")
+
+
+def outdated(root: Path, names: Sequence[str] = COMPILED) -> list[str]:
+    """The compiled modules (`names`) of the tree at `root` that would run as Python or as an
+    old build: none built, or built before their source (or its .pxd) last changed."""
+    out = []
+    for name in names:
+        code = root / source(name)
+        built = [p.stat().st_mtime for p in code.parent.glob(code.stem + ".*.so")]
+        deps = [p.stat().st_mtime for p in (code, code.with_suffix(".pxd")) if p.exists()]
+        if not built or max(built) < max(deps):
+            out.append(name)
+    return out
 
 
 def running() -> tuple[int, int]:

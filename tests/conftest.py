@@ -45,9 +45,9 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 
 def _compiled_core_runs() -> bool:
     """Whether this process runs any of gpuplace's compiled modules (gpuplace/compiled.py)."""
-    from gpuplace.compiled import PURE_ENV, running
+    from gpuplace.compiled import pure_requested, running
 
-    return os.environ.get(PURE_ENV, "0") in ("", "0") and running()[0] > 0
+    return not pure_requested() and running()[0] > 0
 
 
 @pytest.hookimpl(tryfirst=True)

@@ -15,12 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from gpuplace.compiled import COMPILED, PURE_ENV, source
+from gpuplace.compiled import COMPILED, PURE_ENV, pure_requested, source
 
 ROOT = Path(__file__).resolve().parents[1]
-PURE = os.environ.get(PURE_ENV, "0") not in ("", "0")
 needs_build = pytest.mark.skipif(
-    PURE or shutil.which(os.environ.get("CC", "cc")) is None,
+    pure_requested() or shutil.which(os.environ.get("CC", "cc")) is None,
     reason=f"no C compiler (the build installs the core as Python) or {PURE_ENV} is set",
 )
 

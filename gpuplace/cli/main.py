@@ -52,12 +52,12 @@ def _version(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
     import os
 
     from .. import __version__
-    from ..compiled import PURE_ENV, running
+    from ..compiled import PURE_ENV, pure_requested, running
 
     compiled, total = running()
     if compiled == total:
         core = f"compiled core: on ({total} modules compiled with Cython)"
-    elif os.environ.get(PURE_ENV, "0") not in ("", "0"):
+    elif pure_requested():
         core = f"compiled core: off ({PURE_ENV}={os.environ[PURE_ENV]}: running them as Python)"
     else:
         core = f"compiled core: {compiled} of {total} modules compiled; the rest run as Python"
