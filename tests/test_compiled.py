@@ -109,3 +109,14 @@ def test_compiled_and_python_source_print_the_same(tmp_path: Path) -> None:
     assert sum(code == 0 for _, code, _, _ in compiled) > 50
     for one, other in zip(compiled, pure, strict=True):
         assert one == other, f"gpuplace {' '.join(one[0])}: the compiled core differs"
+
+
+def test_version_quotes_a_hostile_switch_value_on_one_bounded_line() -> None:
+    env = {k: v for k, v in os.environ.items() if k != PURE_ENV}
+    for value, shown in (("a\nb", "'a\\nb'"), ("x" * 100_000, "x" * 197 + "...")):
+        out = subprocess.run([sys.executable, "-m", "gpuplace", "--version"], capture_output=True,
+                             text=True, env={**env, PURE_ENV: value}, cwd=ROOT, check=False)  # fmt: skip
+        assert (out.returncode, out.stderr) == (0, "")
+        assert out.stdout.splitlines()[1] == (
+            f"compiled core: off ({PURE_ENV}={shown}: running them as Python)"
+        )

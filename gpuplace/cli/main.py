@@ -53,12 +53,15 @@ def _version(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
 
     from .. import __version__
     from ..compiled import PURE_ENV, pure_requested, running
+    from ..echo import TEXT_CHARS, clip, show
 
     compiled, total = running()
     if compiled == total:
         core = f"compiled core: on ({total} modules compiled with Cython)"
     elif pure_requested():
-        core = f"compiled core: off ({PURE_ENV}={os.environ[PURE_ENV]}: running them as Python)"
+        said = os.environ[PURE_ENV]  # as written, unless it needs quoting (a newline)
+        said = clip(said, TEXT_CHARS) if said.isprintable() else show(said, TEXT_CHARS)
+        core = f"compiled core: off ({PURE_ENV}={said}: running them as Python)"
     else:
         core = f"compiled core: {compiled} of {total} modules compiled; the rest run as Python"
     click.echo(f"gpuplace, version {__version__}\n{core}")
