@@ -20,7 +20,7 @@ PIN     = $(if $(CONSTRAINTS),-c $(CONSTRAINTS))
 TEST_JOBS ?= auto
 XDIST   = -n $(TEST_JOBS) --dist loadgroup
 
-.PHONY: build demo test test-fast lint typecheck cov bench bench-smoke gpu-check clean browser screenshot
+.PHONY: FORCE build demo test test-fast lint typecheck cov bench bench-smoke gpu-check clean browser screenshot
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -28,19 +28,27 @@ $(BIN)/python:
 
 $(VENV)/.installed-%: pyproject.toml setup.py $(CONSTRAINTS) | $(BIN)/python
 	$(BIN)/python -m pip install -q -e '.$(if $(filter-out base,$*),[$(subst -,$(comma),$*)])' $(PIN)
-	touch $@ $(VENV)/.built
+	touch $@
+	$(BUILT_LIST) > $(VENV)/.built
 
 # The compiled core (gpuplace/compiled.py, setup.py): pip's install above compiles it in place
-# (and stamps it built); this compiles again what changed since, so that no test runs an old
-# build of an edited module.
+# (and stamps it built, listing the builds it left); this compiles again what changed since, so
+# that no test runs an old build of an edited module, and again when the builds on disk are not
+# those listed (one deleted by hand). A module that did not compile stays unlisted: no retry.
 CORE_SRC := setup.py $(wildcard gpuplace/*.py gpuplace/*/*.py gpuplace/*/*.pxd)
+CORE_SO = gpuplace/*.so gpuplace/*/*.so
+BUILT_LIST = ls $(CORE_SO) 2>/dev/null | sort | tr '\n' ' '
+ifneq ($(sort $(wildcard $(CORE_SO))),$(sort $(file < $(VENV)/.built)))
+$(VENV)/.built: FORCE
+endif
+FORCE:
 $(VENV)/.cython: $(CONSTRAINTS) | $(BIN)/python
 	$(BIN)/python -m pip install -q Cython 'setuptools>=77' $(PIN)
 	touch $@
 
 $(VENV)/.built: $(CORE_SRC) | $(VENV)/.cython
 	$(BIN)/python setup.py -q build_ext --inplace
-	touch $@
+	$(BUILT_LIST) > $@
 
 build: $(VENV)/.built
 
