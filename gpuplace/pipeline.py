@@ -55,7 +55,6 @@ from .memory.pools import (
     summary,
 )
 from .options import Options, check_feed_names, check_replicas, replicate_count
-from .placement.devmap import pin
 from .placement.model import Placement
 from .placement.strategies import place_with
 from .results import Outcome, PlanEstimate, PolicyRun, Prepared, Reservation
@@ -158,6 +157,8 @@ def prepare(
     per_task = {} if found is None else task_gpus(found, policy)
     logical = tuple(logical_gpus(view.gpus, policy)) if found is None else per_task[found.master]
     if options.device_map is not None:
+        from .placement.devmap import pin  # only with a device map: its dataclasses, its regexes
+
         graph = pin(graph, options.device_map, len(logical)).graph
     soft = options.allow_soft_placement
     if soft is None:
@@ -264,11 +265,12 @@ def predict_training(prepared: Prepared) -> list[TrainingMemory] | None:
     gradients, optimizer state, kept activations and gradients in flight at each device's peak
     (`memory/training.py`); None when no training step was asked for. Runs nothing."""
     from .execute.predict import device_names
-    from .memory.training import training_memory
 
     _expect_prepared(prepared, "predict_training")
     if prepared.training is None:
         return None
+    from .memory.training import training_memory  # only for a training step
+
     names = device_names(prepared.logical)
     index = {name: i for i, name in enumerate(names)}
     flat = _flat(prepared)

@@ -26,16 +26,18 @@ graph:
 """
 # What a small run or plan has no use for: the other commands' modules, rich (no terminal),
 # OpenSSL's hashlib (a simulated GPU's UUID), traceback (only for a failure or --debug), difflib
-# (only for a "did you mean"), subprocess (only for the libcuda probe of a real machine).
+# (only for a "did you mean"), subprocess (only for the libcuda probe of a real machine), the
+# device map's module (only for --device-map), training memory (only for a training step).
 NOT_LOADED = ("gpuplace.cli.devices", "gpuplace.cli.mem", "rich", "_hashlib", "traceback", "cupy",
-              "difflib", "subprocess")  # fmt: skip
-# ...nor a JSON spec PyYAML, nor a run the plan's estimate or (without --training) training memory.
+              "difflib", "subprocess", "gpuplace.placement.devmap", "gpuplace.memory.training")  # fmt: skip
+# ...nor a JSON spec PyYAML, nor a run the plan's estimate.
 NOT_FOR_JSON = ("yaml", "gpuplace.yaml_text")
 NOT_FOR_RUN = (
     "gpuplace.placement.estimate",
     "gpuplace.placement.baselines",
-    "gpuplace.memory.training",
 )
+# ...nor a plan the executor (it runs nothing).
+NOT_FOR_PLAN = ("gpuplace.execute.executor",)
 
 
 @pytest.mark.parametrize("command", ["run", "plan"])
@@ -43,7 +45,7 @@ NOT_FOR_RUN = (
 def test_a_small_command_loads_only_what_it_uses(tmp_path: Path, command: str, kind: str) -> None:
     spec = tmp_path / f"tiny.{kind}"
     spec.write_text(TINY if kind == "yaml" else json.dumps(yaml.safe_load(TINY)))
-    unused = NOT_LOADED + (NOT_FOR_JSON if kind == "json" else ()) + (NOT_FOR_RUN if command == "run" else ())  # fmt: skip
+    unused = NOT_LOADED + (NOT_FOR_JSON if kind == "json" else ()) + (NOT_FOR_RUN if command == "run" else NOT_FOR_PLAN)  # fmt: skip
     code = (
         "import sys\nfrom gpuplace.cli import main\n"
         f"rc = main(['--machine', '4xK520', {command!r}, {str(spec)!r}])\n"

@@ -106,9 +106,11 @@ def _device_map_flag(
     ctx: click.Context, param: click.Parameter, value: str | None
 ) -> dict[str, int | str] | None:
     """`--device-map FILE`: the map read (bounded) from its JSON file."""
-    from ..placement.devmap import read_device_map
+    if value is None:
+        return None
+    from ..placement.devmap import read_device_map  # only with the flag
 
-    return None if value is None else read_device_map(value)
+    return read_device_map(value)
 
 
 def memory_options(f: Any) -> Any:

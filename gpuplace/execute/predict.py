@@ -19,8 +19,7 @@ from ..memory.ledger import Ledger, OutOfMemory, Replay
 from ..memory.pools import DeviceMemory, ledgers, summary
 from ..placement.model import Placement
 from .backends import NumpyBackend
-from .executor import Schedule
-from .schedule import Layout, PlacedDevices, layout
+from .schedule import Layout, PlacedDevices, Schedule, layout
 
 CPU0 = full_name("CPU", 0)
 

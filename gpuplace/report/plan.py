@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from ..devices.cluster import task_label
 from ..devices.cluster_spec import network_of
 from ..devices.model import View
 from ..echo import sample
 from ..memory.pools import DeviceMemory
-from ..memory.training import TrainingMemory
 from ..placement.cost import DASK_HOP
 from ..placement.loads import DeviceLoad, copies_and_loads
 from ..results import PlanEstimate, Prepared
@@ -40,6 +39,9 @@ from .training import (
     training_title,
 )
 
+if TYPE_CHECKING:  # a plan without --training does not load memory/training.py
+    from ..memory.training import TrainingMemory
+
 LOAD_HEADER = (
     "DEVICE", "OPS", "OUTPUT BYTES", "COPIES IN", "COPY BYTES IN", "COPIES OUT", "BUSY (EST)",
     "PEAK (PREDICTED)", "LIMIT", "FITS",
@@ -47,7 +49,7 @@ LOAD_HEADER = (
 PEAK = LOAD_HEADER.index("PEAK (PREDICTED)")
 # with --training: inference and training side by side, FITS judged by the training step
 TRAIN_LOAD_HEADER = (*LOAD_HEADER[:PEAK], "PEAK (INFER)", "PEAK (TRAIN)", *LOAD_HEADER[PEAK + 1 :])
-Steps = Sequence[TrainingMemory] | None  # predict_training's: one per device, or None
+Steps: TypeAlias = "Sequence[TrainingMemory] | None"  # predict_training's: one per device, or None
 
 
 def _ms(seconds: float) -> str:

@@ -4,11 +4,13 @@ what each part holds at the device's peak, and the records of `--json`."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..memory.training import PARTS, Training, TrainingMemory
 from ..units import device_memory
 from .explain import short_device
+
+if TYPE_CHECKING:  # a plan without --training does not load memory/training.py
+    from ..memory.training import Training, TrainingMemory
 
 TRAINING_HEADER = (
     "DEVICE", "WEIGHTS", "GRADIENTS", "OPTIMIZER", "ACTIVATIONS", "TRANSIENT", "PEAK (TRAIN)",
@@ -30,6 +32,8 @@ def train_column_title(training: Training) -> str:
 
 def training_rows(steps: Sequence[TrainingMemory]) -> list[tuple[str, ...]]:
     """Per device that holds anything in the step: its parts, peak and where the peak falls."""
+    from ..memory.training import PARTS  # loaded already: `steps` come from it
+
     return [
         (short_device(t.device), *(device_memory(getattr(t, p)) for p in PARTS),
          device_memory(t.peak), f"{t.phase} {t.op}")
