@@ -9,7 +9,9 @@ in turn so that drift on a shared machine hits them alike; the package is byte-c
 (as an installed wheel is), so that an environment with PYTHONDONTWRITEBYTECODE does not time
 the compiler. `--against REV`: the revision's gpuplace/ (unpacked with `git archive`) and this
 tree's, each put first on PYTHONPATH, alternating command by command; each line then also
-gives the tree's ratio to the revision's. `--smoke`: 3 runs, nothing compiled, no revision.
+gives the tree's ratio to the revision's; the revision's compiled core is built there with its
+own setup.py (where it has one), as the tree's is (`make build` first). `--smoke`: 3 runs,
+nothing compiled, no revision.
 """
 
 from __future__ import annotations
@@ -80,7 +82,7 @@ def main() -> None:
         sides = {"tree": dict(os.environ)}
         if revision:
             sides = {
-                revision: {**os.environ, "PYTHONPATH": str(unpack(revision, folder / "base"))},
+                revision: {**os.environ, "PYTHONPATH": str(unpack(revision, folder / "base", build=True))},
                 "tree": {**os.environ, "PYTHONPATH": str(copy_tree(folder / "tree"))},
             }
         timed(FLOOR, sides["tree"])  # warm the file cache
