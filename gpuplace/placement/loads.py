@@ -39,7 +39,8 @@ def copies_and_loads(graph: Graph, placement: Placement) -> tuple[list[PlannedCo
     outputs: dict[str, int] = dict.fromkeys(placement.devices, 0)
     made_by: dict[int, int] = {}  # bytes per outputs tuple (the loader shares equal ones)
     sizes: dict[tuple[tuple[int, ...], str], int] = {}  # bytes per (shape, dtype), once each
-    devices = [d.device for d in _decided(graph, placement)]
+    names, decided = _decided(graph, placement)
+    devices = [d.device for d in decided]
     for op, dst in zip(graph.ops, devices, strict=True):
         made = made_by.get(id(op.outputs), -1)
         if made < 0:
@@ -52,7 +53,7 @@ def copies_and_loads(graph: Graph, placement: Placement) -> tuple[list[PlannedCo
         ops_of[dst] = ops_of.get(dst, 0) + 1
         outputs[dst] = outputs.get(dst, 0) + made
     used = [d for d, count in ops_of.items() if count]
-    copies = _copies(graph, placement, devices) if len(used) > 1 else []  # else none crosses
+    copies = _copies(graph, placement, names, devices) if len(used) > 1 else []  # else none crosses
     copies_in: dict[str, tuple[int, int]] = {}  # one pass over the copies, not one per device
     for c in copies:
         count, nbytes = copies_in.get(c.dst, (0, 0))
@@ -61,30 +62,31 @@ def copies_and_loads(graph: Graph, placement: Placement) -> tuple[list[PlannedCo
     return copies, loads
 
 
-def _decided(graph: Graph, placement: Placement) -> list[Decision]:
-    """Each op's decision in graph order: `decisions`' own order where it is the graph's (as
-    `Placement` keeps it: a walk, no lookup by name), else looked up."""
+def _decided(graph: Graph, placement: Placement) -> tuple[list[str], list[Decision]]:
+    """The ops' names, and each op's decision in graph order: `decisions`' own order where it
+    is the graph's (as `Placement` keeps it: a walk, no lookup by name), else looked up."""
     decisions = placement.decisions
     names = [op.name for op in graph.ops]
     if len(decisions) == len(names) and list(decisions) == names:
-        return list(decisions.values())
-    return [decisions[name] for name in names]
+        return names, list(decisions.values())
+    return names, [decisions[name] for name in names]
 
 
-def _copies(graph: Graph, placement: Placement, devices: list[str]) -> list[PlannedCopy]:
+def _copies(graph: Graph, placement: Placement, names: list[str],
+            devices: list[str]) -> list[PlannedCopy]:  # fmt: skip
     """The cross-device edges, one per (tensor, destination), in the order the ops read them."""
-    decisions = placement.decisions
+    device_of = dict(zip(names, devices, strict=True))
     seen: set[tuple[str, str]] = set()
     copies = []
-    by_name: dict[str, Op] = {}  # built for the first copy: most edges stay on one device
+    op_of: dict[str, Op] = {}  # built for the first copy: most edges stay on one device
     for op, dst in zip(graph.ops, devices, strict=True):
         for ref in op.inputs:
-            src = decisions[ref.op].device
+            src = device_of.get(ref.op) or placement.decisions[ref.op].device
             if src != dst:
                 tensor = str(ref)
                 if (tensor, dst) not in seen:
                     seen.add((tensor, dst))
-                    by_name = by_name or graph.by_name()
-                    nbytes = by_name[ref.op].outputs[ref.index].nbytes
+                    op_of = op_of or dict(zip(names, graph.ops, strict=True))
+                    nbytes = op_of[ref.op].outputs[ref.index].nbytes
                     copies.append(PlannedCopy(op.name, tensor, src, dst, nbytes))
     return copies

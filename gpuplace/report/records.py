@@ -81,12 +81,16 @@ def placement_records(graph: Graph, placement: Placement,
 
 def copy_records(copies: Sequence[CopyRecord]) -> list[dict[str, Any]]:
     """Each copy; a run's have the seconds it took (finite: a `Finite` list)."""
-    return Finite([
-        {"op": c.op, "tensor": c.tensor, "src": c.src, "dst": c.dst, "bytes": c.nbytes,
-         **({"seconds": finite_json(c.seconds)} if hasattr(c, "seconds") else {}),
-         **({"kind": c.kind} if getattr(c, "kind", "") else {})}
-        for c in copies
-    ])  # fmt: skip
+    out = Finite()
+    for c in copies:
+        record = {"op": c.op, "tensor": c.tensor, "src": c.src, "dst": c.dst, "bytes": c.nbytes}
+        if hasattr(c, "seconds"):
+            record["seconds"] = finite_json(c.seconds)
+        kind = getattr(c, "kind", "")
+        if kind:
+            record["kind"] = kind
+        out.append(record)
+    return out
 
 
 def device_mapping_records(
