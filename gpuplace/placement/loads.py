@@ -75,13 +75,13 @@ def _decided(graph: Graph, placement: Placement) -> tuple[list[str], list[Decisi
 def _copies(graph: Graph, placement: Placement, names: list[str],
             devices: list[str]) -> list[PlannedCopy]:  # fmt: skip
     """The cross-device edges, one per (tensor, destination), in the order the ops read them."""
-    device_of = dict(zip(names, devices, strict=True))
+    decisions = placement.decisions
     seen: set[tuple[str, str]] = set()
     copies = []
     op_of: dict[str, Op] = {}  # built for the first copy: most edges stay on one device
     for op, dst in zip(graph.ops, devices, strict=True):
         for ref in op.inputs:
-            src = device_of.get(ref.op) or placement.decisions[ref.op].device
+            src = decisions[ref.op].device
             if src != dst:
                 tensor = str(ref)
                 if (tensor, dst) not in seen:
