@@ -1,8 +1,8 @@
 """Writing `plan --json`'s document: `report/records.py: json_text` (orjson, the same document)
 against `json.dumps(doc, indent=2)` (what gpuplace used before, and the standard library's only
 way to indent: its C writer cannot; given the placement list as plain records, where
-`json_text` is given it as the one orjson fragment `plan_json` makes), on the document of an N-op chain planned on 4xK520, in one
-process: `python bench/bench_json_out.py [N] [--smoke]`.
+`json_text` is given it as the `JsonText` that `plan_json` makes), on the document of an N-op
+chain planned on 4xK520, in one process: `python bench/bench_json_out.py [N] [--smoke]`.
 
 Also times building the document (`report/plan.py: plan_json`, the records) beside the
 pipeline's stages, to show where a whole `plan --json` goes. Best of RUNS, the two writers in
@@ -56,7 +56,7 @@ def main() -> None:
         start = time.perf_counter()
         doc = report.plan_json(view, prepared, memory, est)
         stages["plan_json (the records)"] = time.perf_counter() - start
-        plain = {**doc, "placement": orjson.loads(orjson.dumps(doc["placement"]))}
+        plain = {**doc, "placement": orjson.loads(doc["placement"].data)}  # its JsonText
         ours, base = [], []
         for _ in range(runs):
             ours.append(seconds(lambda: json_text(doc)))

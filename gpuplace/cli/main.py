@@ -13,7 +13,7 @@ import io
 import os
 import re
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any, TextIO, cast
 
 import click
@@ -120,17 +120,18 @@ class _GuardedStdout:
         with _guarded():
             self._stream.flush()
 
-    def write_bytes(self, *chunks: bytes) -> None:
+    def write_bytes(self, chunks: Iterable[bytes]) -> None:
         """ASCII `chunks` (a JSON document) after what was written as text: straight to the
-        stream's binary buffer when it has one (no decode and encode of 45 MB), else as text."""
+        stream's binary buffer when it has one, each as it comes (no decode and encode of
+        45 MB, and no joining of them first), else as text."""
         buffer = getattr(self._stream, "buffer", None)
         if buffer is None:
             self.write("".join(chunk.decode("ascii") for chunk in chunks))
             return
         self.flush()
-        self.wrote = self.wrote or any(chunks)
-        with _guarded():
-            for chunk in chunks:
+        for chunk in chunks:
+            self.wrote = self.wrote or bool(chunk)
+            with _guarded():
                 buffer.write(chunk)
 
     def __getattr__(self, name: str) -> Any:

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import contextlib
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
+from itertools import chain
 from typing import TYPE_CHECKING
 
 import click
@@ -53,14 +54,15 @@ def say(message: str) -> None:
         click.echo(message, err=True)
 
 
-def echo_json(data: bytes) -> None:
-    """A JSON document (ASCII bytes, `report.records.json_bytes`) and a new line on stdout, as
-    bytes where main's guarded stdout takes them (no decode and encode of the whole text)."""
+def echo_json(chunks: Iterable[bytes]) -> None:
+    """A JSON document (ASCII bytes in pieces, `report.records.json_chunks`) and a new line on
+    stdout, as bytes where main's guarded stdout takes them (no decode and encode of the whole
+    text, and no joining of its pieces: each is written as it is)."""
     write = getattr(sys.stdout, "write_bytes", None)
     if write is None:
-        click.echo(data.decode("ascii"))
+        click.echo(b"".join(chunks).decode("ascii"))
     else:
-        write(data, b"\n")
+        write(chain(chunks, (b"\n",)))
 
 
 def gpus_required(required: int, visible: int) -> str:

@@ -51,7 +51,7 @@ def plan(app: AppContext, /, spec: str, soft: bool | None, as_json: bool, fmt: s
     from ..pipeline import estimate_plan, predict_memory, predict_training, prepare
     from ..report import plan as report
     from ..report.lines import pruned_line
-    from ..report.records import json_bytes
+    from ..report.records import json_chunks
 
     if as_json and fmt not in (None, "json"):
         raise BadInput(
@@ -93,7 +93,7 @@ def plan(app: AppContext, /, spec: str, soft: bool | None, as_json: bool, fmt: s
         click.echo(to_dot(prepared.graph, prepared.placement, title), nl=False)
     elif as_json or fmt == "json":
         doc = report.plan_json(view, prepared, memory, est, steps)
-        echo_json(json_bytes(doc))
+        echo_json(json_chunks(doc))
         app.keep(doc)
     elif not wide and draw_table(app, len(prepared.graph.ops)):  # a long table: plain
         click.echo(report.plan_fitted(view, prepared, memory, est, terminal_width(app), steps))

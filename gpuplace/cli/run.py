@@ -113,7 +113,7 @@ def run(app: AppContext, /, spec: str, log: bool | None, log_format: str | None,
     from ..across_hosts import ClusterRuns
     from ..pipeline import execute_on_cluster, execute_prepared, predict_memory, prepare
     from ..report import run as report
-    from ..report.records import json_bytes
+    from ..report.records import json_chunks
 
     memory = pop_memory_flags(kw)
     if log_format is not None and log is None:
@@ -160,7 +160,7 @@ def run(app: AppContext, /, spec: str, log: bool | None, log_format: str | None,
         doc = report.run_json(view, prepared, outcome)
         if verify:
             doc["verify"] = [c.__dict__ for c in checked]
-        echo_json(json_bytes(doc))
+        echo_json(json_chunks(doc))
         app.keep(doc)
     else:
         _print_run(app, view, prepared, result, (explain, wide), checked, log_format)

@@ -1,16 +1,16 @@
-"""The placement records of a large document written straight as JSON text (`orjson.Fragment`).
+"""The placement records of a large document written straight as JSON text (`JsonText`).
 
 `placement_records` builds one dict per op, and orjson then writes each of them; on a
 100,000-op graph that is most of `plan --json`'s document. Here each distinct record but for
 its op name (type, request, decision, `runs`, outputs: most ops of a large graph share one) is
 written once, in the layout `json_text` gives a list at that depth, and each op is its name's
-JSON text between that record's two halves. `json_text` of a document holding the fragment is
-byte for byte that of the same document holding `placement_records`' list.
+JSON text between that record's two halves, joined once into the bytes `json_chunks` writes
+as they are (no copy into the rest of the document). `json_text` of a document holding the
+text is byte for byte that of the same document holding `placement_records`' list.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -18,52 +18,83 @@ import orjson
 
 from ..graph.model import Graph, Op
 from ..placement.model import Decision, Placement
-from .records import placement_records
+from .records import JsonText, placement_records
 
 
 def placement_fragment(graph: Graph, placement: Placement, pruned: Sequence[str] = (),
                        depth: int = 1) -> Any:  # fmt: skip
     """`placement_records(graph, placement, pruned)` as the JSON text `json_text` writes for a
-    list `depth` levels into the document (1: a value of the top-level object), as an
-    `orjson.Fragment`; the records themselves where orjson cannot write them (an integer past
-    64 bits, a lone surrogate), which `json_text` then writes its own way."""
+    list `depth` levels into the document (1: a value of the top-level object), as a
+    `JsonText`; the records themselves where orjson cannot write them (an integer past 64
+    bits, a lone surrogate), which `json_text` then writes its own way."""
     if not graph.ops:
         return placement_records(graph, placement, pruned)
     try:
-        return orjson.Fragment(_text(graph, placement, frozenset(pruned), depth))
+        return _text(graph, placement, frozenset(pruned), depth)
     except TypeError:  # orjson.JSONEncodeError
         return placement_records(graph, placement, pruned)
 
 
-_ESCAPED = re.compile(r'[^ -~]|["\\]')  # what JSON writes other than as it is (ASCII)
+# the bytes a plain name may hold: printable ASCII but `"` and `\\` (JSON writes those as
+# they are), and the new line `_names` joins them with
+_PLAIN = bytes(c for c in range(0x20, 0x7F) if c not in b'"\\') + b"\n"
 
 
-def _text(graph: Graph, placement: Placement, skipped: frozenset[str], depth: int) -> str:
+def _names(names: list[str]) -> tuple[list[bytes], bool]:
+    """Each name's JSON text, and whether those texts are plain: the name itself (then its
+    quotes are the record's) and ASCII."""
+    joined = "\n".join(names)
+    if joined.isascii():
+        data = joined.encode("ascii")
+        if not data.translate(None, _PLAIN):
+            quoted = data.split(b"\n")
+            if len(quoted) == len(names):  # no name held a new line
+                return quoted, True
+    quoted = [orjson.dumps(n) for n in names]
+    return quoted, False
+
+
+def _in_order(names: list[str], placement: Placement) -> list[Decision]:
+    """Each op's decision, in graph order: `decisions`' own order when it is the graph's (as
+    `Placement` keeps it; a walk, no lookup per name), else looked up by name."""
+    decisions = placement.decisions
+    if len(decisions) == len(names) and list(decisions) == names:
+        return list(decisions.values())
+    return [decisions[name] for name in names]
+
+
+def _text(graph: Graph, placement: Placement, skipped: frozenset[str], depth: int) -> JsonText:
     item = "\n" + "  " * (depth + 1)  # a list item's indent, and the base of its lines
     head = "{" + item + '  "op": '  # each record up to its name ("op" is its first key)
-    names = [op.name for op in graph.ops]
-    if _ESCAPED.search(" ".join(names)) is None:  # each name's JSON is itself, quoted
-        quoted, close, start = names, '"', '"'
-    else:
-        quoted, close, start = [orjson.dumps(n).decode() for n in names], "", ""
+    ops = graph.ops
+    names = [op.name for op in ops]
+    quoted, plain = _names(names)
+    close = start = '"' if plain else ""
     between = "," + item + head + start
-    decisions = placement.decisions
     # the record after its name, per all but the name: keyed by the outputs tuple's identity
     # (the loader shares one per distinct outputs; equal tuples apart give the same text) and
     # its decision's, which costs no hashing of shapes per op
-    tails: dict[tuple[Any, ...], str] = {}
-    parts = ["[", item, head, start]
-    for op, name in zip(graph.ops, quoted, strict=True):
-        d = decisions[op.name]
-        runs = op.name not in skipped
+    tails: dict[tuple[Any, ...], bytes] = {}
+    after: list[bytes] = []
+    for op, d in zip(ops, _in_order(names, placement), strict=True):
+        runs = not skipped or op.name not in skipped
         key = (id(op.outputs), id(d), op.type, op.device, runs)
         tail = tails.get(key)
         if tail is None:
-            tail = tails[key] = close + _tail(op, d, placement, runs, item, head) + between
-        parts.append(name)
-        parts.append(tail)
-    parts[-1] = parts[-1][: -len(between)] + item[:-2] + "]"
-    return "".join(parts)
+            text = close + _tail(op, d, placement, runs, item, head) + between
+            tail = tails[key] = text.encode()
+        after.append(tail)
+    last = after[-1][: -len(between)] + (item[:-2] + "]").encode()
+    after[-1] = last
+    parts: list[bytes] = [b""] * (2 * len(names) + 1)
+    parts[0] = ("[" + item + head + start).encode()
+    parts[1::2] = quoted
+    parts[2::2] = after
+    ascii = all(t.isascii() and b"\x7f" not in t for t in (*tails.values(), last))
+    if not plain:
+        joined = b"".join(quoted)
+        ascii = ascii and joined.isascii() and b"\x7f" not in joined
+    return JsonText(parts, ascii)
 
 
 def _tail(op: Op, decision: Decision, placement: Placement, runs: bool, item: str,

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -81,12 +81,16 @@ def placement_records(graph: Graph, placement: Placement,
 
 def copy_records(copies: Sequence[CopyRecord]) -> list[dict[str, Any]]:
     """Each copy; a run's have the seconds it took (finite: a `Finite` list)."""
-    return Finite([
-        {"op": c.op, "tensor": c.tensor, "src": c.src, "dst": c.dst, "bytes": c.nbytes,
-         **({"seconds": finite_json(c.seconds)} if hasattr(c, "seconds") else {}),
-         **({"kind": c.kind} if getattr(c, "kind", "") else {})}
-        for c in copies
-    ])  # fmt: skip
+    out = Finite()
+    for c in copies:
+        record = {"op": c.op, "tensor": c.tensor, "src": c.src, "dst": c.dst, "bytes": c.nbytes}
+        if hasattr(c, "seconds"):
+            record["seconds"] = finite_json(c.seconds)
+        kind = getattr(c, "kind", "")
+        if kind:
+            record["kind"] = kind
+        out.append(record)
+    return out
 
 
 def device_mapping_records(
@@ -174,6 +178,32 @@ def _escape(match: re.Match[str]) -> str:
     return json.dumps(match.group())[1:-1]
 
 
+class JsonText:
+    """JSON text that a document holds as a value, in the ASCII or UTF-8 pieces it is made of
+    (`parts`; `ascii`: all of them ASCII but DEL, which JSON text holds as it is). A value of the
+    top-level object is joined only as `json_chunks`' caller writes it, a few thousand pieces
+    at a time (a 45 MB text is never copied whole: joined in blocks, the memory of one block
+    is that of the next), and anywhere else orjson writes it in place. `report/plan_records.py`
+    makes it."""
+
+    __slots__ = ("ascii", "parts")
+
+    def __init__(self, parts: list[bytes], ascii: bool) -> None:
+        self.parts = parts
+        self.ascii = ascii
+
+    @property
+    def data(self) -> bytes:
+        """The whole text."""
+        return b"".join(self.parts)
+
+    def blocks(self, size: int = 4096) -> Iterator[bytes]:
+        """The text in pieces of `size` parts."""
+        parts = self.parts
+        for at in range(0, len(parts), size):
+            yield b"".join(parts[at : at + size])
+
+
 def json_text(doc: Any) -> str:
     """Standard JSON (RFC 8259: no NaN or Infinity), indented by 2 and ASCII only, in
     `json.dumps(doc, indent=2)`'s layout, for every document gpuplace prints: floats JSON has
@@ -186,20 +216,80 @@ def json_text(doc: Any) -> str:
 
 
 def json_bytes(doc: Any) -> bytes:
-    """`json_text(doc)` as the ASCII bytes it is made of (what a command writes to stdout)."""
-    safe = finite_json(doc)
+    """`json_text(doc)` as the ASCII bytes it is made of."""
+    pieces = _pieces(doc)
+    if len(pieces) == 1 and type(pieces[0]) is bytes:
+        return pieces[0]
+    return b"".join([b for p in pieces for b in (p.parts if isinstance(p, JsonText) else (p,))])
+
+
+def json_chunks(doc: Any) -> Iterator[bytes]:
+    """`json_bytes(doc)` in the pieces it is made of, for a command to write them one by one
+    to stdout: the text around the `JsonText` values of a top-level object, written here, and
+    their text joined in blocks as it is written (`JsonText.blocks`), never as one."""
+    return _blocks(_pieces(doc))
+
+
+def _blocks(pieces: list[bytes | JsonText]) -> Iterator[bytes]:
+    for piece in pieces:
+        if isinstance(piece, JsonText):
+            yield from piece.blocks()
+        else:
+            yield piece
+
+
+_SPLICE = b"\x00"  # where a JsonText goes: orjson writes no NUL byte of its own (it escapes it)
+
+
+def _pieces(doc: Any) -> list[bytes | JsonText]:
+    """The document's text: ASCII bytes around the `JsonText` values of its top-level object
+    (printable ASCII themselves; otherwise one piece, all bytes)."""
+    whole = safe = finite_json(doc)
+    texts: list[JsonText] = []
+    if type(safe) is dict and any(type(v) is JsonText for v in safe.values()):
+        marked = {}
+        for key, value in safe.items():
+            if type(value) is JsonText:
+                texts.append(value)
+                value = orjson.Fragment(_SPLICE)
+            marked[key] = value
+        safe = marked
     try:
-        out = orjson.dumps(safe, option=orjson.OPT_INDENT_2 | orjson.OPT_SERIALIZE_NUMPY)
+        out = orjson.dumps(
+            safe, option=orjson.OPT_INDENT_2 | orjson.OPT_SERIALIZE_NUMPY, default=_fragment
+        )
     except TypeError:  # orjson.JSONEncodeError is a TypeError
-        return json.dumps(safe, indent=2, allow_nan=False, default=_unfragment).encode("ascii")
-    if out.isascii() and b"\x7f" not in out:
-        return out
-    return _NON_ASCII.sub(_escape, out.decode()).encode("ascii")
+        return [json.dumps(whole, indent=2, allow_nan=False, default=_unfragment).encode("ascii")]
+    pieces: list[bytes | JsonText] = []
+    at = 0
+    for text in texts:
+        cut = out.index(_SPLICE, at)
+        pieces += [out[at:cut], text]
+        at = cut + len(_SPLICE)
+    pieces.append(out[at:] if at else out)
+    if all(p.ascii if isinstance(p, JsonText) else _ascii(p) for p in pieces):
+        return pieces
+    whole_text = b"".join([p.data if isinstance(p, JsonText) else p for p in pieces])
+    return [_NON_ASCII.sub(_escape, whole_text.decode()).encode("ascii")]
+
+
+def _ascii(data: bytes) -> bool:
+    """Whether `data` is what json.dumps writes as it is: ASCII but DEL."""
+    return data.isascii() and b"\x7f" not in data
+
+
+def _fragment(value: Any) -> Any:
+    """For orjson: a `JsonText` as the fragment it is."""
+    if type(value) is JsonText:
+        return orjson.Fragment(value.data)
+    raise TypeError(f"{type(value).__name__} is not JSON serializable")
 
 
 def _unfragment(value: Any) -> Any:
-    """For the standard library: an `orjson.Fragment`'s JSON text (`report/plan_records.py`)
-    as the value it stands for."""
+    """For the standard library: an `orjson.Fragment`'s or a `JsonText`'s JSON text as the
+    value it stands for."""
+    if type(value) is JsonText:
+        return json.loads(value.data)
     if isinstance(value, orjson.Fragment):
         return json.loads(orjson.dumps(value))  # orjson writes a fragment as its text
     raise TypeError(f"{type(value).__name__} is not JSON serializable")

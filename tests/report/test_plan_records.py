@@ -12,7 +12,13 @@ from hypothesis import strategies as st
 from gpuplace.graph import Graph, Op, TensorRef, TensorSpec
 from gpuplace.placement.model import Decision, Placement
 from gpuplace.report.plan_records import placement_fragment
-from gpuplace.report.records import json_text, placement_records
+from gpuplace.report.records import (
+    JsonText,
+    json_bytes,
+    json_chunks,
+    json_text,
+    placement_records,
+)
 
 GPU0 = Decision("/job:localhost/replica:0/task:0/device:GPU:0", "default", "TF's default: GPU:0")
 CPU0 = Decision("/job:localhost/replica:0/task:0/device:CPU:0", "explicit", 'asked "cpu:0" é')
@@ -62,3 +68,25 @@ def test_what_orjson_refuses_is_written_by_the_standard_library() -> None:
     }
     lone = _graph(["a", "\ud800"])  # a lone surrogate: orjson refuses the name itself
     assert _both(*lone, ())[0] == _both(*lone, ())[1]
+
+
+def test_the_pieces_written_are_the_document() -> None:
+    """`json_chunks` (what a command writes, the placement in blocks as it goes) is `json_bytes`
+    piece by piece; a text that is not all ASCII (CPU0's reason) is escaped in one piece; a
+    document holding the text deeper than its top level is written the same."""
+    names = [f"op{i}" for i in range(5000)]  # 10,001 parts: three blocks
+    graph, mixed = _graph(names)
+    ascii = Placement(dict.fromkeys(names, GPU0), mixed.devices)
+    for placement, pieces in ((ascii, 5), (mixed, 1)):
+        fragment = placement_fragment(graph, placement, ("op7",))
+        assert isinstance(fragment, JsonText) and len(fragment.parts) == 2 * len(names) + 1
+        records = placement_records(graph, placement, ("op7",))
+        doc = {"schema_version": 1, "placement": fragment, "pruned": ["op7"], "after": [1.5]}
+        plain = json_text({**doc, "placement": records})
+        chunks = list(json_chunks(doc))
+        assert b"".join(chunks) == json_bytes(doc) == plain.encode("ascii")
+        assert len(chunks) == pieces
+        nested = {"deeper": {"placement": placement_fragment(graph, placement, (), depth=2)}}
+        assert json_text(nested) == json_text(
+            {"deeper": {"placement": placement_records(graph, placement)}}
+        )
