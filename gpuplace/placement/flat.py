@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from itertools import accumulate, chain, islice, pairwise, repeat
+from itertools import accumulate, chain, compress, islice, pairwise, repeat
 from math import prod
 from operator import attrgetter, mul
 from typing import Any
@@ -39,6 +39,8 @@ PRINT = "print"
 VARIABLE = "variable"  # moves no bytes (`cost.op_bytes`)
 _NAME, _TYPE, _INPUTS, _OUTPUTS = (attrgetter(a) for a in ("name", "type", "inputs", "outputs"))
 _SHAPE, _DTYPE, _REF_OP, _REF_INDEX = (attrgetter(a) for a in ("shape", "dtype", "op", "index"))
+_DEVICE, _COLOCATE, _KIND = (attrgetter(a) for a in ("device", "colocate_with", "kind"))
+SOFT = "soft-fallback"  # the decision of an op soft placement moved
 
 
 def default_meta(op_meta: Callable[[str], OpMeta] | None) -> Callable[[str], OpMeta]:
@@ -341,12 +343,19 @@ def _kernels(ops: Sequence[Op], types: Sequence[str], metas: Mapping[str, OpMeta
     return list(map(known.__getitem__, keys))
 
 
+def _alone(graph: Graph) -> bool:
+    """Whether each op of `graph` is a colocation group of its own: none names a
+    `colocate_with` and no two share a name (C loops over the ops)."""
+    ops = graph.ops
+    n = len(ops)
+    return list(map(_COLOCATE, ops)).count(None) == n and len(set(map(_NAME, ops))) == n
+
+
 def _groups(graph: Graph) -> list[int]:
     """Colocation groups as TensorFlow forms them (`colocate_with` NAME joins group NAME, and
     every op founds or joins its own name's group): the root op index per op."""
     parent = list(range(len(graph.ops)))
-    alone = not any([op.colocate_with is not None for op in graph.ops])
-    if alone and len({op.name for op in graph.ops}) == len(parent):  # each op its own group
+    if _alone(graph):  # each op its own group
         return parent
 
     def root(i: int) -> int:
@@ -377,11 +386,29 @@ def free_groups(
     Across hosts, `gpu_tasks` gives each GPU's task (GPU k of the models is `GPU:i` of its
     task, i counting that task's GPUs): a request matches the GPUs of the tasks it names.
     """
-    groups = _groups(flat.graph)
     every = tuple(range(num_gpus))
     match = _matching_gpus if not gpu_tasks else _cluster_matcher(gpu_tasks, every)
     matches: dict[str, tuple[int, ...]] = {}
-    allowed: dict[int, tuple[int, ...]] = {}
+    allowed: dict[int, tuple[int, ...]]
+    if _alone(flat.graph):  # a group per op: its GPUs by (request, kernels), each kind once
+        kinds = list(zip(map(_DEVICE, flat.graph.ops), flat.kernels, strict=True))
+        gpus_of: dict[tuple[str, frozenset[str]], tuple[int, ...]] = {}
+        for device, kernels in dict.fromkeys(kinds):
+            found = matches.get(device)
+            if found is None:
+                found = matches[device] = match(placer_spec(device), every)
+            gpus_of[device, kernels] = found if "GPU" in kernels else ()
+        free_kind = [kind for kind, gpus in gpus_of.items() if len(gpus) > 1]
+        if len(free_kind) == 1 and len(gpus_of) == 1:  # all alike (most large graphs)
+            free = dict.fromkeys(range(len(kinds)), gpus_of[free_kind[0]])
+        else:
+            is_free = {kind: len(gpus) > 1 for kind, gpus in gpus_of.items()}
+            own = map(gpus_of.__getitem__, kinds)
+            free = dict(compress(enumerate(own), map(is_free.__getitem__, kinds)))
+        groups = list(range(len(kinds)))
+        return groups, _unsplit(free, groups, flat, tf)
+    groups = _groups(flat.graph)
+    allowed = {}
     gpu_kernel = {id(k): "GPU" in k for k in flat.kernels}  # ops share their sets
     for i, op in enumerate(flat.graph.ops):
         found = matches.get(op.device)
@@ -395,12 +422,19 @@ def free_groups(
         elif gpus is not every:
             allowed[root] = tuple(k for k in before if k in gpus)  # both hold one GPU at most
     free = {root: g for root, g in allowed.items() if len(g) > 1}
-    soft = {name for name, d in tf.decisions.items() if d.kind == "soft-fallback"}
-    if soft:  # soft placement split the group: keep TF's choice
+    return groups, _unsplit(free, groups, flat, tf)
+
+
+def _unsplit(free: dict[int, tuple[int, ...]], groups: Sequence[int], flat: Flat,
+             tf: Placement) -> dict[int, tuple[int, ...]]:  # fmt: skip
+    """`free` less the groups soft placement split (an op TF placed by `soft-fallback`): those
+    keep TF's choice."""
+    if SOFT in map(_KIND, tf.decisions.values()):
+        soft = {name for name, d in tf.decisions.items() if d.kind == SOFT}
         for i, name in enumerate(flat.names):
             if name in soft:
                 free.pop(groups[i], None)
-    return groups, free
+    return free
 
 
 def _matching_gpus(spec: DeviceSpec, every: tuple[int, ...]) -> tuple[int, ...]:
