@@ -63,7 +63,6 @@ class Flat:
     nbytes: tuple[int, ...]
     sizes: tuple[tuple[int, ...], ...]  # rounded output sizes; () for print (it allocates none)
     out_bytes: tuple[tuple[int, ...], ...]  # exact output sizes (what a copy moves)
-    ends: tuple[tuple[int, ...], ...]  # static last step of each output
     generator: tuple[bool, ...]  # TF's placer defers it (`IsGeneratorNode`), or a variable
     resident: tuple[bool, ...]  # outputs stay on the device for the whole run (variables)
     kernels: tuple[frozenset[str], ...]  # per op: its type's, narrowed by its dtype
@@ -71,10 +70,23 @@ class Flat:
 
     fetch: tuple[tuple[int, int], ...]  # (op, output) of every fetched tensor
     reads: Reads = field(compare=False, repr=False)  # `inputs` as int arrays
+    # the last steps `ends` gives where they are not its own (`memory.training` keeps tensors
+    # for the backward pass); None: worked out on first use
+    given_ends: tuple[tuple[int, ...], ...] | None = field(default=None, repr=False)
 
     @property
     def last(self) -> int:
         return len(self.names) - 1
+
+    @cached_property
+    def ends(self) -> tuple[tuple[int, ...], ...]:
+        """Static last step of each output (see the module docstring), worked out on first use
+        (balanced and the training step read them; the estimate does not); equal tuples once."""
+        if self.given_ends is not None:
+            return self.given_ends
+        ends = _ends(self.fetch, self.reads, self.resident, self.is_print, self.out_bytes)
+        keep: dict[tuple[int, ...], tuple[int, ...]] = {}
+        return tuple(map(keep.setdefault, ends, ends))
 
     @cached_property
     def first_reader(self) -> tuple[int, ...]:
@@ -126,7 +138,6 @@ def flatten(graph: Graph, op_meta: Callable[[str], OpMeta] | None = None) -> Fla
     resident = list(map({t: m.resident for t, m in metas.items()}.__getitem__, types))
     is_print = [t == PRINT for t in types]
     fetch = _fetched(graph, index, width)
-    ends = _ends(fetch, reads, resident, is_print, out_bytes)
     return Flat(
         graph=graph,
         names=names,
@@ -135,7 +146,6 @@ def flatten(graph: Graph, op_meta: Callable[[str], OpMeta] | None = None) -> Fla
         nbytes=tuple(_moved(types, slot_bytes, out_bytes, single, reads)),
         sizes=tuple(_sizes(out_bytes, is_print)),
         out_bytes=tuple(out_bytes),
-        ends=tuple(map(keep, ends, ends)),
         generator=tuple(generator_flags(ops, metas, residents=True)),
         resident=tuple(resident),
         kernels=tuple(_kernels(ops, types, metas, dtypes, first_slot, width, reads)),
@@ -321,7 +331,8 @@ def _kernels(ops: Sequence[Op], types: Sequence[str], metas: Mapping[str, OpMeta
              reads: Reads) -> list[frozenset[str]]:  # fmt: skip
     """`kernels_of` each op, looked up once per (type, output 0's dtype, input 0's dtype, TF
     type where attrs choose it): what decides an op's kernels (`OpDef.kernel_match`); the
-    first op of each such key is the one asked."""
+    first op of each such key is the one asked. Without types whose TF type varies, each key
+    is one integer of codes and the ops are grouped by a stable sort of them."""
     n = len(types)
     named = [*dtypes, None]  # slot -1: none
     own = np.fromiter(first_slot, np.intp, n) if n else np.zeros(0, np.intp)
@@ -329,11 +340,27 @@ def _kernels(ops: Sequence[Op], types: Sequence[str], metas: Mapping[str, OpMeta
     source = np.full(n, -1, dtype=np.intp)
     has = np.flatnonzero(np.diff(reads.offsets))
     source[has] = reads.slot[reads.offsets[has]]
+    varying = {t for t, m in metas.items() if getattr(m, "tf_type_of", None) is not None}
+    if n and not varying:  # each key as one integer: its type's and dtypes' codes
+        type_code = {t: i for i, t in enumerate(metas)}
+        dtype_code = {d: i for i, d in enumerate(dict.fromkeys(dtypes))}
+        base = len(dtype_code) + 1  # the last code: none (slot -1)
+        codes = np.fromiter(map(dtype_code.__getitem__, dtypes), np.intp, len(dtypes))
+        codes = np.append(codes, base - 1)
+        key = np.fromiter(map(type_code.__getitem__, types), np.intp, n) * base + codes[own]
+        key = key * base + codes[source]
+        order = np.argsort(key, kind="stable")  # each key's first op leads its run
+        ordered = key[order]
+        starts = np.r_[True, ordered[1:] != ordered[:-1]]
+        group = np.empty(n, dtype=np.intp)
+        group[order] = np.cumsum(starts) - 1
+        asked = [kernels_of(metas[types[j]], ops[j], named[source[j]])
+                 for j in order[starts].tolist()]  # fmt: skip
+        return list(map(asked.__getitem__, group.tolist()))
     first_dtypes = map(named.__getitem__, own.tolist())
     keys: list[tuple[Any, ...]] = list(
         zip(types, first_dtypes, map(named.__getitem__, source.tolist()), strict=True)
     )
-    varying = {t for t, m in metas.items() if getattr(m, "tf_type_of", None) is not None}
     if varying:  # zeros: Const or Fill, ...
         for j, t in enumerate(types):
             if t in varying:
