@@ -271,7 +271,7 @@ def _slot_peaks(dev: Sequence[int], devices: int, owner: list[int], home_size: l
         slots = [Slot(d, size, step, last, 0.0)
                  for d, size, step, last in zip(*columns, strict=True)]  # fmt: skip
         return _peak_counts(slots, dev, devices)
-    device, size, step, last = (np.array(c, dtype=np.int64) for c in columns)
+    device, size, step, last = (np.fromiter(c, np.int64, len(c)) for c in columns)
     # events per device in time order: each slot's size at its step and back after its last
     # one, each step's check (0) after the events at its time; the events of each device sum
     # to nothing, so one running sum over them all is each device's own

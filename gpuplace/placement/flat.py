@@ -73,6 +73,7 @@ class Flat:
     # the last steps `ends` gives where they are not its own (`memory.training` keeps tensors
     # for the backward pass); None: worked out on first use
     given_ends: tuple[tuple[int, ...], ...] | None = field(default=None, repr=False)
+    distinct: bool | None = field(default=None, compare=False, repr=False)  # no name twice
 
     @property
     def last(self) -> int:
@@ -152,6 +153,7 @@ def flatten(graph: Graph, op_meta: Callable[[str], OpMeta] | None = None) -> Fla
         is_print=tuple(is_print),
         fetch=fetch,
         reads=reads,
+        distinct=len(index) == n,
     )
 
 
@@ -370,12 +372,14 @@ def _kernels(ops: Sequence[Op], types: Sequence[str], metas: Mapping[str, OpMeta
     return list(map(known.__getitem__, keys))
 
 
-def _alone(graph: Graph) -> bool:
+def _alone(graph: Graph, distinct: bool | None = None) -> bool:
     """Whether each op of `graph` is a colocation group of its own: none names a
-    `colocate_with` and no two share a name (C loops over the ops)."""
+    `colocate_with` and no two share a name (`distinct`, when known; C loops over the ops)."""
     ops = graph.ops
     n = len(ops)
-    return list(map(_COLOCATE, ops)).count(None) == n and len(set(map(_NAME, ops))) == n
+    if list(map(_COLOCATE, ops)).count(None) != n:
+        return False
+    return distinct if distinct is not None else len(set(map(_NAME, ops))) == n
 
 
 def _groups(graph: Graph) -> list[int]:
@@ -417,8 +421,13 @@ def free_groups(
     match = _matching_gpus if not gpu_tasks else _cluster_matcher(gpu_tasks, every)
     matches: dict[str, tuple[int, ...]] = {}
     allowed: dict[int, tuple[int, ...]]
-    if _alone(flat.graph):  # a group per op: its GPUs by (request, kernels), each kind once
-        kinds = list(zip(map(_DEVICE, flat.graph.ops), flat.kernels, strict=True))
+    if _alone(flat.graph, flat.distinct):  # a group per op: GPUs per (request, kernels) kind
+        ops, n = flat.graph.ops, len(flat.names)
+        requests = dict.fromkeys(map(_DEVICE, ops))
+        if n and len(requests) == 1 and len(dict.fromkeys(map(id, flat.kernels))) == 1:
+            kinds: list[tuple[str, frozenset[str]]] = [(ops[0].device, flat.kernels[0])]
+        else:
+            kinds = list(zip(map(_DEVICE, ops), flat.kernels, strict=True))
         gpus_of: dict[tuple[str, frozenset[str]], tuple[int, ...]] = {}
         for device, kernels in dict.fromkeys(kinds):
             found = matches.get(device)
@@ -426,13 +435,13 @@ def free_groups(
                 found = matches[device] = match(placer_spec(device), every)
             gpus_of[device, kernels] = found if "GPU" in kernels else ()
         free_kind = [kind for kind, gpus in gpus_of.items() if len(gpus) > 1]
-        if len(free_kind) == 1 and len(gpus_of) == 1:  # all alike (most large graphs)
-            free = dict.fromkeys(range(len(kinds)), gpus_of[free_kind[0]])
+        groups = list(range(n))  # the keys of `free` are these very ints (no second copy)
+        if len(gpus_of) == 1:  # all alike (most large graphs)
+            free = dict.fromkeys(groups, gpus_of[free_kind[0]]) if free_kind else {}
         else:
             is_free = {kind: len(gpus) > 1 for kind, gpus in gpus_of.items()}
             own = map(gpus_of.__getitem__, kinds)
-            free = dict(compress(enumerate(own), map(is_free.__getitem__, kinds)))
-        groups = list(range(len(kinds)))
+            free = dict(compress(zip(groups, own, strict=True), map(is_free.__getitem__, kinds)))
         return groups, _unsplit(free, groups, flat, tf)
     groups = _groups(flat.graph)
     allowed = {}
