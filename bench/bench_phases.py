@@ -38,6 +38,7 @@ PHASES = (
     ("predict_memory (the run's layout)", 0, "gpuplace.pipeline", "predict_memory"),
     ("estimate_plan", 0, "gpuplace.pipeline", "estimate_plan"),
     ("flatten", 1, "gpuplace.placement.estimate", "flatten"),
+    ("flatten", 1, "gpuplace.placement.flat", "flatten"),  # pipeline._flat's (estimate_plan)
     ("simulate", 1, "gpuplace.placement.estimate", "simulate"),
     ("lower_bounds", 1, "gpuplace.placement.estimate", "lower_bounds"),
     ("execute_prepared", 0, "gpuplace.pipeline", "execute_prepared"),
@@ -126,7 +127,7 @@ def main() -> None:
                 print(f"{shape} {cmd} --json: {total:.2f} s in process, json.load {floor:.3f} s, "
                       f"ratio {total / floor:.2f}")  # fmt: skip
                 outer = sum(got.get(label, 0.0) for label, depth, _, _ in PHASES if depth == 0)
-                for label, depth, _, _ in PHASES:
+                for label, depth in dict((label, depth) for label, depth, _, _ in PHASES).items():
                     if label in got:
                         print(f"  {'  ' * depth}{label}: {got[label]:.3f} s, "
                               f"ratio {got[label] / floor:.2f}")  # fmt: skip

@@ -319,10 +319,10 @@ def estimate_plan(prepared: Prepared, view: View) -> PlanEstimate:
     host = capped_host(view.machine.host, prepared.policy)
     models = device_models(prepared.logical, host, prepared.rates.by_uuid)
     tf = prepared.placement if prepared.strategy == "tensorflow" else None  # TF's own: reuse it
+    # flattened once and kept with the Prepared (as its layout is): a command frees neither
     est, bounds = estimate_with_bounds(
         prepared.graph, prepared.placement, models,
-        allow_soft_placement=prepared.allow_soft_placement, tf=tf,
-        flat=prepared.flats[0] if prepared.flats else None,
+        allow_soft_placement=prepared.allow_soft_placement, tf=tf, flat=_flat(prepared),
     )  # fmt: skip
     return PlanEstimate(est, bounds)
 

@@ -389,7 +389,7 @@ def training_flat(training: Training) -> Callable[[Flat], Flat]:
             if trainable:
                 state = _state(flat.graph.ops[i].outputs, training)
                 sizes[i] = (2 * sizes[i][0] + state, *(2 * s for s in sizes[i][1:]))
-        return replace(flat, sizes=tuple(sizes), ends=tuple(ends))
+        return replace(flat, sizes=tuple(sizes), given_ends=tuple(ends))
 
     return adjust
 

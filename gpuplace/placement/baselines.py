@@ -31,23 +31,34 @@ def _options(flat: Flat, tf: Placement, gpus: Sequence[DeviceModel], cpu: Device
     choices: list[list[DeviceModel]] = []
     known: dict[Any, int] = {}  # a list's index: by device (pinned), by candidates (free)
     decisions, ops, kernels, generator = tf.decisions, flat.graph.ops, flat.kernels, flat.generator
-    pick = []
-    for j, name in enumerate(flat.names):
-        cands = free.get(groups[j])
+    names = flat.names
+    every = list(map(free.get, groups))  # per op: its group's candidates, None when pinned
+    decided = list(decisions.values()) if tuple(decisions) == names else None  # in graph order
+    pick: list[int] = []
+    last: Any = pick  # the op before's device (pinned) or candidates (free), and its flag: an
+    last_flag = False  # op with the very same ones has its list (no key, no lookup)
+    k = -1
+    j = 0  # a counter, not enumerate(): compiled, a C integer
+    for cands in every:
         if cands is None:
-            key: Any = decisions[name].device
+            here: Any = (decisions[names[j]] if decided is None else decided[j]).device
+            flag = False
         else:  # groups share candidate tuples
-            key = (id(cands), generator[j] and "CPU" in kernels[j] and not ops[j].device)
-        k = known.get(key)
-        if k is None:
-            k = known[key] = len(choices)
-            if cands is None:
-                choices.append([models[key]])
-            else:  # a bound needs one GPU per rate, not all 20,000 logical GPUs
-                choices.append(
-                    [*_one_per_rate([gpus[i] for i in cands]), *([cpu] if key[1] else [])]
-                )
+            here, flag = cands, generator[j] and "CPU" in kernels[j] and not ops[j].device
+        if here is not last or flag != last_flag:
+            key: Any = here if cands is None else (id(cands), flag)
+            found = known.get(key)
+            if found is None:
+                found = known[key] = len(choices)
+                if cands is None:
+                    choices.append([models[key]])
+                else:  # a bound needs one GPU per rate, not all 20,000 logical GPUs
+                    choices.append(
+                        [*_one_per_rate([gpus[i] for i in cands]), *([cpu] if flag else [])]
+                    )
+            k, last, last_flag = found, here, flag
         pick.append(k)
+        j += 1  # noqa: SIM113
     return choices, pick
 
 

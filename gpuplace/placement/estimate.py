@@ -30,6 +30,7 @@ from .model import Placement
 from .timeline import Network, Slot, Timeline
 
 _LAST = attrgetter("last")
+_DEVICE = attrgetter("device")
 
 __all__ = [
     "Estimate",
@@ -93,8 +94,11 @@ def _copies(timeline: Timeline, flat: Flat, devices: int) -> tuple[list[int], ..
 def device_index(placement: Placement, flat: Flat, models: Sequence[DeviceModel]) -> list[int]:
     """Each op's device as an index into `models`."""
     index = {m.name: i for i, m in enumerate(models)}
+    decisions = placement.decisions
     try:
-        return [index[placement.decisions[name].device] for name in flat.names]
+        if tuple(decisions) == flat.names:  # in graph order (TF's placer): no lookup by name
+            return list(map(index.__getitem__, map(_DEVICE, decisions.values())))
+        return [index[decisions[name].device] for name in flat.names]
     except KeyError as err:
         raise BadInput(f"the placement names a device or op the models lack: {err}") from None
 
@@ -267,7 +271,7 @@ def _slot_peaks(dev: Sequence[int], devices: int, owner: list[int], home_size: l
         slots = [Slot(d, size, step, last, 0.0)
                  for d, size, step, last in zip(*columns, strict=True)]  # fmt: skip
         return _peak_counts(slots, dev, devices)
-    device, size, step, last = (np.array(c, dtype=np.int64) for c in columns)
+    device, size, step, last = (np.fromiter(c, np.int64, len(c)) for c in columns)
     # events per device in time order: each slot's size at its step and back after its last
     # one, each step's check (0) after the events at its time; the events of each device sum
     # to nothing, so one running sum over them all is each device's own

@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from itertools import accumulate, chain, islice, pairwise, repeat
+from itertools import accumulate, chain, compress, islice, pairwise, repeat
 from math import prod
 from operator import attrgetter, mul
 from typing import Any
@@ -39,6 +39,8 @@ PRINT = "print"
 VARIABLE = "variable"  # moves no bytes (`cost.op_bytes`)
 _NAME, _TYPE, _INPUTS, _OUTPUTS = (attrgetter(a) for a in ("name", "type", "inputs", "outputs"))
 _SHAPE, _DTYPE, _REF_OP, _REF_INDEX = (attrgetter(a) for a in ("shape", "dtype", "op", "index"))
+_DEVICE, _COLOCATE, _KIND = (attrgetter(a) for a in ("device", "colocate_with", "kind"))
+SOFT = "soft-fallback"  # the decision of an op soft placement moved
 
 
 def default_meta(op_meta: Callable[[str], OpMeta] | None) -> Callable[[str], OpMeta]:
@@ -61,7 +63,6 @@ class Flat:
     nbytes: tuple[int, ...]
     sizes: tuple[tuple[int, ...], ...]  # rounded output sizes; () for print (it allocates none)
     out_bytes: tuple[tuple[int, ...], ...]  # exact output sizes (what a copy moves)
-    ends: tuple[tuple[int, ...], ...]  # static last step of each output
     generator: tuple[bool, ...]  # TF's placer defers it (`IsGeneratorNode`), or a variable
     resident: tuple[bool, ...]  # outputs stay on the device for the whole run (variables)
     kernels: tuple[frozenset[str], ...]  # per op: its type's, narrowed by its dtype
@@ -69,10 +70,24 @@ class Flat:
 
     fetch: tuple[tuple[int, int], ...]  # (op, output) of every fetched tensor
     reads: Reads = field(compare=False, repr=False)  # `inputs` as int arrays
+    # the last steps `ends` gives where they are not its own (`memory.training` keeps tensors
+    # for the backward pass); None: worked out on first use
+    given_ends: tuple[tuple[int, ...], ...] | None = field(default=None, repr=False)
+    distinct: bool | None = field(default=None, compare=False, repr=False)  # no name twice
 
     @property
     def last(self) -> int:
         return len(self.names) - 1
+
+    @cached_property
+    def ends(self) -> tuple[tuple[int, ...], ...]:
+        """Static last step of each output (see the module docstring), worked out on first use
+        (balanced and the training step read them; the estimate does not); equal tuples once."""
+        if self.given_ends is not None:
+            return self.given_ends
+        ends = _ends(self.fetch, self.reads, self.resident, self.is_print, self.out_bytes)
+        keep: dict[tuple[int, ...], tuple[int, ...]] = {}
+        return tuple(map(keep.setdefault, ends, ends))
 
     @cached_property
     def first_reader(self) -> tuple[int, ...]:
@@ -124,7 +139,6 @@ def flatten(graph: Graph, op_meta: Callable[[str], OpMeta] | None = None) -> Fla
     resident = list(map({t: m.resident for t, m in metas.items()}.__getitem__, types))
     is_print = [t == PRINT for t in types]
     fetch = _fetched(graph, index, width)
-    ends = _ends(fetch, reads, resident, is_print, out_bytes)
     return Flat(
         graph=graph,
         names=names,
@@ -133,13 +147,13 @@ def flatten(graph: Graph, op_meta: Callable[[str], OpMeta] | None = None) -> Fla
         nbytes=tuple(_moved(types, slot_bytes, out_bytes, single, reads)),
         sizes=tuple(_sizes(out_bytes, is_print)),
         out_bytes=tuple(out_bytes),
-        ends=tuple(map(keep, ends, ends)),
         generator=tuple(generator_flags(ops, metas, residents=True)),
         resident=tuple(resident),
         kernels=tuple(_kernels(ops, types, metas, dtypes, first_slot, width, reads)),
         is_print=tuple(is_print),
         fetch=fetch,
         reads=reads,
+        distinct=len(index) == n,
     )
 
 
@@ -319,7 +333,8 @@ def _kernels(ops: Sequence[Op], types: Sequence[str], metas: Mapping[str, OpMeta
              reads: Reads) -> list[frozenset[str]]:  # fmt: skip
     """`kernels_of` each op, looked up once per (type, output 0's dtype, input 0's dtype, TF
     type where attrs choose it): what decides an op's kernels (`OpDef.kernel_match`); the
-    first op of each such key is the one asked."""
+    first op of each such key is the one asked. Without types whose TF type varies, each key
+    is one integer of codes and the ops are grouped by a stable sort of them."""
     n = len(types)
     named = [*dtypes, None]  # slot -1: none
     own = np.fromiter(first_slot, np.intp, n) if n else np.zeros(0, np.intp)
@@ -327,11 +342,27 @@ def _kernels(ops: Sequence[Op], types: Sequence[str], metas: Mapping[str, OpMeta
     source = np.full(n, -1, dtype=np.intp)
     has = np.flatnonzero(np.diff(reads.offsets))
     source[has] = reads.slot[reads.offsets[has]]
+    varying = {t for t, m in metas.items() if getattr(m, "tf_type_of", None) is not None}
+    if n and not varying:  # each key as one integer: its type's and dtypes' codes
+        type_code = {t: i for i, t in enumerate(metas)}
+        dtype_code = {d: i for i, d in enumerate(dict.fromkeys(dtypes))}
+        base = len(dtype_code) + 1  # the last code: none (slot -1)
+        codes = np.fromiter(map(dtype_code.__getitem__, dtypes), np.intp, len(dtypes))
+        codes = np.append(codes, base - 1)
+        key = np.fromiter(map(type_code.__getitem__, types), np.intp, n) * base + codes[own]
+        key = key * base + codes[source]
+        order = np.argsort(key, kind="stable")  # each key's first op leads its run
+        ordered = key[order]
+        starts = np.r_[True, ordered[1:] != ordered[:-1]]
+        group = np.empty(n, dtype=np.intp)
+        group[order] = np.cumsum(starts) - 1
+        asked = [kernels_of(metas[types[j]], ops[j], named[source[j]])
+                 for j in order[starts].tolist()]  # fmt: skip
+        return list(map(asked.__getitem__, group.tolist()))
     first_dtypes = map(named.__getitem__, own.tolist())
     keys: list[tuple[Any, ...]] = list(
         zip(types, first_dtypes, map(named.__getitem__, source.tolist()), strict=True)
     )
-    varying = {t for t, m in metas.items() if getattr(m, "tf_type_of", None) is not None}
     if varying:  # zeros: Const or Fill, ...
         for j, t in enumerate(types):
             if t in varying:
@@ -341,12 +372,21 @@ def _kernels(ops: Sequence[Op], types: Sequence[str], metas: Mapping[str, OpMeta
     return list(map(known.__getitem__, keys))
 
 
+def _alone(graph: Graph, distinct: bool | None = None) -> bool:
+    """Whether each op of `graph` is a colocation group of its own: none names a
+    `colocate_with` and no two share a name (`distinct`, when known; C loops over the ops)."""
+    ops = graph.ops
+    n = len(ops)
+    if list(map(_COLOCATE, ops)).count(None) != n:
+        return False
+    return distinct if distinct is not None else len(set(map(_NAME, ops))) == n
+
+
 def _groups(graph: Graph) -> list[int]:
     """Colocation groups as TensorFlow forms them (`colocate_with` NAME joins group NAME, and
     every op founds or joins its own name's group): the root op index per op."""
     parent = list(range(len(graph.ops)))
-    alone = not any([op.colocate_with is not None for op in graph.ops])
-    if alone and len({op.name for op in graph.ops}) == len(parent):  # each op its own group
+    if _alone(graph):  # each op its own group
         return parent
 
     def root(i: int) -> int:
@@ -377,11 +417,34 @@ def free_groups(
     Across hosts, `gpu_tasks` gives each GPU's task (GPU k of the models is `GPU:i` of its
     task, i counting that task's GPUs): a request matches the GPUs of the tasks it names.
     """
-    groups = _groups(flat.graph)
     every = tuple(range(num_gpus))
     match = _matching_gpus if not gpu_tasks else _cluster_matcher(gpu_tasks, every)
     matches: dict[str, tuple[int, ...]] = {}
-    allowed: dict[int, tuple[int, ...]] = {}
+    allowed: dict[int, tuple[int, ...]]
+    if _alone(flat.graph, flat.distinct):  # a group per op: GPUs per (request, kernels) kind
+        ops, n = flat.graph.ops, len(flat.names)
+        requests = dict.fromkeys(map(_DEVICE, ops))
+        if n and len(requests) == 1 and len(dict.fromkeys(map(id, flat.kernels))) == 1:
+            kinds: list[tuple[str, frozenset[str]]] = [(ops[0].device, flat.kernels[0])]
+        else:
+            kinds = list(zip(map(_DEVICE, ops), flat.kernels, strict=True))
+        gpus_of: dict[tuple[str, frozenset[str]], tuple[int, ...]] = {}
+        for device, kernels in dict.fromkeys(kinds):
+            found = matches.get(device)
+            if found is None:
+                found = matches[device] = match(placer_spec(device), every)
+            gpus_of[device, kernels] = found if "GPU" in kernels else ()
+        free_kind = [kind for kind, gpus in gpus_of.items() if len(gpus) > 1]
+        groups = list(range(n))  # the keys of `free` are these very ints (no second copy)
+        if len(gpus_of) == 1:  # all alike (most large graphs)
+            free = dict.fromkeys(groups, gpus_of[free_kind[0]]) if free_kind else {}
+        else:
+            is_free = {kind: len(gpus) > 1 for kind, gpus in gpus_of.items()}
+            own = map(gpus_of.__getitem__, kinds)
+            free = dict(compress(zip(groups, own, strict=True), map(is_free.__getitem__, kinds)))
+        return groups, _unsplit(free, groups, flat, tf)
+    groups = _groups(flat.graph)
+    allowed = {}
     gpu_kernel = {id(k): "GPU" in k for k in flat.kernels}  # ops share their sets
     for i, op in enumerate(flat.graph.ops):
         found = matches.get(op.device)
@@ -395,12 +458,19 @@ def free_groups(
         elif gpus is not every:
             allowed[root] = tuple(k for k in before if k in gpus)  # both hold one GPU at most
     free = {root: g for root, g in allowed.items() if len(g) > 1}
-    soft = {name for name, d in tf.decisions.items() if d.kind == "soft-fallback"}
-    if soft:  # soft placement split the group: keep TF's choice
+    return groups, _unsplit(free, groups, flat, tf)
+
+
+def _unsplit(free: dict[int, tuple[int, ...]], groups: Sequence[int], flat: Flat,
+             tf: Placement) -> dict[int, tuple[int, ...]]:  # fmt: skip
+    """`free` less the groups soft placement split (an op TF placed by `soft-fallback`): those
+    keep TF's choice."""
+    if SOFT in map(_KIND, tf.decisions.values()):
+        soft = {name for name, d in tf.decisions.items() if d.kind == SOFT}
         for i, name in enumerate(flat.names):
             if name in soft:
                 free.pop(groups[i], None)
-    return groups, free
+    return free
 
 
 def _matching_gpus(spec: DeviceSpec, every: tuple[int, ...]) -> tuple[int, ...]:

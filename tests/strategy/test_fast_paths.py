@@ -1,18 +1,24 @@
 """The estimate's fast paths against the plain ones they replace, to the last bit, on random
 placed graphs: the replay over lists (`estimate._replay`) against `Timeline`, the lower bounds'
 cuts over numpy arrays against the pure-Python walk, and their fastest times against
-`work_time`."""
+`work_time`; the free groups and each op's candidate devices against the op-by-op loops they
+replace."""
 
 from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from gpuplace.devices.names import placer_spec
 from gpuplace.graph import Graph, Op, TensorRef, TensorSpec, get_op
-from gpuplace.placement import baselines
+from gpuplace.placement import baselines, place
 from gpuplace.placement.cost import LinkModel, work_time
 from gpuplace.placement.estimate import _replay, simulate_on_timeline
-from gpuplace.placement.flat import flatten
+from gpuplace.placement.flat import Flat, _groups, _matching_gpus, flatten, free_groups
+from gpuplace.placement.model import Placement
 from tests.strategy.helpers import models
 
 TYPES = ("random_normal", "variable", "matmul", "add", "relu", "print", "neg", "add_n")
@@ -68,3 +74,86 @@ def test_fastest_times_are_work_time(case: tuple[Graph, list[int]]) -> None:
         for f, b, k in zip(flat.flops, flat.nbytes, pick, strict=True)
     ]
     assert where == [(1, 1, 0, 2)[k] for k in pick]
+
+
+def _free_groups_op_by_op(flat: Flat, tf: Placement, num_gpus: int) -> tuple[Any, Any]:
+    """`free_groups` as it was written before its fast path: op by op, group by group."""
+    groups = _groups(flat.graph)
+    every = tuple(range(num_gpus))
+    matches: dict[str, tuple[int, ...]] = {}
+    allowed: dict[int, tuple[int, ...]] = {}
+    for i, op in enumerate(flat.graph.ops):
+        found = matches.get(op.device)
+        if found is None:
+            found = matches[op.device] = _matching_gpus(placer_spec(op.device), every)
+        gpus = found if "GPU" in flat.kernels[i] else ()
+        root = groups[i]
+        before = allowed.get(root)
+        if before is None or before is every:
+            allowed[root] = gpus
+        elif gpus is not every:
+            allowed[root] = tuple(k for k in before if k in gpus)
+    free = {root: g for root, g in allowed.items() if len(g) > 1}
+    soft = {name for name, d in tf.decisions.items() if d.kind == "soft-fallback"}
+    for i, name in enumerate(flat.names):
+        if name in soft:
+            free.pop(groups[i], None)
+    return groups, free
+
+
+def _options_op_by_op(flat: Flat, tf: Placement, gpus: Any, cpu: Any, num_gpus: int) -> Any:
+    """`baselines._options` as it was written before it skipped repeated keys."""
+    groups, free = free_groups(flat, tf, num_gpus)
+    models = {m.name: m for m in (*gpus, cpu)}
+    choices: list[Any] = []
+    known: dict[Any, int] = {}
+    pick = []
+    for j, name in enumerate(flat.names):
+        cands = free.get(groups[j])
+        if cands is None:
+            key: Any = tf.decisions[name].device
+        else:
+            op = flat.graph.ops[j]
+            key = (id(cands), flat.generator[j] and "CPU" in flat.kernels[j] and not op.device)
+        k = known.get(key)
+        if k is None:
+            k = known[key] = len(choices)
+            if cands is None:
+                choices.append([models[key]])
+            else:
+                choices.append([*baselines._one_per_rate([gpus[i] for i in cands]),
+                                *([cpu] if key[1] else [])])  # fmt: skip
+        pick.append(k)
+    return choices, pick
+
+
+REQUESTS = ("", "", "", "/device:GPU:0", "/device:GPU:1", "/device:GPU:5", "/device:CPU:0",
+            "/job:localhost/device:GPU:*")  # fmt: skip
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(placed_flats(), st.data())
+def test_free_groups_and_options_equal_op_by_op(case: tuple[Graph, list[int]],
+                                                 data: st.DataObject) -> None:  # fmt: skip
+    """With and without colocations, device requests (soft placement on), 0-3 GPUs: the same
+    groups, free groups (in the same order), candidate lists and picks."""
+    graph = case[0]
+    ops = []
+    for i, op in enumerate(graph.ops):
+        device = data.draw(st.sampled_from(REQUESTS))
+        colocate = None
+        if i and data.draw(st.integers(0, 4)) == 0:
+            colocate = graph.ops[data.draw(st.integers(0, i - 1))].name
+        ops.append(replace(op, device=device, colocate_with=colocate))
+    graph = replace(graph, ops=tuple(ops))
+    num_gpus = data.draw(st.integers(0, 3))
+    tf = place(graph, num_gpus, allow_soft_placement=True)
+    flat = flatten(graph)
+    groups, free = free_groups(flat, tf, num_gpus)
+    want_groups, want_free = _free_groups_op_by_op(flat, tf, num_gpus)
+    assert groups == want_groups
+    assert list(free.items()) == list(want_free.items())  # in the same order
+    devices = models(num_gpus)
+    gpus, cpu = devices[:-1], devices[-1]
+    got = baselines._options(flat, tf, gpus, cpu, {m.name: m for m in devices}, num_gpus)
+    assert got == _options_op_by_op(flat, tf, gpus, cpu, num_gpus)
