@@ -252,11 +252,16 @@ _OPDEFS = dict(REGISTRY)  # a plain dict: faster to read than the registry's map
 
 class Direct(NamedTuple):
     """A spec loaded in one pass: ops in file order (which is their run order), each op's
-    outputs, and per op whether its output 0 is consumed (what the default fetch leaves out)."""
+    outputs, per op whether its output 0 is consumed (what the default fetch leaves out), and
+    the inputs as indices (`model.Wiring`: each name's op, the op each input reads, each op's
+    number of inputs)."""
 
     ops: list[Op]
     outputs: list[tuple[TensorSpec, ...]]
     used: bytearray
+    by_name: dict[str, int]
+    producers: list[int]
+    arity: list[int]
 
 
 def direct(items: list[Any], walker: Walker, lines: Mapping[int, int] | None) -> Direct | None:
@@ -287,6 +292,8 @@ def _direct(
     ops: list[Op] = []
     outputs: list[tuple[TensorSpec, ...]] = []
     firsts: list[TensorRef] = []  # output 0 of each op: shared by all its consumers
+    producers: list[int] = []  # the op each input reads, input by input (index's own ints)
+    arity: list[int] = []
     used = bytearray(len(items))
     # An item of nothing but `name`, `op`, `inputs` and `device` (most of a large spec) has
     # what its op type alone says: its definition, TF type and default attrs, worked out once
@@ -297,11 +304,19 @@ def _direct(
     inferred: dict[tuple[Any, ...], tuple[TensorSpec, ...]] = {}
     canon: dict[TensorSpec, TensorSpec] = {}  # one object per spec, so that identity finds it
     devices: dict[str, str] = {}  # each device written, as TF writes it
-    plain_keys, get_line = _PLAIN_KEYS.issuperset, None if lines is None else lines.get
+    get_line = None if lines is None else lines.get
     i = 0  # a counter, not enumerate(): compiled, a C integer
     for item in items:
-        if type(item) is dict and plain_keys(item):
-            kind = item.get("op")
+        if type(item) is not dict:
+            return None
+        op: dict[str, Any] = item
+        kind = op.get("op")
+        name = op.get("name")
+        raw = op.get("inputs")
+        has_device = "device" in op
+        # only `name`, `op`, `inputs` and `device` (each key counted once: a null is no key here)
+        keys = (kind is not None) + (name is not None) + (raw is not None) + has_device
+        if keys == len(op):
             found = plain.get(kind) if type(kind) is str else None
             if found is None:
                 found = _plain(kind, item, walker, plain)
@@ -310,10 +325,7 @@ def _direct(
             opdef, tf_type, given, low, high = found
             if opdef.tf_type_of is not None:
                 tf_type = opdef.tf_type_of(item)
-            name = item.get("name")
             if name is None:
-                if "name" in item:
-                    return None
                 name = names.unique(tf_type)
             elif type(name) is not str:  # the rule for names is checked at the end, at once
                 return None
@@ -322,8 +334,8 @@ def _direct(
                 given = opdef.normalize(name, item, walker.base, walker.writes)
             attrs = given
             device, colocate = "", None
-            if "device" in item:
-                text = item["device"]
+            if has_device:
+                text = op["device"]
                 known = devices.get(text) if type(text) is str else None
                 if known is None:  # null is no device; else raises for a bad one
                     known = walker.device(text, UNCONSTRAINED, item, f"op '{name}'").text
@@ -339,14 +351,13 @@ def _direct(
             high = sys.maxsize if opdef.max_inputs is None else opdef.max_inputs
             shared = False
             colocate = None
-            if "colocate_with" in item:
-                target = item["colocate_with"]
+            if "colocate_with" in op:
+                target = op["colocate_with"]
                 j = index.get(target) if type(target) is str else None
                 if j is None:
                     return None
                 colocate = ops[j].name
                 device = ops[j].device or device  # TF1 copies the target's device onto the op
-        raw = item.get("inputs")
         if raw is None:
             raw = ()
         elif type(raw) is not list:
@@ -359,10 +370,17 @@ def _direct(
             used[j] = 1
             specs.append(outputs[j][0])  # IndexError (no outputs): the general path says so
             refs.append(firsts[j])
-        if not low <= len(specs) <= high:
+            producers.append(j)
+        count = len(specs)
+        if not low <= count <= high:
             return None
         if shared:  # the op type's own attrs: inferred once per type and input specs
-            key = (kind, tf_type, *map(id, specs))
+            if count == 1:
+                key: tuple[Any, ...] = (kind, tf_type, id(specs[0]))
+            elif count == 2:
+                key = (kind, tf_type, id(specs[0]), id(specs[1]))
+            else:
+                key = (kind, tf_type, *map(id, specs))
             cached = inferred.get(key)
             if cached is not None:
                 out = cached
@@ -376,15 +394,15 @@ def _direct(
             return None
         firsts.append(new_ref(name))
         outputs.append(out)
+        arity.append(count)
         line = None if get_line is None else get_line(id(item))
         ops.append(new_op(name, opdef.name, tuple(refs), device, attrs, out, colocate, line))
         i += 1  # noqa: SIM113
     if _bad_names(index):
         return None  # a name against TF's rule, or two equal but for case (TF renames one)
-    return Direct(ops, outputs, used)
+    return Direct(ops, outputs, used, index, producers, arity)
 
 
-_PLAIN_KEYS = frozenset({"name", "op", "inputs", "device"})
 # opdef, TF type, attrs (None: made per op, a seed from its name), fewest and most inputs
 _Plain = tuple[OpDef, str, Mapping[str, Any] | None, int, int]
 
