@@ -16,7 +16,7 @@ import sys
 from collections import deque
 from collections.abc import Mapping, Sequence
 from dataclasses import fields
-from typing import TYPE_CHECKING, Any, NamedTuple, NoReturn
+from typing import Any, NamedTuple, NoReturn
 
 from ..echo import ITEMS, sample, show
 from .model import Op, TensorRef, TensorSpec
@@ -186,11 +186,12 @@ def _cycle(entries: list[Entry], inputs: list[Inputs], waiting: list[int]) -> No
     )
 
 
-# Per-op objects are built as instances of a plain class with the same slots, whose `__init__`
-# stores each field (a slot store, the fastest Python has), and which then become the frozen
+# Per-op objects are made as instances of a plain class with the same slots, whose fields are
+# stored one by one (a slot store, the fastest Python has), and which then become the frozen
 # dataclass they stand for (`__class__`: the layouts are the same): a third of the time of
 # setting each slot through its descriptor, and a sixth of the dataclass's own `__init__`,
-# which goes through `object.__setattr__`. A test checks they equal `Op(...)`/`TensorRef(...)`.
+# which goes through `object.__setattr__`; the class has no `__init__` (a call with arguments
+# costs more than the stores). A test checks they equal `Op(...)`/`TensorRef(...)`.
 
 
 class _NewOp:
@@ -205,46 +206,46 @@ class _NewOp:
     line: int | None
     module: str
 
-    def __init__(
-        self,
-        name: str,
-        type_: str,
-        inputs: tuple[TensorRef, ...],
-        device: str,
-        attrs: Mapping[str, Any],
-        outputs: tuple[TensorSpec, ...],
-        colocate_with: str | None,
-        line: int | None,
-        module: str = "",
-    ) -> None:
-        self.name = name
-        self.type = type_
-        self.inputs = inputs
-        self.device = device
-        self.attrs = attrs
-        self.outputs = outputs
-        self.colocate_with = colocate_with
-        self.line = line
-        self.module = module
-        self.__class__ = Op  # type: ignore[assignment]
-
 
 class _NewRef:
     __slots__ = tuple(f.name for f in fields(TensorRef))
     op: str
     index: int
 
-    def __init__(self, op: str, index: int = 0) -> None:
-        self.op = op
-        self.index = index
-        self.__class__ = TensorRef  # type: ignore[assignment]
+
+def new_op(
+    name: str,
+    type_: str,
+    inputs: tuple[TensorRef, ...],
+    device: str,
+    attrs: Mapping[str, Any],
+    outputs: tuple[TensorSpec, ...],
+    colocate_with: str | None,
+    line: int | None,
+    module: str = "",
+) -> Op:
+    """`Op(name, type_, inputs, device, attrs, outputs, colocate_with, line, module)`."""
+    op = _NewOp()
+    op.name = name
+    op.type = type_
+    op.inputs = inputs
+    op.device = device
+    op.attrs = attrs
+    op.outputs = outputs
+    op.colocate_with = colocate_with
+    op.line = line
+    op.module = module
+    op.__class__ = Op  # type: ignore[assignment]
+    return op  # type: ignore[return-value]
 
 
-if TYPE_CHECKING:
-    new_op = Op  # `Op(name, type_, inputs, device, attrs, outputs, colocate_with, line, module)`
-    new_ref = TensorRef  # `TensorRef(op, index)`
-else:
-    new_op, new_ref = _NewOp, _NewRef
+def new_ref(op: str, index: int = 0) -> TensorRef:
+    """`TensorRef(op, index)`."""
+    ref = _NewRef()
+    ref.op = op
+    ref.index = index
+    ref.__class__ = TensorRef  # type: ignore[assignment]
+    return ref  # type: ignore[return-value]
 
 
 _OPDEFS = dict(REGISTRY)  # a plain dict: faster to read than the registry's mapping proxy
