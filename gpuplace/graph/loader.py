@@ -223,12 +223,10 @@ def _build(doc: Document, source: str, base: str, extra: Extra) -> Graph:
     if extra.replicate is None and data.get("fetch") is None:
         done = direct(items, walker, doc.lines)
         if done is not None:
-            pairs = _unconsumed(done.used, set(), done.outputs, range(len(done.ops)))
-            fetch = tuple(new_ref(done.ops[j].name, k) for j, k in pairs)
             made = tuple(done.ops)
             wired = Wiring(made, done.by_name, done.producers, done.arity)
             return Graph(
-                made, fetch, config, source, fetch_given=False, cluster=cluster, wiring=wired
+                made, done.fetch, config, source, fetch_given=False, cluster=cluster, wiring=wired
             )
     top = Scope()
     walker.top(items, top)

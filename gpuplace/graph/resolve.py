@@ -253,8 +253,8 @@ _OPDEFS = dict(REGISTRY)  # a plain dict: faster to read than the registry's map
 
 class Direct(NamedTuple):
     """A spec loaded in one pass: ops in file order (which is their run order), each op's
-    outputs, per op whether its output 0 is consumed (what the default fetch leaves out), and
-    the inputs as indices (`model.Wiring`: each name's op, the op each input reads, each op's
+    outputs, per op whether its output 0 is consumed, the default fetch, and the inputs as
+    indices (`model.Wiring`: each name's op, the op each input reads, each op's
     number of inputs)."""
 
     ops: list[Op]
@@ -263,6 +263,7 @@ class Direct(NamedTuple):
     by_name: dict[str, int]
     producers: list[int]
     arity: list[int]
+    fetch: tuple[TensorRef, ...]  # the outputs no op reads, in run order
 
 
 def direct(items: list[Any], walker: Walker, lines: Mapping[int, int] | None) -> Direct | None:
@@ -401,7 +402,16 @@ def _direct(
         i += 1  # noqa: SIM113
     if _bad_names(index):
         return None  # a name against TF's rule, or two equal but for case (TF renames one)
-    return Direct(ops, outputs, used, index, producers, arity)
+    fetch: list[TensorRef] = []  # the default fetch: every output no op reads, in run order
+    i = 0
+    for out in outputs:
+        if out:
+            if not used[i]:
+                fetch.append(firsts[i])
+            for k in range(1, len(out)):  # no input names an output past 0 here
+                fetch.append(new_ref(ops[i].name, k))
+        i += 1  # noqa: SIM113
+    return Direct(ops, outputs, used, index, producers, arity, tuple(fetch))
 
 
 # opdef, TF type, attrs (None: made per op, a seed from its name), fewest and most inputs
