@@ -21,6 +21,7 @@ from pathlib import Path
 # random DAG (tracemalloc: 1,578 B/op against 1,430, over issue 17's 1,536), for no time gained.
 COMPILED = (
     "gpuplace.parse_json",
+    "gpuplace.graph.expansion",
     "gpuplace.graph.resolve",
     "gpuplace.graph.onnx_import",
     "gpuplace.graph.onnx_graph",

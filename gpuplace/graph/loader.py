@@ -24,7 +24,7 @@ from ..parse import Document, key_line, parse
 from ..parse_json import json_lines
 from .config import read_config
 from .expansion import count_ops
-from .model import Config, Graph, Op, TensorRef, TensorSpec
+from .model import Config, Graph, Op, TensorRef, TensorSpec, Wiring
 from .onnx_import import is_onnx_path, load_onnx, looks_like_onnx
 from .ops import suggest
 from .replicate import FlagSettings, Synthetic, replica_error
@@ -223,19 +223,21 @@ def _build(doc: Document, source: str, base: str, extra: Extra) -> Graph:
     if extra.replicate is None and data.get("fetch") is None:
         done = direct(items, walker, doc.lines)
         if done is not None:
-            pairs = _unconsumed(done.used, set(), done.outputs, range(len(done.ops)))
-            fetch = tuple(new_ref(done.ops[j].name, k) for j, k in pairs)
-            return Graph(tuple(done.ops), fetch, config, source, fetch_given=False, cluster=cluster)
+            made = tuple(done.ops)
+            wired = Wiring(made, done.by_name, done.producers, done.arity)
+            return Graph(
+                made, done.fetch, config, source, fetch_given=False, cluster=cluster, wiring=wired
+            )
     top = Scope()
     walker.top(items, top)
     entries = walker.entries
     names = Lookup(entries)
     inputs, colocate, forward = resolve_inputs(entries, names)
     run_order = order(entries, inputs) if forward else range(len(entries))
-    ops, outputs = _infer(entries, inputs, colocate, run_order, doc.lines)
+    outputs, wired = _infer(entries, inputs, colocate, run_order, doc.lines)
     fetch, targets = _fetch(data, top, names, inputs, outputs, run_order)
     given = data.get("fetch") is not None
-    return Graph(tuple(ops), fetch, config, source, targets, given, cluster)
+    return Graph(wired.ops, fetch, config, source, targets, given, cluster, wiring=wired)
 
 
 def _cluster(data: dict[str, Any], source: str) -> ClusterDescription | None:
@@ -300,12 +302,17 @@ def _infer(
     colocate: dict[int, str],
     order: Sequence[int],
     lines: Mapping[int, int] | None,
-) -> tuple[list[Op], list[tuple[TensorSpec, ...]]]:
-    """Ops in execution order with inferred outputs (shape errors in TensorFlow's words)."""
+) -> tuple[list[tuple[TensorSpec, ...]], Wiring]:
+    """The inferred outputs (shape errors in TensorFlow's words) and the ops in execution order
+    (`Wiring.ops`) with their inputs as indices of that order."""
     outputs: list[tuple[TensorSpec, ...]] = [()] * len(entries)
     first = [new_ref(e.name) for e in entries]  # output 0 of each op: most inputs
     device = _colocated_devices(entries, colocate)
-    ops = []
+    ops: list[Op] = []
+    at = [0] * len(entries)  # entry -> its place in `order`
+    producers: list[int] = []
+    read: list[int] = []  # the output each input reads
+    arity: list[int] = []
     for i in order:
         e = entries[i]
         specs, refs = [], []  # one loop for both: most ops have one or two inputs
@@ -313,6 +320,8 @@ def _infer(
             for j, k in inputs[i]:
                 specs.append(outputs[j][k])
                 refs.append(new_ref(first[j].op, k) if k else first[j])
+                producers.append(at[j])
+                read.append(k)
         except IndexError:
             if type(e.raw) is Synthetic:  # a merge of a body op without outputs (save)
                 raise replica_error(e.raw, None, "") from None
@@ -326,10 +335,14 @@ def _infer(
         outputs[i] = out
         line = lines.get(id(e.raw)) if lines is not None else None
         dev = device.get(i, e.device)
+        at[i] = len(ops)
+        arity.append(len(refs))
         ops.append(
             new_op(e.name, e.opdef.name, tuple(refs), dev, e.attrs, out, colocate.get(i), line)
         )
-    return ops, outputs
+    done = tuple(ops)
+    index = {op.name: p for p, op in enumerate(done)}
+    return outputs, Wiring(done, index, producers, arity, read if any(read) else None)
 
 
 def _colocated_devices(entries: list[Entry], colocate: dict[int, str]) -> dict[int, str]:

@@ -92,6 +92,47 @@ class Config:
 
 
 @dataclass(frozen=True, slots=True)
+class Wiring:
+    """`Graph.ops`' inputs as op indices: what the loader knows for free while it resolves
+    names, so that the passes after it (the placer, flattening) need not look names up again.
+
+    `ops` is the very tuple it describes (a Graph made with other ops, e.g. by `replace`, is
+    wired again from names: `wiring`); `index` maps each name to its op (the last op of a
+    name, if names repeat); op i's inputs are the `arity[i]` entries of `producers` after
+    op i-1's: the op each reads (-1: a name no op has) and, unless `outputs` is None (every
+    input reads output 0), which of its outputs."""
+
+    ops: tuple[Op, ...]
+    index: Mapping[str, int]
+    producers: list[int]
+    arity: list[int]
+    outputs: list[int] | None = None
+
+
+def wiring(graph: Graph) -> Wiring:
+    """`graph`'s Wiring: the loader's, else worked out from the names (once per graph: it is
+    kept on the graph)."""
+    found = graph.wiring
+    if found is not None and found.ops is graph.ops:
+        return found
+    ops = graph.ops
+    index = {op.name: i for i, op in enumerate(ops)}
+    producers: list[int] = []
+    outputs: list[int] = []
+    arity: list[int] = []
+    get = index.get
+    for op in ops:
+        refs = op.inputs
+        arity.append(len(refs))
+        for ref in refs:
+            producers.append(get(ref.op, -1))
+            outputs.append(ref.index)
+    found = Wiring(ops, index, producers, arity, outputs if any(outputs) else None)
+    object.__setattr__(graph, "wiring", found)  # a cache: the graph's value is unchanged
+    return found
+
+
+@dataclass(frozen=True, slots=True)
 class Graph:
     ops: tuple[Op, ...]
     fetch: tuple[TensorRef, ...]
@@ -101,6 +142,8 @@ class Graph:
     fetch_given: bool | None = None  # the spec had `fetch:` (None: unknown, e.g. built in code)
     cluster: ClusterDescription | None = None  # the spec's `cluster:` block, if any
     onnx_model: str | None = None  # the ONNX file the graph was imported from (run --verify)
+    # the ops' inputs as indices (`wiring(graph)`); never compared or printed
+    wiring: Wiring | None = field(default=None, compare=False, repr=False)
 
     def by_name(self) -> dict[str, Op]:
         return {op.name: op for op in self.ops}

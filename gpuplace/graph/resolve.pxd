@@ -2,5 +2,6 @@
 # these declarations; see gpuplace/compiled.py). The Python source runs the same code.
 import cython
 
-@cython.locals(i=Py_ssize_t, low=Py_ssize_t, high=Py_ssize_t, shared=bint)
+@cython.locals(i=Py_ssize_t, low=Py_ssize_t, high=Py_ssize_t, count=Py_ssize_t, keys=Py_ssize_t,
+               shared=bint, has_device=bint)
 cpdef _direct(items, walker, names, lines)

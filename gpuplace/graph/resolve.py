@@ -16,7 +16,7 @@ import sys
 from collections import deque
 from collections.abc import Mapping, Sequence
 from dataclasses import fields
-from typing import TYPE_CHECKING, Any, NamedTuple, NoReturn
+from typing import Any, NamedTuple, NoReturn
 
 from ..echo import ITEMS, sample, show
 from .model import Op, TensorRef, TensorSpec
@@ -186,11 +186,12 @@ def _cycle(entries: list[Entry], inputs: list[Inputs], waiting: list[int]) -> No
     )
 
 
-# Per-op objects are built as instances of a plain class with the same slots, whose `__init__`
-# stores each field (a slot store, the fastest Python has), and which then become the frozen
+# Per-op objects are made as instances of a plain class with the same slots, whose fields are
+# stored one by one (a slot store, the fastest Python has), and which then become the frozen
 # dataclass they stand for (`__class__`: the layouts are the same): a third of the time of
 # setting each slot through its descriptor, and a sixth of the dataclass's own `__init__`,
-# which goes through `object.__setattr__`. A test checks they equal `Op(...)`/`TensorRef(...)`.
+# which goes through `object.__setattr__`; the class has no `__init__` (a call with arguments
+# costs more than the stores). A test checks they equal `Op(...)`/`TensorRef(...)`.
 
 
 class _NewOp:
@@ -205,46 +206,46 @@ class _NewOp:
     line: int | None
     module: str
 
-    def __init__(
-        self,
-        name: str,
-        type_: str,
-        inputs: tuple[TensorRef, ...],
-        device: str,
-        attrs: Mapping[str, Any],
-        outputs: tuple[TensorSpec, ...],
-        colocate_with: str | None,
-        line: int | None,
-        module: str = "",
-    ) -> None:
-        self.name = name
-        self.type = type_
-        self.inputs = inputs
-        self.device = device
-        self.attrs = attrs
-        self.outputs = outputs
-        self.colocate_with = colocate_with
-        self.line = line
-        self.module = module
-        self.__class__ = Op  # type: ignore[assignment]
-
 
 class _NewRef:
     __slots__ = tuple(f.name for f in fields(TensorRef))
     op: str
     index: int
 
-    def __init__(self, op: str, index: int = 0) -> None:
-        self.op = op
-        self.index = index
-        self.__class__ = TensorRef  # type: ignore[assignment]
+
+def new_op(
+    name: str,
+    type_: str,
+    inputs: tuple[TensorRef, ...],
+    device: str,
+    attrs: Mapping[str, Any],
+    outputs: tuple[TensorSpec, ...],
+    colocate_with: str | None,
+    line: int | None,
+    module: str = "",
+) -> Op:
+    """`Op(name, type_, inputs, device, attrs, outputs, colocate_with, line, module)`."""
+    op = _NewOp()
+    op.name = name
+    op.type = type_
+    op.inputs = inputs
+    op.device = device
+    op.attrs = attrs
+    op.outputs = outputs
+    op.colocate_with = colocate_with
+    op.line = line
+    op.module = module
+    op.__class__ = Op  # type: ignore[assignment]
+    return op  # type: ignore[return-value]
 
 
-if TYPE_CHECKING:
-    new_op = Op  # `Op(name, type_, inputs, device, attrs, outputs, colocate_with, line, module)`
-    new_ref = TensorRef  # `TensorRef(op, index)`
-else:
-    new_op, new_ref = _NewOp, _NewRef
+def new_ref(op: str, index: int = 0) -> TensorRef:
+    """`TensorRef(op, index)`."""
+    ref = _NewRef()
+    ref.op = op
+    ref.index = index
+    ref.__class__ = TensorRef  # type: ignore[assignment]
+    return ref  # type: ignore[return-value]
 
 
 _OPDEFS = dict(REGISTRY)  # a plain dict: faster to read than the registry's mapping proxy
@@ -252,11 +253,17 @@ _OPDEFS = dict(REGISTRY)  # a plain dict: faster to read than the registry's map
 
 class Direct(NamedTuple):
     """A spec loaded in one pass: ops in file order (which is their run order), each op's
-    outputs, and per op whether its output 0 is consumed (what the default fetch leaves out)."""
+    outputs, per op whether its output 0 is consumed, the default fetch, and the inputs as
+    indices (`model.Wiring`: each name's op, the op each input reads, each op's
+    number of inputs)."""
 
     ops: list[Op]
     outputs: list[tuple[TensorSpec, ...]]
     used: bytearray
+    by_name: dict[str, int]
+    producers: list[int]
+    arity: list[int]
+    fetch: tuple[TensorRef, ...]  # the outputs no op reads, in run order
 
 
 def direct(items: list[Any], walker: Walker, lines: Mapping[int, int] | None) -> Direct | None:
@@ -287,6 +294,8 @@ def _direct(
     ops: list[Op] = []
     outputs: list[tuple[TensorSpec, ...]] = []
     firsts: list[TensorRef] = []  # output 0 of each op: shared by all its consumers
+    producers: list[int] = []  # the op each input reads, input by input (index's own ints)
+    arity: list[int] = []
     used = bytearray(len(items))
     # An item of nothing but `name`, `op`, `inputs` and `device` (most of a large spec) has
     # what its op type alone says: its definition, TF type and default attrs, worked out once
@@ -297,11 +306,19 @@ def _direct(
     inferred: dict[tuple[Any, ...], tuple[TensorSpec, ...]] = {}
     canon: dict[TensorSpec, TensorSpec] = {}  # one object per spec, so that identity finds it
     devices: dict[str, str] = {}  # each device written, as TF writes it
-    plain_keys, get_line = _PLAIN_KEYS.issuperset, None if lines is None else lines.get
+    get_line = None if lines is None else lines.get
     i = 0  # a counter, not enumerate(): compiled, a C integer
     for item in items:
-        if type(item) is dict and plain_keys(item):
-            kind = item.get("op")
+        if type(item) is not dict:
+            return None
+        op: dict[str, Any] = item
+        kind = op.get("op")
+        name = op.get("name")
+        raw = op.get("inputs")
+        has_device = "device" in op
+        # only `name`, `op`, `inputs` and `device` (each key counted once: a null is no key here)
+        keys = (kind is not None) + (name is not None) + (raw is not None) + has_device
+        if keys == len(op):
             found = plain.get(kind) if type(kind) is str else None
             if found is None:
                 found = _plain(kind, item, walker, plain)
@@ -310,10 +327,7 @@ def _direct(
             opdef, tf_type, given, low, high = found
             if opdef.tf_type_of is not None:
                 tf_type = opdef.tf_type_of(item)
-            name = item.get("name")
             if name is None:
-                if "name" in item:
-                    return None
                 name = names.unique(tf_type)
             elif type(name) is not str:  # the rule for names is checked at the end, at once
                 return None
@@ -322,8 +336,8 @@ def _direct(
                 given = opdef.normalize(name, item, walker.base, walker.writes)
             attrs = given
             device, colocate = "", None
-            if "device" in item:
-                text = item["device"]
+            if has_device:
+                text = op["device"]
                 known = devices.get(text) if type(text) is str else None
                 if known is None:  # null is no device; else raises for a bad one
                     known = walker.device(text, UNCONSTRAINED, item, f"op '{name}'").text
@@ -339,14 +353,13 @@ def _direct(
             high = sys.maxsize if opdef.max_inputs is None else opdef.max_inputs
             shared = False
             colocate = None
-            if "colocate_with" in item:
-                target = item["colocate_with"]
+            if "colocate_with" in op:
+                target = op["colocate_with"]
                 j = index.get(target) if type(target) is str else None
                 if j is None:
                     return None
                 colocate = ops[j].name
                 device = ops[j].device or device  # TF1 copies the target's device onto the op
-        raw = item.get("inputs")
         if raw is None:
             raw = ()
         elif type(raw) is not list:
@@ -359,10 +372,17 @@ def _direct(
             used[j] = 1
             specs.append(outputs[j][0])  # IndexError (no outputs): the general path says so
             refs.append(firsts[j])
-        if not low <= len(specs) <= high:
+            producers.append(j)
+        count = len(specs)
+        if not low <= count <= high:
             return None
         if shared:  # the op type's own attrs: inferred once per type and input specs
-            key = (kind, tf_type, *map(id, specs))
+            if count == 1:
+                key: tuple[Any, ...] = (kind, tf_type, id(specs[0]))
+            elif count == 2:
+                key = (kind, tf_type, id(specs[0]), id(specs[1]))
+            else:
+                key = (kind, tf_type, *map(id, specs))
             cached = inferred.get(key)
             if cached is not None:
                 out = cached
@@ -376,15 +396,24 @@ def _direct(
             return None
         firsts.append(new_ref(name))
         outputs.append(out)
+        arity.append(count)
         line = None if get_line is None else get_line(id(item))
         ops.append(new_op(name, opdef.name, tuple(refs), device, attrs, out, colocate, line))
         i += 1  # noqa: SIM113
     if _bad_names(index):
         return None  # a name against TF's rule, or two equal but for case (TF renames one)
-    return Direct(ops, outputs, used)
+    fetch: list[TensorRef] = []  # the default fetch: every output no op reads, in run order
+    i = 0
+    for out in outputs:
+        if out:
+            if not used[i]:
+                fetch.append(firsts[i])
+            for k in range(1, len(out)):  # no input names an output past 0 here
+                fetch.append(new_ref(ops[i].name, k))
+        i += 1  # noqa: SIM113
+    return Direct(ops, outputs, used, index, producers, arity, tuple(fetch))
 
 
-_PLAIN_KEYS = frozenset({"name", "op", "inputs", "device"})
 # opdef, TF type, attrs (None: made per op, a seed from its name), fewest and most inputs
 _Plain = tuple[OpDef, str, Mapping[str, Any] | None, int, int]
 

@@ -33,6 +33,8 @@ def match_identities(ops: Sequence[Op], index: Mapping[str, int], identity: set[
     """`Identities` of `ops` (`identity`: the op types that are TF's Identity). Linear: one
     pass over the inputs."""
     found = Identities()
+    if not identity:  # no Identity type in the graph
+        return found
     maybe = {
         op.name: i
         for i, op in enumerate(ops)

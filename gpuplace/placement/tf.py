@@ -39,7 +39,7 @@ from ..devices.cluster import TaskName
 from ..devices.names import DeviceSpec, MalformedDevice, malformed_fix, placer_spec
 from ..echo import clip
 from ..gc_pause import gc_paused
-from ..graph.model import Graph, Op, OpMeta
+from ..graph.model import Graph, Op, OpMeta, Wiring, wiring
 from ..graph.tf_registry import (
     KernelMatch,
     dt,
@@ -64,7 +64,7 @@ def place_graph(
     cluster's tasks (each with its number of GPUs; `master`: the session's task)."""
     with gc_paused():
         table = DeviceTable(num_gpus, soft, tasks, master)
-        return _Placer(graph.ops, table, op_meta).run()
+        return _Placer(graph.ops, table, op_meta, wiring(graph)).run()
 
 
 def tf_type_of(meta: OpMeta, op: Op) -> str:
@@ -200,20 +200,42 @@ class _Placer:
     """One run of the placer over one graph; state lives here, not in globals."""
 
     def __init__(
-        self, ops: Sequence[Op], table: DeviceTable, op_meta: Callable[[str], OpMeta]
+        self,
+        ops: Sequence[Op],
+        table: DeviceTable,
+        op_meta: Callable[[str], OpMeta],
+        wired: Wiring | None = None,
     ) -> None:
         self.ops, self.table = ops, table
+        if wired is None or wired.ops is not ops:
+            wired = wiring(Graph(tuple(ops), ()))
+        self.wired = wired
         metas: dict[str, OpMeta] = {}
         specs: dict[str, DeviceSpec | None] = {}
+        supported: dict[str, frozenset[str]] = {}
+        machine = table.types
+        # one pass over the ops: each type's meta and kernels, each device's request, once
+        op_types: list[str] = []
+        meta: list[OpMeta] = []
+        types: list[frozenset[str]] = []
+        own: list[DeviceSpec | None] = []
+        names: list[str] = []
         for op in ops:
-            if op.type not in metas:
-                metas[op.type] = op_meta(op.type)
-            if op.device not in specs:
-                specs[op.device] = _requested(op.device)
-        op_types = [op.type for op in ops]
-        self.meta = list(map(metas.__getitem__, op_types))
-        supported = {name: meta.kernels & table.types for name, meta in metas.items()}
-        types = list(map(supported.__getitem__, op_types))
+            kind, device = op.type, op.device
+            found = metas.get(kind)
+            if found is None:
+                found = metas[kind] = op_meta(kind)
+                supported[kind] = found.kernels & machine
+            if device in specs:
+                spec = specs[device]
+            else:
+                spec = specs[device] = _requested(device)
+            op_types.append(kind)
+            meta.append(found)
+            types.append(supported[kind])
+            own.append(spec)
+            names.append(op.name)
+        self.meta = meta
         # kinds: what an op's device and reason depend on besides its request (the alone
         # cache's key): its type, and its dtypes where the registry answers by dtype
         self.kinds: list[str] = op_types
@@ -221,12 +243,11 @@ class _Placer:
         # device type without a kernel for its dtypes, or a DEFAULT kernel serves it
         self.narrowed: dict[int, KernelMatch] = {}
         self.matches: dict[int, KernelMatch] = {}  # op -> its registry match, where it has none
-        self.names = [op.name for op in ops]
-        self.index = dict(zip(self.names, range(len(ops)), strict=True))  # repeated: last op
+        self.names = names
+        self.index = wired.index  # repeated: last op
         narrow = {t: m for t, m in metas.items() if getattr(m, "kernel_match", None) is not None}
         if narrow:
             self._narrow(types, supported, narrow)
-        own = [specs[op.device] for op in ops]
         if not all(types) or None in own:  # `InitializeMembers`: the first op that fails
             i = min(_first(types, frozenset()), _first(own, None))
             if not types[i]:
@@ -267,6 +288,7 @@ class _Placer:
         kinds, ops, meta = list(self.kinds), self.ops, self.meta
         Entry = tuple[KernelMatch | None, str, frozenset[str], bool]
         found: dict[tuple[str, str, str | None, str], Entry] = {}
+        simple: dict[str, dict[str, Entry]] = {}  # the same, for no source dtype nor TF type
         needs_source = {t for t, m in narrow.items() if getattr(m, "reads_source", False)}
         varies = {t for t, m in narrow.items() if getattr(m, "tf_type_of", None) is not None}
         index, narrowed, matches = self.index, self.narrowed, self.matches
@@ -281,10 +303,19 @@ class _Placer:
                 ref = op.inputs[0]
                 source = ops[index[ref.op]].outputs[ref.index].dtype
             tf_type = self.tf_type(i) if kind in varies else ""
-            key = (kind, op.outputs[0].dtype, source, tf_type)
-            entry = found.get(key)
+            dtype = op.outputs[0].dtype
+            if source is None and not tf_type:  # most ops: by type and dtype, no tuple made
+                by_dtype = simple.get(kind)
+                if by_dtype is None:
+                    by_dtype = simple[kind] = {}
+                entry = by_dtype.get(dtype)
+            else:
+                entry = found.get((kind, dtype, source, tf_type))
             if entry is None:
+                key = (kind, dtype, source, tf_type)
                 entry = found[key] = self._entry(kernel_match(meta[i], op, source), key, supported)
+                if source is None and not tf_type:
+                    simple[kind][dtype] = entry
             match, kinds[i], kernels, notable = entry
             if match is None:
                 continue
@@ -332,16 +363,20 @@ class _Placer:
     def _collect_consumers(self, first: Sequence[int], second: Sequence[int]) -> None:
         """For each generator: its first consumer, how many, and the one device they sit on.
 
-        Generators' consumers have inputs, so the first pass has placed all of them.
+        Generators' consumers have inputs, so the first pass has placed all of them; the
+        generators themselves have none, so every op's inputs are walked, in graph order.
         """
-        names, index = self.names, self.index
-        generators = {names[g]: g for g in second if index[names[g]] == g}
+        wired, generator = self.wired, self.generator
+        producers, arity = wired.producers, wired.arity
         add, assigned = self.consumers.add, self.assigned
-        for j in first:
-            for ref in self.ops[j].inputs:
-                g = generators.get(ref.op)
-                if g is not None:
+        at = 0
+        for j in range(len(arity)):
+            end = at + arity[j]
+            while at < end:
+                g = producers[at]
+                if g >= 0 and generator[g]:
                     add(g, j, assigned[j])
+                at += 1
 
     def _first_pass(self, first: Sequence[int], made: list[Decision | None]) -> None:
         """The first pass, with ops alone in their group taken straight from `alone`.

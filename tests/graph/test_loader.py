@@ -6,7 +6,7 @@ import gc
 import json
 import subprocess
 import sys
-from dataclasses import fields
+from dataclasses import fields, replace
 from pathlib import Path
 from textwrap import dedent
 from typing import Any
@@ -21,6 +21,7 @@ from gpuplace.devices.names import DeviceSpec
 from gpuplace.errors import BadInput
 from gpuplace.graph import Graph, Op, TensorRef, TensorSpec, load, loads
 from gpuplace.graph.loader import new_op, new_ref
+from gpuplace.graph.model import wiring
 from gpuplace.graph.scope import Device, Scope
 from gpuplace.graph.walk import Walker
 
@@ -29,6 +30,17 @@ GUIDE = Path(__file__).resolve().parents[2] / "examples" / "guide"
 
 def spec(text: str) -> Graph:
     return loads(dedent(text), "spec.yaml")
+
+
+def wired(graph: Graph) -> tuple[object, ...]:
+    """The loader's Wiring of `graph`, checked against the one worked out from its names."""
+    got = graph.wiring
+    assert got is not None and got.ops is graph.ops and wiring(graph) is got
+    again = wiring(replace(graph, wiring=None))
+    assert again is not got
+    fields_ = ("index", "producers", "arity", "outputs")
+    assert [getattr(got, f) for f in fields_] == [getattr(again, f) for f in fields_]
+    return tuple(getattr(got, f) for f in fields_)
 
 
 def table(graph: Graph) -> list[tuple[str, str, list[str], str]]:
@@ -317,8 +329,38 @@ def test_one_pass_load_equals_the_general_path(monkeypatch: pytest.MonkeyPatch) 
     fast = loads(text, "spec.yaml")
     assert results and results[0] is not None  # the one pass took it
     monkeypatch.setattr(loader, "direct", lambda *a: None)
-    assert repr(fast) == repr(loads(text, "spec.yaml"))
+    slow = loads(text, "spec.yaml")
+    assert repr(fast) == repr(slow)
     assert [str(r) for r in fast.fetch] == ["s", "s:1", "add"]
+    assert wired(fast) == wired(slow)
+    assert wired(fast)[1:3] == ([0, 1, 2, 3, 0, 0], [0, 0, 2, 1, 1, 2])
+
+
+def test_wiring_of_the_general_path() -> None:
+    """Inputs that point forward, `name:k` and towers: the loader's indices are those of the
+    run order, with each input's output; a graph made with other ops is wired again."""
+    graph = spec(
+        """
+        graph:
+          - {name: b, op: add, inputs: ["s:1", a]}
+          - {name: a, op: constant, value: 1.0, shape: [2, 2]}
+          - {name: s, op: split, inputs: [a], num_split: 2}
+          - towers: [/cpu:0, /cpu:0]
+            graph:
+              - {name: t, op: relu, inputs: [b]}
+        """
+    )
+    assert [op.name for op in graph.ops] == ["a", "s", "b", "t", "t_1"]
+    assert wired(graph) == (
+        {"a": 0, "s": 1, "b": 2, "t": 3, "t_1": 4},
+        [0, 1, 0, 2, 2],
+        [0, 1, 2, 1, 1],
+        [0, 1, 0, 0, 0],
+    )
+    fewer = replace(graph, ops=graph.ops[:3])
+    assert wiring(fewer).index == {"a": 0, "s": 1, "b": 2} and wiring(fewer) is wiring(fewer)
+    stray = Graph((Op("x", "relu", (TensorRef("nowhere"),)),), ())
+    assert wiring(stray).producers == [-1]
 
 
 CLASHING = st.sampled_from(
@@ -394,5 +436,9 @@ def test_one_pass_load_equals_the_general_path_on_any_flat_spec(ops: list[tuple[
             return f"error: {err}"
 
     fast = load_it()
+    if not fast.startswith("error"):
+        wired(loads(text, "spec.json"))
     with mock.patch.object(loader, "direct", lambda *a: None):
         assert fast == load_it()
+        if not fast.startswith("error"):
+            wired(loads(text, "spec.json"))
