@@ -30,16 +30,18 @@ class OptionalBuildExt(build_ext):
 
     def finalize_options(self) -> None:
         super().finalize_options()
+        self.failed: list[Extension] = []
         if not self.parallel:
             self.parallel = os.cpu_count() or 1
 
     def run(self) -> None:
-        if self.inplace:  # a module no longer listed must not go on loading its old build
-            listed = {CORE["source"](name)[: -len(".py")] for name in CORE["COMPILED"]}
+        if self.inplace:  # a module not compiled now (unlisted, or Cython refused it) must not
+            # go on loading its old build
+            listed = {ext.name.replace(".", "/") for ext in self.extensions}
             for built in glob.glob("gpuplace/**/*.so", recursive=True):
                 if built.split(".", 1)[0] not in listed:
                     os.remove(built)
-                    sys.stderr.write(f"gpuplace: removed {built} (no longer compiled)\n")
+                    sys.stderr.write(f"gpuplace: removed {built} (not compiled now)\n")
         super().run()
 
     def build_extension(self, ext: Extension) -> None:
@@ -51,6 +53,23 @@ class OptionalBuildExt(build_ext):
             sys.stderr.write(
                 f"gpuplace: could not compile {ext.name} ({exc}); it runs as Python (slower)\n"
             )
+            self.failed.append(ext)
+            old = self.get_ext_fullpath(ext.name)  # an earlier build, of older source
+            if os.path.exists(old):
+                os.remove(old)
+
+    def copy_extensions_to_source(self) -> None:  # in place: not what failed (remove its old)
+        built, self.extensions = (
+            self.extensions,
+            [e for e in self.extensions if e not in self.failed],
+        )
+        super().copy_extensions_to_source()
+        self.extensions = built
+        for ext in self.failed:
+            old = self.get_ext_filename(ext.name)  # relative to the source tree: in place
+            if os.path.exists(old):
+                os.remove(old)
+                sys.stderr.write(f"gpuplace: removed {old} (an earlier build)\n")
 
 
 def extensions() -> list[object]:
