@@ -137,16 +137,14 @@ class _Run:
     def copy_in(self, copies: Copies) -> None:
         """Bring a step's inputs from other devices, timing each transfer alone."""
         values = self.values
-        for src, dst, src_device, dst_device, record in copies:
+        for src, dst, src_device, dst_device, (op, tensor, source, target, nbytes) in copies:
             move, src_sync, dst_sync = self.transfer(src_device, dst_device)
             src_sync()  # pending work on the source is not part of the copy
             start = time.perf_counter()
             values[dst] = move(values[src])
             dst_sync()
             seconds = time.perf_counter() - start
-            self.copies.append(
-                CopyRecord(record.op, record.tensor, record.src, record.dst, record.nbytes, seconds)
-            )
+            self.copies.append(CopyRecord(op, tensor, source, target, nbytes, seconds))
 
     def transfer(self, src: int, dst: int) -> tuple[Callable[[Any], Any], Any, Any]:
         """How values move from device `src` to `dst`, and how to wait for each: made once."""
