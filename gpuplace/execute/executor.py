@@ -30,7 +30,7 @@ from ..errors import GpuplaceError, RuntimeFailure
 from ..gc_pause import gc_paused
 from ..graph.model import Graph, Op
 from ..memory.ledger import Ledger, OutOfMemory, Replay, new_ledgers
-from .backends import Backend
+from .backends import Backend, NumpyBackend
 from .cupy_backend import CupyBackend, cuda_failure
 from .schedule import (
     BINARY,
@@ -89,9 +89,13 @@ class _Run:
         step: Step | None = None
         ran = False  # every step ran (a failure then comes from leaving the device)
         try:
-            with backend.device():
+            if type(backend) is NumpyBackend:  # its device() is a nullcontext: nothing to enter
                 _run_steps(self, steps, table, values, backend, failed)
                 ran = True
+            else:
+                with backend.device():
+                    _run_steps(self, steps, table, values, backend, failed)
+                    ran = True
         except BaseException as exc:
             if failed:
                 step = failed[0]

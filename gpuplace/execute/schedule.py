@@ -418,7 +418,10 @@ class _Planner:
         charges = Charges(len(self.names), step_device, self.allocs, (last_use, devices, sizes))
         return Layout(
             self.names,
-            tuple(Segment(d, a, steps[a:b]) for (a, d), b in zip(starts, ends, strict=True)),
+            tuple(
+                _new_tuple(Segment, (d, a, steps[a:b]))  # Segment(...) runs as Python
+                for (a, d), b in zip(starts, ends, strict=True)
+            ),
             len(last_use),
             frozenset(self.keep),
             tuple(fetched),
