@@ -42,7 +42,6 @@ COMPILED = (
     "gpuplace.memory.ledger",
     "gpuplace.execute.schedule",
     "gpuplace.execute.executor",
-    "gpuplace.graph.kernels",
     "gpuplace.report.plan_records",
 )
 PURE_ENV = "GPUPLACE_PURE_PYTHON"
