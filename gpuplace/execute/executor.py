@@ -30,7 +30,7 @@ from ..errors import GpuplaceError, RuntimeFailure
 from ..gc_pause import gc_paused
 from ..graph.model import Graph, Op
 from ..memory.ledger import Ledger, OutOfMemory, Replay, new_ledgers
-from .backends import Backend
+from .backends import Backend, NumpyBackend
 from .cupy_backend import CupyBackend, cuda_failure
 from .schedule import (
     BINARY,
@@ -89,9 +89,13 @@ class _Run:
         step: Step | None = None
         ran = False  # every step ran (a failure then comes from leaving the device)
         try:
-            with backend.device():
+            if type(backend) is NumpyBackend:  # its device() is a nullcontext: nothing to enter
                 _run_steps(self, steps, table, values, backend, failed)
                 ran = True
+            else:
+                with backend.device():
+                    _run_steps(self, steps, table, values, backend, failed)
+                    ran = True
         except BaseException as exc:
             if failed:
                 step = failed[0]
@@ -137,16 +141,14 @@ class _Run:
     def copy_in(self, copies: Copies) -> None:
         """Bring a step's inputs from other devices, timing each transfer alone."""
         values = self.values
-        for src, dst, src_device, dst_device, record in copies:
+        for src, dst, src_device, dst_device, (op, tensor, source, target, nbytes) in copies:
             move, src_sync, dst_sync = self.transfer(src_device, dst_device)
             src_sync()  # pending work on the source is not part of the copy
             start = time.perf_counter()
             values[dst] = move(values[src])
             dst_sync()
             seconds = time.perf_counter() - start
-            self.copies.append(
-                CopyRecord(record.op, record.tensor, record.src, record.dst, record.nbytes, seconds)
-            )
+            self.copies.append(CopyRecord(op, tensor, source, target, nbytes, seconds))
 
     def transfer(self, src: int, dst: int) -> tuple[Callable[[Any], Any], Any, Any]:
         """How values move from device `src` to `dst`, and how to wait for each: made once."""

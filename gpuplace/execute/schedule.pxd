@@ -3,8 +3,10 @@
 # slot and step numbers stay Python ints, since the lists they go into hold them as such.
 import cython
 
-@cython.locals(home=dict, types=dict, infos=list, keep=set, slot_info=list, last_use=list,
-               steps=list, allocs=list, slots=list, sizes=dict, info=tuple,
-               device=cython.Py_ssize_t, where=cython.Py_ssize_t, count=cython.Py_ssize_t,
-               n=cython.Py_ssize_t)
+@cython.locals(home=dict, types=dict, keep=set, slot_info=list, last_use=list,
+               steps=list, allocs=list, outs=dict, infos=tuple,
+               device=cython.Py_ssize_t, count=cython.Py_ssize_t, n=cython.Py_ssize_t)
 cpdef _add_all(planner, ops)
+
+@cython.locals(n=cython.Py_ssize_t, slot=cython.Py_ssize_t, step=cython.Py_ssize_t, at=list)
+cpdef _frees(steps, last_use)

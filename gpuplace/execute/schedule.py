@@ -32,6 +32,7 @@ from __future__ import annotations
 from bisect import bisect_right
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence, ValuesView
 from dataclasses import dataclass
+from operator import attrgetter
 from types import ModuleType
 from typing import Any, NamedTuple, Protocol
 
@@ -78,12 +79,19 @@ class Kernel(Protocol):
     def compute(self, xp: ModuleType, inputs: list[Any], attrs: Mapping[str, Any]) -> list[Any]: ...
 
 
+CopyDraft = tuple[str, str, str, str, int]
+"""A CopyRecord but its seconds (op, tensor, src, dst, nbytes): the run makes the record."""
+
+
 class CopyStep(NamedTuple):
+    """Made as `tuple.__new__(CopyStep, ...)` (`_Planner._copy`): a NamedTuple's own
+    constructor, like a frozen dataclass's, runs as Python, for every copy of a layout."""
+
     src: int  # slot of the tensor on its own device
     dst: int  # slot of the copy on the consumer's device
     src_device: int
     dst_device: int
-    record: CopyRecord  # seconds filled in when it runs
+    record: CopyDraft  # the CopyRecord the run makes, with the seconds it took
 
 
 Copies = tuple[CopyStep, ...]
@@ -96,6 +104,9 @@ one or two (y -1 for one), else x is the tuple of input slots (see `step_inputs`
 are the slots first .. first + count - 1; frees lists the slots whose last reader it is.
 """
 SlotInfo = tuple[int, int, int]  # (device index, nbytes, rounded bytes): shared by equal slots
+Outputs = tuple[SlotInfo, ...]  # an op's outputs' SlotInfos
+_NAME, _DEVICE = attrgetter("name"), attrgetter("device")
+_new_tuple = tuple.__new__
 PRINT_KERNEL = 0  # the kernel index of `print` ops; see `Layout.kernels` for the others
 
 
@@ -285,6 +296,8 @@ class _Planner:
         self.types: dict[str, tuple[int, bool, bool]] = {}  # see _kernel
         self.kernel_list: list[Kernel] = []
         self.infos: list[dict[tuple[tuple[int, ...], str], SlotInfo]] = [{} for _ in self.names]
+        self.outs: list[dict[int, tuple[Outputs, int]]] = [{} for _ in self.names]  # _outputs
+        self.held: list[tuple[TensorSpec, ...]] = []
         self.home: dict[str, Sequence[int]] = {}  # op -> slots of its outputs, on its device
         self.copied: dict[tuple[str, int, int], int] = {}  # (op, output, device) -> copy slot
         self.slot_info: list[SlotInfo] = []
@@ -305,9 +318,13 @@ class _Planner:
         A placement made for this graph lists its ops in graph order: read in step, its entries
         cost a tenth of looking each op up in it (a large dict is slow to probe at random).
         """
-        names = [op.name for op in ops]
+        names = list(map(_NAME, ops))
         placement, index = self.placement, self.index
-        if list(placement) == names:
+        if isinstance(placement, PlacedDevices):  # each decision's device, read in C
+            decisions = placement.decisions
+            if list(decisions) == names:
+                return map(index.get, map(_DEVICE, decisions.values()))
+        elif list(placement) == names:
             return map(index.get, placement.values())
         return (index.get(placement.get(name, "")) for name in names)
 
@@ -330,10 +347,22 @@ class _Planner:
 
     def _info(self, spec: TensorSpec, device: int) -> SlotInfo:
         """A slot's device and sizes, worked out once per (shape, dtype, device)."""
-        nbytes = spec.nbytes
-        info = (device, nbytes, allocation_size(nbytes))
-        self.infos[device][spec.shape, spec.dtype] = info
+        sizes = self.infos[device]
+        info = sizes.get((spec.shape, spec.dtype))
+        if info is None:
+            nbytes = spec.nbytes
+            info = sizes[spec.shape, spec.dtype] = (device, nbytes, allocation_size(nbytes))
         return info
+
+    def _outputs(self, outputs: tuple[TensorSpec, ...], device: int) -> tuple[Outputs, int]:
+        """An op's outputs' SlotInfos on `device` and their rounded bytes in all, worked out once
+        per outputs tuple (the loader shares one among the ops whose outputs are equal: keyed by
+        its identity, which the graph keeps alive while the layout is planned)."""
+        infos = tuple(self._info(spec, device) for spec in outputs)
+        found = (infos, sum(info[2] for info in infos))
+        self.outs[device][id(outputs)] = found
+        self.held.append(outputs)  # its id stays its own while the layout is planned
+        return found
 
     def _device(self, op: Op) -> int:
         name = self.placement.get(op.name)
@@ -361,9 +390,10 @@ class _Planner:
         dst = self.copied[(ref.op, ref.index, device)] = len(self.slot_info)
         self.slot_info.append((device, nbytes, size))
         self.last_use.append(step)
-        names = self.names
-        record = CopyRecord(consumer, str(ref), names[src_device], names[device], nbytes, 0.0)
-        return CopyStep(src, dst, src_device, device, record)
+        names, op, index = self.names, ref.op, ref.index
+        tensor = op if index == 0 else f"{op}:{index}"  # str(ref)
+        draft = (consumer, tensor, names[src_device], names[device], nbytes)
+        return _new_tuple(CopyStep, (src, dst, src_device, device, draft))
 
     def finish(self, fetch: Sequence[TensorRef]) -> Layout:
         fetched = []
@@ -378,23 +408,20 @@ class _Planner:
         n = len(steps)
         for slot in self.keep:
             last_use[slot] = n  # the step after the last: never freed
-        for slot, step in enumerate(last_use):  # each step's frees: the slots it reads last
-            if step < n:
-                at = steps[step]
-                if at[5]:
-                    at[5].append(slot)
-                else:
-                    at[5] = [slot]
+        _frees(steps, last_use)
         ends = [step for step, _ in starts[1:]] + [n]
         step_device: list[int] = []
         for (a, device), b in zip(starts, ends, strict=True):
             step_device += [device] * (b - a)
         info = self.slot_info
-        devices, sizes = (i[0] for i in info), (i[2] for i in info)
+        devices, sizes = [i[0] for i in info], [i[2] for i in info]
         charges = Charges(len(self.names), step_device, self.allocs, (last_use, devices, sizes))
         return Layout(
             self.names,
-            tuple(Segment(d, a, steps[a:b]) for (a, d), b in zip(starts, ends, strict=True)),
+            tuple(
+                _new_tuple(Segment, (d, a, steps[a:b]))  # Segment(...) runs as Python
+                for (a, d), b in zip(starts, ends, strict=True)
+            ),
             len(last_use),
             frozenset(self.keep),
             tuple(fetched),
@@ -409,15 +436,22 @@ def _add_all(planner: _Planner, ops: Sequence[Op]) -> None:
     much per op as running small ops does); copies, print ops and errors go to helpers.
 
     A function of the module, not a method, so that the compiled core types its locals
-    (schedule.pxd): the device and counts are C integers there."""
-    home, types, infos, keep = planner.home, planner.types, planner.infos, planner.keep
+    (schedule.pxd): the device and counts are C integers there. An op's outputs are looked up
+    once per outputs tuple (`_Planner._outputs`), and the input slots of an op of one or two
+    inputs are held in locals, not a list."""
+    home, types, keep = planner.home, planner.types, planner.keep
     slot_info, last_use = planner.slot_info, planner.last_use
     steps, allocs = planner.steps, planner.allocs
     device = -1
-    for step, (op, placed) in enumerate(zip(ops, planner._devices(ops), strict=True)):
+    outs: dict[int, tuple[Outputs, int]] = {}
+    step = 0
+    for op, placed in zip(ops, planner._devices(ops), strict=True):
         if placed != device:
             device = planner._segment(op, placed, step)  # raises for None
-        slots: list[int] = []  # a list, not a growing tuple: add_n may read 100,000
+            outs = planner.outs[device]
+        slots: list[int] | None = None  # past two inputs
+        x = y = -1
+        n = 0
         made: list[CopyStep] | None = None  # most ops copy nothing
         for ref in op.inputs:
             try:
@@ -426,14 +460,21 @@ def _add_all(planner: _Planner, ops: Sequence[Op]) -> None:
                 raise BadInput(
                     f"op '{op.name}' reads '{ref}', which no earlier op produces"
                 ) from None
-            where = slot_info[slot][0]
-            if where != device:
+            if slot_info[slot][0] != device:
                 last_use[slot] = step
                 if made is None:
                     made = []
                 slot = planner._copy_in(op.name, ref, slot, device, step, made)
             last_use[slot] = step
-            slots.append(slot)
+            if n == 0:
+                x = slot
+            elif n == 1:
+                y = slot
+            else:
+                if slots is None:
+                    slots = [x, y]
+                slots.append(slot)
+            n += 1
         copies: Copies = ()
         alloc = 0
         if made:
@@ -441,34 +482,60 @@ def _add_all(planner: _Planner, ops: Sequence[Op]) -> None:
             for c in copies:
                 alloc += slot_info[c.dst][2]
         first = len(slot_info)
+        if slots is not None:
+            inputs = tuple(slots)
+        elif n == 2:
+            inputs = (x, y)
+        else:
+            inputs = (x,) if n == 1 else ()
         if op.type == PRINT_OP:  # forwards its inputs' buffers, as TF's Print does
-            home[op.name] = inputs = tuple(slots)
+            home[op.name] = inputs
             steps.append([PRINT_KERNEL, inputs, -1, first, 0, (), copies, op])
             allocs.append(alloc)
+            step += 1
             continue
         kernel, resident, direct = types.get(op.type) or planner._kernel(op.type)
-        sizes = infos[device]
-        for spec in op.outputs:
-            info = sizes.get((spec.shape, spec.dtype)) or planner._info(spec, device)
-            slot_info.append(info)
-            last_use.append(step)
-            alloc += info[2]
-        count = len(slot_info) - first  # most ops have one output: build its tuple inline
+        specs = op.outputs
+        found = outs.get(id(specs))
+        if found is None:
+            found = planner._outputs(specs, device)
+        infos, size = found
+        count = len(infos)
+        alloc += size
         outputs: tuple[int, ...]
-        if count == 1:
+        if count == 1:  # most ops: build its tuple inline
+            slot_info.append(infos[0])
+            last_use.append(step)
             home[op.name] = outputs = (first,)
         else:
+            slot_info.extend(infos)
+            last_use.extend([step] * count)
             home[op.name] = outputs = tuple(range(first, first + count))
         if resident:
             keep.update(outputs)
-        n = len(slots)
         if direct and count == 1 and n == 2:
-            steps.append([kernel + 1, slots[0], slots[1], first, 1, (), copies, op])
+            steps.append([kernel + 1, x, y, first, 1, (), copies, op])
         elif direct and count == 1 and n == 1:
-            steps.append([kernel, slots[0], -1, first, 1, (), copies, op])
+            steps.append([kernel, x, -1, first, 1, (), copies, op])
         else:
-            steps.append([kernel + 2, tuple(slots), -1, first, count, (), copies, op])
+            steps.append([kernel + 2, inputs, -1, first, count, (), copies, op])
         allocs.append(alloc)
+        step += 1
+
+
+def _frees(steps: Sequence[Step], last_use: Sequence[int]) -> None:
+    """Each step's frees: the slots it reads last (a step past the last: never freed). A
+    function of the module, typed by schedule.pxd (the slot and step as C integers)."""
+    n = len(steps)
+    slot = 0
+    for step in last_use:
+        if step < n:
+            at = steps[step]
+            if at[5]:
+                at[5].append(slot)
+            else:
+                at[5] = [slot]
+        slot += 1  # noqa: SIM113 (a typed index: enumerate is slow compiled)
 
 
 def is_variable(op_type: str) -> bool:
