@@ -82,7 +82,10 @@ def main() -> None:
         sides = {"tree": dict(os.environ)}
         if revision:
             sides = {
-                revision: {**os.environ, "PYTHONPATH": str(unpack(revision, folder / "base", build=True))},
+                revision: {
+                    **os.environ,
+                    "PYTHONPATH": str(unpack(revision, folder / "base", build=True)),
+                },
                 "tree": {**os.environ, "PYTHONPATH": str(copy_tree(folder / "tree"))},
             }
         timed(FLOOR, sides["tree"])  # warm the file cache
