@@ -29,7 +29,7 @@ import numpy as np
 from ..devices.cluster import TaskName
 from ..devices.names import DeviceSpec, placer_spec
 from ..errors import BadInput
-from ..graph.model import DTYPES, Graph, Op, OpMeta, TensorSpec
+from ..graph.model import DTYPES, Graph, Op, OpMeta, TensorSpec, Wiring
 from ..units import allocation_size
 from .cost import counted_flops_of, output_rate
 from .model import Placement
@@ -109,7 +109,8 @@ def flatten(graph: Graph, op_meta: Callable[[str], OpMeta] | None = None) -> Fla
     ops = graph.ops
     n = len(ops)
     names = tuple(map(_NAME, ops))
-    index = dict(zip(names, range(n), strict=True))
+    wired = graph.wiring if graph.wiring is not None and graph.wiring.ops is ops else None
+    index = dict(zip(names, range(n), strict=True)) if wired is None else wired.index
     types = list(map(_TYPE, ops))
     metas = {t: meta_of(t) for t in set(types)}
     outs = list(map(_OUTPUTS, ops))
@@ -129,7 +130,7 @@ def flatten(graph: Graph, op_meta: Callable[[str], OpMeta] | None = None) -> Fla
         elements = [sum(counts[a:b]) for a, b in spans]
         made = [tuple(slot_bytes[a:b]) for a, b in spans]
     out_bytes = list(map(keep, made, made))
-    reads, producers, outputs = Reads.of(ops, index, width, first_slot)
+    reads, producers, outputs = Reads.of(ops, index, width, first_slot, wired)
     if any(outputs):
         pairs = list(zip(producers, outputs, strict=True))
         pairs = list(map(keep, pairs, pairs))
@@ -176,22 +177,27 @@ class Reads:
         self.n = n
 
     @classmethod
-    def of(cls, ops: Sequence[Op], index: dict[str, int], width: Sequence[int],
-           first_slot: Sequence[int]) -> tuple[Reads, list[int], list[int]]:  # fmt: skip
-        """The reads of `ops` (names to indices by `index`, `width[i]` outputs of op i), with
-        the producer and output of each read as lists; BadInput for the first op that reads
-        an output no earlier op makes."""
-        refs_of = list(map(_INPUTS, ops))
-        arity = list(map(len, refs_of))
-        refs = list(chain.from_iterable(refs_of))
-        producers = list(map(index.get, map(_REF_OP, refs), repeat(-1)))
-        outputs = list(map(_REF_INDEX, refs))
-        if refs and not (min(outputs) >= 0 and max(outputs) < 1 << 31):
+    def of(cls, ops: Sequence[Op], index: Mapping[str, int], width: Sequence[int],
+           first_slot: Sequence[int], wired: Wiring | None = None,
+           ) -> tuple[Reads, list[int], list[int]]:  # fmt: skip
+        """The reads of `ops` (names to indices by `index`, or as the loader `wired` them;
+        `width[i]` outputs of op i), with the producer and output of each read as lists;
+        BadInput for the first op that reads an output no earlier op makes."""
+        if wired is not None:  # the loader's: no name looked up again
+            arity, producers = wired.arity, wired.producers
+            outputs = [0] * len(producers) if wired.outputs is None else wired.outputs
+        else:
+            refs_of = list(map(_INPUTS, ops))
+            arity = list(map(len, refs_of))
+            refs = list(chain.from_iterable(refs_of))
+            producers = list(map(index.get, map(_REF_OP, refs), repeat(-1)))
+            outputs = list(map(_REF_INDEX, refs))
+        if producers and not (min(outputs) >= 0 and max(outputs) < 1 << 31):
             _refuse_reads(ops, index, width)  # raises
-        output = np.fromiter(outputs, np.intp, len(refs))  # an array while it is checked
+        output = np.fromiter(outputs, np.intp, len(producers))  # an array while it is checked
         reads = cls(arity, producers, output, first_slot)
         p = reads.producer
-        if refs and ((p < 0) | (p >= reads.reader)
+        if producers and ((p < 0) | (p >= reads.reader)
                      | (output >= np.fromiter(width, np.intp, len(width))[p])).any():  # fmt: skip
             _refuse_reads(ops, index, width)  # raises
         return reads, producers, outputs
@@ -205,7 +211,7 @@ class Reads:
         return out
 
 
-def _refuse_reads(ops: Sequence[Op], index: dict[str, int], width: Sequence[int]) -> None:
+def _refuse_reads(ops: Sequence[Op], index: Mapping[str, int], width: Sequence[int]) -> None:
     """The first op (in graph order) whose reads `Reads` found wrong, in words: an output no
     earlier op produces (an unknown op or output index), or an op that comes after it."""
     for j, op in enumerate(ops):
@@ -228,7 +234,7 @@ def _grouped(items: Sequence[Any], counts: Sequence[int]) -> list[tuple[Any, ...
 
 
 def _fetched(
-    graph: Graph, index: dict[str, int], width: Sequence[int]
+    graph: Graph, index: Mapping[str, int], width: Sequence[int]
 ) -> tuple[tuple[int, int], ...]:
     """(op, output) of every fetched tensor; BadInput for one no op makes."""
     fetch = []

@@ -130,3 +130,43 @@ def test_reads_and_fetches_no_op_makes_are_refused(graph: Graph, message: str) -
     with pytest.raises(BadInput) as err:
         flatten(graph)
     assert str(err.value) == message
+
+
+WIRED = (
+    # the loader's one-pass path: every input reads output 0
+    """
+    graph:
+      - {name: x, op: random_normal, shape: [4, 4], seed: 1}
+      - {name: y, op: relu, inputs: [x]}
+      - {name: z, op: matmul, inputs: [x, y]}
+    """,
+    # its general path: forward inputs, `name:k`, towers
+    """
+    graph:
+      - {name: b, op: add, inputs: ["s:1", a]}
+      - {name: a, op: constant, value: 1.0, shape: [2, 2]}
+      - {name: s, op: split, inputs: [a], num_split: 2}
+      - towers: [/cpu:0, /cpu:0]
+        graph:
+          - {name: t, op: relu, inputs: [b]}
+    """,
+)
+
+
+@pytest.mark.parametrize("text", WIRED)
+def test_flatten_reads_the_loaders_wiring_as_the_names_give_it(text: str) -> None:
+    """flatten takes a loaded graph's reads from the loader's Wiring (no name looked up
+    again): every field, and the reads' arrays, equal those worked out from the names."""
+    from dataclasses import replace
+    from textwrap import dedent
+
+    import numpy as np
+
+    from gpuplace.graph.loader import loads
+
+    graph = loads(dedent(text), "spec.yaml")
+    assert graph.wiring is not None and graph.wiring.ops is graph.ops
+    wired, named = flatten(graph), flatten(replace(graph, wiring=None))
+    assert wired == named and wired.ends == named.ends
+    for part in ("reader", "offsets", "producer", "slot"):
+        assert np.array_equal(getattr(wired.reads, part), getattr(named.reads, part))
