@@ -336,20 +336,22 @@ def test_one_pass_load_equals_the_general_path(monkeypatch: pytest.MonkeyPatch) 
     assert wired(fast)[1:3] == ([0, 1, 2, 3, 0, 0], [0, 0, 2, 1, 1, 2])
 
 
+# the loader's general path: inputs that point forward, `name:k`, towers (tests/strategy too)
+GENERAL_PATH = """
+graph:
+  - {name: b, op: add, inputs: ["s:1", a]}
+  - {name: a, op: constant, value: 1.0, shape: [2, 2]}
+  - {name: s, op: split, inputs: [a], num_split: 2}
+  - towers: [/cpu:0, /cpu:0]
+    graph:
+      - {name: t, op: relu, inputs: [b]}
+"""
+
+
 def test_wiring_of_the_general_path() -> None:
     """Inputs that point forward, `name:k` and towers: the loader's indices are those of the
     run order, with each input's output; a graph made with other ops is wired again."""
-    graph = spec(
-        """
-        graph:
-          - {name: b, op: add, inputs: ["s:1", a]}
-          - {name: a, op: constant, value: 1.0, shape: [2, 2]}
-          - {name: s, op: split, inputs: [a], num_split: 2}
-          - towers: [/cpu:0, /cpu:0]
-            graph:
-              - {name: t, op: relu, inputs: [b]}
-        """
-    )
+    graph = spec(GENERAL_PATH)
     assert [op.name for op in graph.ops] == ["a", "s", "b", "t", "t_1"]
     assert wired(graph) == (
         {"a": 0, "s": 1, "b": 2, "t": 3, "t_1": 4},

@@ -17,6 +17,7 @@ from gpuplace.placement.cost import op_bytes, op_flops
 from gpuplace.placement.flat import flatten
 from gpuplace.placement.tf import kernels_of
 from gpuplace.units import allocation_size
+from tests.graph.test_loader import GENERAL_PATH
 
 # type: (inputs, outputs)
 KINDS = {
@@ -140,16 +141,7 @@ WIRED = (
       - {name: y, op: relu, inputs: [x]}
       - {name: z, op: matmul, inputs: [x, y]}
     """,
-    # its general path: forward inputs, `name:k`, towers
-    """
-    graph:
-      - {name: b, op: add, inputs: ["s:1", a]}
-      - {name: a, op: constant, value: 1.0, shape: [2, 2]}
-      - {name: s, op: split, inputs: [a], num_split: 2}
-      - towers: [/cpu:0, /cpu:0]
-        graph:
-          - {name: t, op: relu, inputs: [b]}
-    """,
+    GENERAL_PATH,  # its general path: forward inputs, `name:k`, towers
 )
 
 
