@@ -94,11 +94,8 @@ def _copies(timeline: Timeline, flat: Flat, devices: int) -> tuple[list[int], ..
 def device_index(placement: Placement, flat: Flat, models: Sequence[DeviceModel]) -> list[int]:
     """Each op's device as an index into `models`."""
     index = {m.name: i for i, m in enumerate(models)}
-    decisions = placement.decisions
     try:
-        if tuple(decisions) == flat.names:  # in graph order (TF's placer): no lookup by name
-            return list(map(index.__getitem__, map(_DEVICE, decisions.values())))
-        return [index[decisions[name].device] for name in flat.names]
+        return list(map(index.__getitem__, map(_DEVICE, placement.in_order(flat.names))))
     except KeyError as err:
         raise BadInput(f"the placement names a device or op the models lack: {err}") from None
 

@@ -65,11 +65,8 @@ def copies_and_loads(graph: Graph, placement: Placement) -> tuple[list[PlannedCo
 def _decided(graph: Graph, placement: Placement) -> tuple[list[str], list[Decision]]:
     """The ops' names, and each op's decision in graph order: `decisions`' own order where it
     is the graph's (as `Placement` keeps it: a walk, no lookup by name), else looked up."""
-    decisions = placement.decisions
     names = [op.name for op in graph.ops]
-    if len(decisions) == len(names) and list(decisions) == names:
-        return names, list(decisions.values())
-    return names, [decisions[name] for name in names]
+    return names, placement.in_order(names)
 
 
 def _copies(graph: Graph, placement: Placement, names: list[str],

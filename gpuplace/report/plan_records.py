@@ -54,15 +54,6 @@ def _names(names: list[str]) -> tuple[list[bytes], bool]:
     return quoted, False
 
 
-def _in_order(names: list[str], placement: Placement) -> list[Decision]:
-    """Each op's decision, in graph order: `decisions`' own order when it is the graph's (as
-    `Placement` keeps it; a walk, no lookup per name), else looked up by name."""
-    decisions = placement.decisions
-    if len(decisions) == len(names) and list(decisions) == names:
-        return list(decisions.values())
-    return [decisions[name] for name in names]
-
-
 def _text(graph: Graph, placement: Placement, skipped: frozenset[str], depth: int) -> JsonText:
     item = "\n" + "  " * (depth + 1)  # a list item's indent, and the base of its lines
     head = "{" + item + '  "op": '  # each record up to its name ("op" is its first key)
@@ -76,7 +67,7 @@ def _text(graph: Graph, placement: Placement, skipped: frozenset[str], depth: in
     # its decision's, which costs no hashing of shapes per op
     tails: dict[tuple[Any, ...], bytes] = {}
     after: list[bytes] = []
-    for op, d in zip(ops, _in_order(names, placement), strict=True):
+    for op, d in zip(ops, placement.in_order(names), strict=True):
         runs = not skipped or op.name not in skipped
         key = (id(op.outputs), id(d), op.type, op.device, runs)
         tail = tails.get(key)
