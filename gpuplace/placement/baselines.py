@@ -17,7 +17,7 @@ from ..devices.names import full_name
 from ..graph.model import Graph, OpMeta
 from . import place
 from .cost import DeviceModel, LinkModel, copy_time, split_devices
-from .flat import Flat, Reads, default_meta, flatten, free_groups
+from .flat import Flat, Reads, default_meta, flatten, free_candidates, free_groups
 from .model import Decision, Placement
 
 
@@ -28,12 +28,11 @@ def _options(flat: Flat, tf: Placement, gpus: Sequence[DeviceModel], cpu: Device
     device for a pinned op; the group's GPUs for a free op, plus the CPU for an unrequested
     generator with a CPU kernel (it may follow a consumer there, as TF's heuristic A does).
     As (the distinct lists, each op's index into them): ops share a few lists."""
-    groups, free = free_groups(flat, tf, num_gpus)
+    every = free_candidates(flat, tf, num_gpus)  # per op: its group's, None when pinned
     choices: list[list[DeviceModel]] = []
     known: dict[Any, int] = {}  # a list's index: by device (pinned), by candidates (free)
     decisions, ops, kernels, generator = tf.decisions, flat.graph.ops, flat.kernels, flat.generator
     names = flat.names
-    every = list(map(free.get, groups))  # per op: its group's candidates, None when pinned
     decided = list(decisions.values()) if tuple(decisions) == names else None  # in graph order
     pick: list[int] = []
     last: Any = pick  # the op before's device (pinned) or candidates (free), and its flag: an

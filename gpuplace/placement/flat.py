@@ -453,20 +453,9 @@ def free_groups(
     matches: dict[str, tuple[int, ...]] = {}
     allowed: dict[int, tuple[int, ...]]
     if _alone(flat.graph, flat.distinct):  # a group per op: GPUs per (request, kernels) kind
-        ops, n = flat.graph.ops, len(flat.names)
-        requests = dict.fromkeys(map(_DEVICE, ops))
-        if n and len(requests) == 1 and len(dict.fromkeys(map(id, flat.kernels))) == 1:
-            kinds: list[tuple[str, frozenset[str]]] = [(ops[0].device, flat.kernels[0])]
-        else:
-            kinds = list(zip(map(_DEVICE, ops), flat.kernels, strict=True))
-        gpus_of: dict[tuple[str, frozenset[str]], tuple[int, ...]] = {}
-        for device, kernels in dict.fromkeys(kinds):
-            found = matches.get(device)
-            if found is None:
-                found = matches[device] = match(placer_spec(device), every)
-            gpus_of[device, kernels] = found if "GPU" in kernels else ()
+        kinds, gpus_of = _kinds(flat, every, match, matches)
         free_kind = [kind for kind, gpus in gpus_of.items() if len(gpus) > 1]
-        groups = list(range(n))  # the keys of `free` are these very ints (no second copy)
+        groups = list(range(len(flat.names)))  # the keys of `free` are these very ints
         if len(gpus_of) == 1:  # all alike (most large graphs)
             free = dict.fromkeys(groups, gpus_of[free_kind[0]]) if free_kind else {}
         else:
@@ -492,16 +481,60 @@ def free_groups(
     return groups, _unsplit(free, groups, flat, tf)
 
 
+def free_candidates(flat: Flat, tf: Placement, num_gpus: int) -> list[tuple[int, ...] | None]:
+    """Per op, the GPU indices its group may use when it is free, else None (pinned): what
+    `free_groups` says of each op, on one host. Where each op is a group of its own, straight
+    from the kinds of ops (no mapping by group)."""
+    if not _alone(flat.graph, flat.distinct):
+        groups, free = free_groups(flat, tf, num_gpus)
+        return list(map(free.get, groups))
+    kinds, gpus_of = _kinds(flat, tuple(range(num_gpus)), _matching_gpus, {})
+    own = {kind: gpus if len(gpus) > 1 else None for kind, gpus in gpus_of.items()}
+    n = len(flat.names)
+    per_op = [own[kinds[0]]] * n if len(kinds) < n else list(map(own.__getitem__, kinds))
+    for i in _soft_split(flat, tf):
+        per_op[i] = None
+    return per_op
+
+
+def _kinds(
+    flat: Flat,
+    every: tuple[int, ...],
+    match: Callable[[DeviceSpec, tuple[int, ...]], tuple[int, ...]],
+    matches: dict[str, tuple[int, ...]],
+) -> tuple[list[tuple[str, frozenset[str]]], dict[tuple[str, frozenset[str]], tuple[int, ...]]]:
+    """(each op's kind: its request and kernels, or the first op's alone where every op has
+    the same; the GPUs each kind may use, by `match` of its request, () without a GPU kernel).
+    `matches`: each request's GPUs, found once."""
+    ops, n = flat.graph.ops, len(flat.names)
+    requests = dict.fromkeys(map(_DEVICE, ops))
+    if n and len(requests) == 1 and len(dict.fromkeys(map(id, flat.kernels))) == 1:
+        kinds: list[tuple[str, frozenset[str]]] = [(ops[0].device, flat.kernels[0])]
+    else:
+        kinds = list(zip(map(_DEVICE, ops), flat.kernels, strict=True))
+    gpus_of: dict[tuple[str, frozenset[str]], tuple[int, ...]] = {}
+    for device, kernels in dict.fromkeys(kinds):
+        found = matches.get(device)
+        if found is None:
+            found = matches[device] = match(placer_spec(device), every)
+        gpus_of[device, kernels] = found if "GPU" in kernels else ()
+    return kinds, gpus_of
+
+
 def _unsplit(free: dict[int, tuple[int, ...]], groups: Sequence[int], flat: Flat,
              tf: Placement) -> dict[int, tuple[int, ...]]:  # fmt: skip
-    """`free` less the groups soft placement split (an op TF placed by `soft-fallback`): those
-    keep TF's choice."""
-    if SOFT in map(_KIND, tf.decisions.values()):
-        soft = {name for name, d in tf.decisions.items() if d.kind == SOFT}
-        for i, name in enumerate(flat.names):
-            if name in soft:
-                free.pop(groups[i], None)
+    """`free` less the groups soft placement split (`_soft_split`): those keep TF's choice."""
+    for i in _soft_split(flat, tf):
+        free.pop(groups[i], None)
     return free
+
+
+def _soft_split(flat: Flat, tf: Placement) -> list[int]:
+    """The ops TF placed by `soft-fallback` (soft placement moved them), in graph order."""
+    if SOFT not in map(_KIND, tf.decisions.values()):
+        return []
+    soft = {name for name, d in tf.decisions.items() if d.kind == SOFT}
+    return [i for i, name in enumerate(flat.names) if name in soft]
 
 
 def _matching_gpus(spec: DeviceSpec, every: tuple[int, ...]) -> tuple[int, ...]:
