@@ -277,14 +277,15 @@ def _slot_peaks(dev: Sequence[int], devices: int, owner: list[int], home_size: l
     device, size, step, last = (np.fromiter(c, np.int64, len(c)) for c in columns)
     # events per device in time order: each slot's size at its step and back after its last
     # one, each step's check (0) after the events at its time; the events of each device sum
-    # to nothing, so one running sum over them all is each device's own
+    # to nothing, so one running sum over them all is each device's own. One sort of one key
+    # (device, time, kind): events with equal keys change the sum alike in any order
     check = np.arange(n, dtype=np.int64)
     where = np.fromiter(dev, np.int64, n)
     at = np.concatenate([device, device, where])
     time = np.concatenate([step, last + 1, check])
     kind = np.concatenate([np.zeros(2 * len(size), np.int64), np.ones(n, np.int64)])
     value = np.concatenate([size, -size, np.zeros(n, np.int64)])
-    order = np.lexsort((kind, time, at))
+    order = np.argsort((at * (n + 1) + time) * 2 + kind)
     held = np.cumsum(value[order])[kind[order] == 1]  # at each step, in (device, step) order
     peaks = [0] * devices
     if n:
