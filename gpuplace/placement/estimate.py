@@ -143,12 +143,10 @@ def _replay(flat: Flat, dev: Sequence[int], models: Sequence[DeviceModel],
     n, devices = len(dev), len(models)
     seconds = op_seconds(flat, dev, models)
     reads, sizes, is_print, out_bytes = flat.reads, flat.sizes, flat.is_print, flat.out_bytes
-    width = list(map(len, sizes))
-    first = list(accumulate(width, initial=0))  # each op's first home slot
+    first = list(accumulate(map(len, sizes), initial=0))  # each op's first home slot
     homes = first.pop()
-    # each home slot's op; read by no later op, a slot is freed after its own step
-    owner: list[int] = np.repeat(np.arange(n), np.fromiter(width, np.intp, n)).tolist()
-    home_last = owner.copy()
+    owner = [i for i, made in enumerate(sizes) for _ in made]  # each home slot's op
+    home_last = owner.copy()  # read by no later op: freed after its own step
     home_size = list(chain.from_iterable(sizes))
     done, free_at = [0.0] * n, [0.0] * devices
     copies: list[list[Any]] = []  # [device, size, step, last, ready], slot homes + index
@@ -172,8 +170,8 @@ def _replay(flat: Flat, dev: Sequence[int], models: Sequence[DeviceModel],
         copies.append([d, size, op, op, end + 0.0])
         return copy
 
-    _steps(dev, reads.producer, reads.output, reads.offsets, is_print, seconds, first, home_size, home_last, done, free_at, copies,
-           copied, forwarded, copy_of)  # fmt: skip
+    _steps(dev, reads.producer, reads.output, reads.offsets, is_print, seconds, first, home_size,
+           home_last, done, free_at, copies, copied, forwarded, copy_of)  # fmt: skip
     last = flat.last
     for i, resident in enumerate(flat.resident):
         if resident:
@@ -265,7 +263,7 @@ def _slot_peaks(dev: Sequence[int], devices: int, owner: list[int], home_size: l
     when the sizes' total fits one, else as `_peaks` counts (Python's integers)."""
     n = len(dev)
     columns = [
-        list(map(dev.__getitem__, owner)) + [c[0] for c in copies],
+        [dev[i] for i in owner] + [c[0] for c in copies],
         home_size + [c[1] for c in copies],
         owner + [c[2] for c in copies],
         home_last + [c[3] for c in copies],
@@ -277,15 +275,14 @@ def _slot_peaks(dev: Sequence[int], devices: int, owner: list[int], home_size: l
     device, size, step, last = (np.fromiter(c, np.int64, len(c)) for c in columns)
     # events per device in time order: each slot's size at its step and back after its last
     # one, each step's check (0) after the events at its time; the events of each device sum
-    # to nothing, so one running sum over them all is each device's own. One sort of one key
-    # (device, time, kind): events with equal keys change the sum alike in any order
+    # to nothing, so one running sum over them all is each device's own
     check = np.arange(n, dtype=np.int64)
     where = np.fromiter(dev, np.int64, n)
     at = np.concatenate([device, device, where])
     time = np.concatenate([step, last + 1, check])
     kind = np.concatenate([np.zeros(2 * len(size), np.int64), np.ones(n, np.int64)])
     value = np.concatenate([size, -size, np.zeros(n, np.int64)])
-    order = np.argsort((at * (n + 1) + time) * 2 + kind)
+    order = np.lexsort((kind, time, at))
     held = np.cumsum(value[order])[kind[order] == 1]  # at each step, in (device, step) order
     peaks = [0] * devices
     if n:
