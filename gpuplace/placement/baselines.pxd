@@ -2,11 +2,16 @@
 # with these declarations; see gpuplace/compiled.py). The Python source runs the same code.
 import cython
 
-@cython.locals(j=Py_ssize_t, p=Py_ssize_t, best=double, x=double, kind=long,
-               gpu_work=double, cpu_work=double)
-cpdef _chains(inputs, w, where)
+@cython.locals(n=Py_ssize_t, j=Py_ssize_t, p=Py_ssize_t, r=Py_ssize_t, stop=Py_ssize_t,
+               best=double, x=double, kind=long, gpu_work=double, cpu_work=double)
+cpdef _chains(const Py_ssize_t[:] producer, const Py_ssize_t[:] offsets, w, where)
 
-@cython.locals(j=Py_ssize_t, p=Py_ssize_t, mine=Py_ssize_t, previous=Py_ssize_t, kind=long,
-               best=double, here=double)
-cpdef _stage_pass(members, stage, before, inputs, w, where, longest, path,
-                  gpu_work, cpu_work, size, readers)
+@cython.locals(j=Py_ssize_t, p=Py_ssize_t, r=Py_ssize_t, stop=Py_ssize_t, mine=Py_ssize_t,
+               previous=Py_ssize_t, kind=long, best=double, here=double)
+cpdef _stage_pass(members, stage, before, const Py_ssize_t[:] producer,
+                  const Py_ssize_t[:] offsets, w, where, longest, path, gpu_work, cpu_work, size,
+                  readers)
+
+@cython.locals(j=Py_ssize_t, r=Py_ssize_t, stop=Py_ssize_t)
+cpdef _outputs_read(const Py_ssize_t[:] producer, const Py_ssize_t[:] output,
+                    const Py_ssize_t[:] offsets, readers, Py_ssize_t at)

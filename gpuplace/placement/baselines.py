@@ -8,6 +8,7 @@ nor the work that must run on GPUs spread evenly over them.
 from __future__ import annotations
 
 from collections.abc import Callable, MutableMapping, MutableSequence, Sequence
+from itertools import pairwise
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -16,7 +17,7 @@ from ..devices.names import full_name
 from ..graph.model import Graph, OpMeta
 from . import place
 from .cost import DeviceModel, LinkModel, copy_time, split_devices
-from .flat import Flat, Reads, default_meta, flatten, free_groups
+from .flat import Flat, Reads, default_meta, flatten, free_candidates, free_groups
 from .model import Decision, Placement
 
 
@@ -27,12 +28,11 @@ def _options(flat: Flat, tf: Placement, gpus: Sequence[DeviceModel], cpu: Device
     device for a pinned op; the group's GPUs for a free op, plus the CPU for an unrequested
     generator with a CPU kernel (it may follow a consumer there, as TF's heuristic A does).
     As (the distinct lists, each op's index into them): ops share a few lists."""
-    groups, free = free_groups(flat, tf, num_gpus)
+    every = free_candidates(flat, tf, num_gpus)  # per op: its group's, None when pinned
     choices: list[list[DeviceModel]] = []
     known: dict[Any, int] = {}  # a list's index: by device (pinned), by candidates (free)
     decisions, ops, kernels, generator = tf.decisions, flat.graph.ops, flat.kernels, flat.generator
     names = flat.names
-    every = list(map(free.get, groups))  # per op: its group's candidates, None when pinned
     decided = list(decisions.values()) if tuple(decisions) == names else None  # in graph order
     pick: list[int] = []
     last: Any = pick  # the op before's device (pinned) or candidates (free), and its flag: an
@@ -111,7 +111,7 @@ def lower_bounds(
         flat = flatten(graph, meta)
     choices, pick = _options(flat, tf, gpus, cpu, {m.name: m for m in (*gpus, cpu)}, len(gpus))
     w, where = _fastest(flat, choices, pick)
-    cp, work = _critical_path(flat, w, where, len(gpus))
+    cp, work = _critical_path(flat.reads, w, where, len(gpus))
     return Bounds(cp, work, _Stages(flat, w, where, len(gpus), link or LinkModel()).total())
 
 
@@ -150,32 +150,37 @@ def _fastest(flat: Flat, choices: Sequence[Sequence[DeviceModel]],
     return w.tolist(), [kinds[k] for k in pick]
 
 
-def _critical_path(flat: Flat, w: Sequence[float], where: Sequence[int],
+def _critical_path(reads: Reads, w: Sequence[float], where: Sequence[int],
                    num_gpus: int) -> tuple[float, float]:  # fmt: skip
-    """(critical path, work bound) of the whole graph, in one pass over its ops."""
-    path, gpu_work, cpu_work = _chains(flat.inputs, w, where)
+    """(critical path, work bound) of the whole graph (its `reads`), in one pass over its ops."""
+    path, gpu_work, cpu_work = _chains(reads.producer, reads.offsets, w, where)
     work = max(gpu_work / num_gpus, cpu_work) if num_gpus else gpu_work + cpu_work
     return path, work
 
 
-def _chains(inputs: Sequence[tuple[tuple[int, int], ...]], w: Sequence[float],
+def _chains(producer: Any, offsets: Any, w: Sequence[float],
             where: Sequence[int]) -> tuple[float, float, float]:  # fmt: skip
-    """(the longest chain of `w` over `inputs`, the GPU-bound work, the CPU-bound work); its
-    loops run on C integers and doubles where compiled (baselines.pxd)."""
-    longest = [0.0] * len(w)
-    j = 0  # a counter, not enumerate(): compiled, a C integer (enumerate's is an object)
-    for reads in inputs:
-        if len(reads) == 1:
-            longest[j] = w[j] + longest[reads[0][0]]
-        elif reads:
-            best = longest[reads[0][0]]  # max(): the first of the longest
-            for p, _ in reads:
+    """(the longest chain of `w` over the reads (`Reads`' int arrays `producer` and
+    `offsets`), the GPU-bound work, the CPU-bound work); its loops run on C integers and
+    doubles where compiled, over the arrays' memory (baselines.pxd)."""
+    n = len(w)
+    longest = [0.0] * n
+    j = 0  # counters, not enumerate(): compiled, C integers (enumerate's are objects)
+    while j < n:
+        r, stop = offsets[j], offsets[j + 1]
+        if r < stop:
+            p = producer[r]
+            best = longest[p]  # max(): the first of the longest
+            r += 1
+            while r < stop:
+                p = producer[r]
                 if longest[p] > best:
                     best = longest[p]
+                r += 1
             longest[j] = w[j] + best
         else:
             longest[j] = w[j] + 0.0
-        j += 1  # noqa: SIM113
+        j += 1
     gpu_work = cpu_work = 0.0
     for x, kind in zip(w, where, strict=True):  # in graph order, one addition at a time
         if kind == 1:
@@ -221,7 +226,7 @@ def _cuts(reads: Reads, keep: Sequence[bool]) -> list[int]:
 
 
 def _stage_pass(members: Sequence[int], stage: Sequence[int], before: Sequence[int],
-                inputs: Sequence[tuple[tuple[int, int], ...]], w: Sequence[float],
+                producer: Any, offsets: Any, w: Sequence[float],
                 where: Sequence[int], longest: MutableSequence[float],
                 path: MutableSequence[float], gpu_work: MutableSequence[float],
                 cpu_work: MutableSequence[float], size: MutableSequence[int],
@@ -229,11 +234,15 @@ def _stage_pass(members: Sequence[int], stage: Sequence[int], before: Sequence[i
     """`_Stages.total`'s pass over the stages' ops (`members`, in graph order): the longest
     chain ending at each op over its stage's own edges, and per stage its critical path, its
     GPU and CPU work and its ops; per cut, the ops of the next stage that read it (`readers`).
-    Its loops run on C integers and doubles where compiled (baselines.pxd)."""
+    The reads are `Reads`' int arrays `producer` and `offsets`. Its loops run on C integers
+    and doubles where compiled, over the arrays' memory (baselines.pxd)."""
     for j in members:
         mine = stage[j]
         previous, best = before[mine], 0.0
-        for p, _ in inputs[j]:
+        r, stop = offsets[j], offsets[j + 1]
+        while r < stop:
+            p = producer[r]
+            r += 1
             if stage[p] == mine:
                 if longest[p] > best:
                     best = longest[p]
@@ -250,6 +259,26 @@ def _stage_pass(members: Sequence[int], stage: Sequence[int], before: Sequence[i
         elif kind == 2:
             cpu_work[mine] += w[j]
         size[mine] += 1
+
+
+def _outputs_read(producer: Any, output: Any, offsets: Any, readers: Sequence[int],
+                  at: Any) -> list[int]:  # fmt: skip
+    """The outputs of op `at` that `readers` read (`Reads`' int arrays `producer`, `output`,
+    `offsets`), as often as they read them; over the arrays' memory where compiled."""
+    found = []
+    for j in readers:
+        r, stop = offsets[j], offsets[j + 1]
+        while r < stop:
+            if producer[r] == at:
+                found.append(output[r])
+            r += 1
+    return found
+
+
+def _pairs_of(reads: Reads, j: int) -> list[tuple[int, int]]:
+    """The (producer, output) pairs op j reads, in order."""
+    a, b = reads.offsets[j : j + 2].tolist()
+    return list(zip(reads.producer[a:b].tolist(), reads.output[a:b].tolist(), strict=True))
 
 
 class _Stages:
@@ -276,8 +305,9 @@ class _Stages:
 
     def reads(self) -> list[list[int]]:
         """Per op, the ops it reads that are kept (not generators), ascending, once each."""
-        keep = self.keep
-        return [sorted({p for p, _ in reads if keep[p]}) for reads in self.flat.inputs]
+        keep, reads = self.keep, self.flat.reads
+        producer, offsets = reads.producer.tolist(), reads.offsets.tolist()
+        return [sorted({p for p in producer[a:b] if keep[p]}) for a, b in pairwise(offsets)]
 
     def cuts(self) -> list[int]:
         """The cuts in graph order: over arrays from `NUMPY_OPS` ops on (`_cuts`)."""
@@ -307,7 +337,7 @@ class _Stages:
         cuts = self.cuts()
         if not cuts:
             return 0.0
-        n, w, where, inputs = len(self.w), self.w, self.where, self.flat.inputs
+        n, w, where = len(self.w), self.w, self.where
         # each kept op's stage (the cuts before it), -1 for the cuts and generators
         at = np.searchsorted(np.array(cuts, dtype=np.intp), np.arange(n), side="right")
         cut = np.zeros(n, dtype=bool)
@@ -324,8 +354,9 @@ class _Stages:
         size = [0] * count
         before = [-1, *cuts]  # the cut before each stage
         readers: dict[int, list[int]] = {}
-        _stage_pass(members, stage, before, inputs, w, where, longest, path, gpu_work, cpu_work,
-                    size, readers)  # fmt: skip
+        reads = self.flat.reads
+        _stage_pass(members, stage, before, reads.producer, reads.offsets, w, where, longest,
+                    path, gpu_work, cpu_work, size, readers)  # fmt: skip
         total = sum(w[c] for c in cuts)
         gpus = self.num_gpus
         for k in range(count):
@@ -344,9 +375,11 @@ class _Stages:
         the best split, or W with no copy; the smallest over k = 1..GPUs (GPUs - 1 when the cut
         and its readers must all run on GPUs). Copies come from the tensor's own device, as the
         executor makes them. `readers`: the stage's ops that read `cut`, in graph order."""
-        w, where, inputs, made = self.w, self.where, self.flat.inputs, self.flat.out_bytes[cut]
+        w, where, made = self.w, self.where, self.flat.out_bytes[cut]
         total = sum([w[j] for j in readers])
-        sizes = {made[k] for j in readers for p, k in inputs[j] if p == cut}
+        reads = self.flat.reads
+        read = _outputs_read(reads.producer, reads.output, reads.offsets, readers, cut)
+        sizes = set(map(made.__getitem__, read))
         if not sizes:
             return 0.0
         c = copy_time(min(sizes), self.link)
@@ -364,7 +397,7 @@ class _Stages:
         each op within its stage (`stage`), `k` the stage before `cut`."""
         first: dict[int, int] = {}  # each producer's first output read, and its others
         more: dict[int, set[int]] = {}
-        for p, out in self.flat.inputs[cut]:
+        for p, out in _pairs_of(self.flat.reads, cut):
             if stage[p] == k and first.setdefault(p, out) != out:
                 more.setdefault(p, {first[p]}).add(out)
         if not first:

@@ -2,8 +2,9 @@
 # these declarations; see gpuplace/compiled.py). The Python source runs the same code.
 import cython
 
-@cython.locals(n=Py_ssize_t, homes=Py_ssize_t, op=Py_ssize_t, d=Py_ssize_t, p=Py_ssize_t,
-               k=Py_ssize_t, slot=Py_ssize_t, source=Py_ssize_t, printing=bint, ready=double,
-               there=double, end=double)
-cpdef _steps(dev, inputs, is_print, seconds, first, home_size, home_last, done, free_at, copies,
-             copied, forwarded, copy_of)
+@cython.locals(n=Py_ssize_t, homes=Py_ssize_t, op=Py_ssize_t, r=Py_ssize_t, stop=Py_ssize_t,
+               d=Py_ssize_t, p=Py_ssize_t, k=Py_ssize_t, slot=Py_ssize_t, source=Py_ssize_t,
+               printing=bint, ready=double, there=double, end=double)
+cpdef _steps(dev, const Py_ssize_t[:] producer, const Py_ssize_t[:] output,
+             const Py_ssize_t[:] offsets, is_print, seconds, first, home_size, home_last, done,
+             free_at, copies, copied, forwarded, copy_of)

@@ -142,7 +142,7 @@ def _replay(flat: Flat, dev: Sequence[int], models: Sequence[DeviceModel],
     a print's outputs are the slots it read, as (home slot or copy, device, ready)."""
     n, devices = len(dev), len(models)
     seconds = op_seconds(flat, dev, models)
-    inputs, sizes, is_print, out_bytes = flat.inputs, flat.sizes, flat.is_print, flat.out_bytes
+    reads, sizes, is_print, out_bytes = flat.reads, flat.sizes, flat.is_print, flat.out_bytes
     first = list(accumulate(map(len, sizes), initial=0))  # each op's first home slot
     homes = first.pop()
     owner = [i for i, made in enumerate(sizes) for _ in made]  # each home slot's op
@@ -170,8 +170,8 @@ def _replay(flat: Flat, dev: Sequence[int], models: Sequence[DeviceModel],
         copies.append([d, size, op, op, end + 0.0])
         return copy
 
-    _steps(dev, inputs, is_print, seconds, first, home_size, home_last, done, free_at, copies,
-           copied, forwarded, copy_of)  # fmt: skip
+    _steps(dev, reads.producer, reads.output, reads.offsets, is_print, seconds, first, home_size,
+           home_last, done, free_at, copies, copied, forwarded, copy_of)  # fmt: skip
     last = flat.last
     for i, resident in enumerate(flat.resident):
         if resident:
@@ -205,22 +205,26 @@ def _replay(flat: Flat, dev: Sequence[int], models: Sequence[DeviceModel],
     )
 
 
-def _steps(dev: Sequence[int], inputs: Sequence[tuple[tuple[int, int], ...]],
+def _steps(dev: Sequence[int], producer: Any, output: Any, offsets: Any,
            is_print: Sequence[bool], seconds: Sequence[float], first: Sequence[int],
            home_size: Sequence[int], home_last: MutableSequence[int],
            done: MutableSequence[float], free_at: MutableSequence[float],
            copies: MutableSequence[Any], copied: Mapping[tuple[int, int, int], int],
            forwarded: MutableMapping[int, list[tuple[int, int, float]]],
            copy_of: Callable[[int, int, int, int, float, int, int], int]) -> None:  # fmt: skip
-    """`_replay`'s pass over the ops in graph order: each op's reads (a copy where its input is
-    on another device: `copy_of`), its end on its device, a print's forwarded slots. Its loops
-    run on C integers and doubles where compiled (estimate.pxd)."""
+    """`_replay`'s pass over the ops in graph order: each op's reads (`Reads`' int arrays
+    `producer`, `output`, `offsets`; a copy where its input is on another device: `copy_of`),
+    its end on its device, a print's forwarded slots. Its loops run on C integers and doubles
+    where compiled, over the arrays' memory (estimate.pxd)."""
     n, homes = len(dev), len(home_size)  # slots from `homes` on are copies
-    op = 0  # a counter: compiled, a C integer
+    op = 0  # counters: compiled, C integers
     while op < n:
         d, ready, printing = dev[op], 0.0, is_print[op]
-        reads = []
-        for p, k in inputs[op]:
+        read = []
+        r, stop = offsets[op], offsets[op + 1]
+        while r < stop:
+            p, k = producer[r], output[r]
+            r += 1
             if is_print[p]:  # the slot it forwards
                 slot, source, there = forwarded[p][k]
                 if slot < homes:
@@ -244,11 +248,11 @@ def _steps(dev: Sequence[int], inputs: Sequence[tuple[tuple[int, int], ...]],
                 slot, source, there = copy, d, copies[copy - homes][4]
             ready = max(ready, done[p], there)
             if printing:
-                reads.append((slot, source, there))
+                read.append((slot, source, there))
         end = free_at[d]
         done[op] = free_at[d] = (end if end > ready else ready) + seconds[op]
         if printing:
-            forwarded[op] = reads
+            forwarded[op] = read
         op += 1
 
 

@@ -1,7 +1,8 @@
 """A graph flattened for the strategies: int-indexed lists, costs and tensor lifetimes, built once.
 
-`Flat` holds, per op in graph order: the (producer, output) pairs it reads (also as int arrays
-over every read, `Reads`, for the passes that work over arrays), its FLOPs and bytes
+`Flat` holds, per op in graph order: the (producer, output) pairs it reads (as int arrays
+over every read, `Reads`, for the passes that work over arrays or lists; as tuples per op,
+`inputs`, built on first use for the strategies and the training step), its FLOPs and bytes
 moved (`cost.py`), its outputs' sizes as the allocator rounds them (256 B), and each output's
 static last step. That is the step of its last reader anywhere (a reader on another device reads
 it to copy it, so the source lives as long), through `print` ops, which forward their input
@@ -21,7 +22,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from itertools import accumulate, chain, compress, islice, pairwise, repeat
 from math import prod
-from operator import attrgetter, mul
+from operator import add, attrgetter, mul
 from typing import Any
 
 import numpy as np
@@ -58,7 +59,6 @@ class Flat:
 
     graph: Graph
     names: tuple[str, ...]
-    inputs: tuple[tuple[tuple[int, int], ...], ...]  # (producer index, output index)
     flops: tuple[float, ...]
     nbytes: tuple[int, ...]
     sizes: tuple[tuple[int, ...], ...]  # rounded output sizes; () for print (it allocates none)
@@ -69,7 +69,7 @@ class Flat:
     is_print: tuple[bool, ...]
 
     fetch: tuple[tuple[int, int], ...]  # (op, output) of every fetched tensor
-    reads: Reads = field(compare=False, repr=False)  # `inputs` as int arrays
+    reads: Reads = field(compare=False, repr=False)  # every read, as int arrays
     # the last steps `ends` gives where they are not its own (`memory.training` keeps tensors
     # for the backward pass); None: worked out on first use
     given_ends: tuple[tuple[int, ...], ...] | None = field(default=None, repr=False)
@@ -78,6 +78,12 @@ class Flat:
     @property
     def last(self) -> int:
         return len(self.names) - 1
+
+    @cached_property
+    def inputs(self) -> tuple[tuple[tuple[int, int], ...], ...]:
+        """The (producer index, output index) pairs each op reads, built on first use: the
+        strategies and the training step read them; the estimate reads `reads` (its lists)."""
+        return tuple(self.reads.pairs())
 
     @cached_property
     def ends(self) -> tuple[tuple[int, ...], ...]:
@@ -130,20 +136,13 @@ def flatten(graph: Graph, op_meta: Callable[[str], OpMeta] | None = None) -> Fla
         elements = [sum(counts[a:b]) for a, b in spans]
         made = [tuple(slot_bytes[a:b]) for a, b in spans]
     out_bytes = list(map(keep, made, made))
-    reads, producers, outputs = Reads.of(ops, index, width, first_slot, wired)
-    if any(outputs):
-        pairs = list(zip(producers, outputs, strict=True))
-        pairs = list(map(keep, pairs, pairs))
-    else:  # every read is an output 0: one pair per op, shared by its readers
-        pairs = list(map(list(zip(range(n), repeat(0))).__getitem__, producers))
-    inputs = _grouped(pairs, list(map(len, map(_INPUTS, ops))))
+    reads = Reads.of(ops, index, width, first_slot, wired)
     resident = list(map({t: m.resident for t, m in metas.items()}.__getitem__, types))
-    is_print = [t == PRINT for t in types]
+    is_print = list(map(PRINT.__eq__, types))
     fetch = _fetched(graph, index, width)
     return Flat(
         graph=graph,
         names=names,
-        inputs=tuple(inputs),
         flops=tuple(_flops(ops, types, metas, elements, specs, reads)),
         nbytes=tuple(_moved(types, slot_bytes, out_bytes, single, reads)),
         sizes=tuple(_sizes(out_bytes, is_print)),
@@ -160,9 +159,9 @@ def flatten(graph: Graph, op_meta: Callable[[str], OpMeta] | None = None) -> Fla
 
 class Reads:
     """Every read of a flattened graph, in graph order of its readers, as int arrays: the op
-    it reads (`producer`), its `slot` (the op's first output's slot plus the output read;
-    slots number every output, op by op), the `reader`; op j's are those from `offsets[j]` to
-    `offsets[j + 1]`."""
+    it reads (`producer`), its `output` index there, its `slot` (the op's first output's slot
+    plus the output read; slots number every output, op by op), the `reader`; op j's are those
+    from `offsets[j]` to `offsets[j + 1]`."""
 
     def __init__(self, arity: Sequence[int], producers: Sequence[int], output: Any,
                  first_slot: Sequence[int]) -> None:  # fmt: skip
@@ -172,6 +171,7 @@ class Reads:
         self.offsets = np.zeros(n + 1, dtype=np.intp)
         np.cumsum(counts, out=self.offsets[1:])
         self.producer = np.fromiter(producers, np.intp, m)
+        self.output = output
         starts = np.fromiter(first_slot, np.intp, n) if n else np.zeros(0, np.intp)
         self.slot = starts[self.producer] + output
         self.n = n
@@ -179,28 +179,44 @@ class Reads:
     @classmethod
     def of(cls, ops: Sequence[Op], index: Mapping[str, int], width: Sequence[int],
            first_slot: Sequence[int], wired: Wiring | None = None,
-           ) -> tuple[Reads, list[int], list[int]]:  # fmt: skip
+           ) -> Reads:  # fmt: skip
         """The reads of `ops` (names to indices by `index`, or as the loader `wired` them;
-        `width[i]` outputs of op i), with the producer and output of each read as lists;
-        BadInput for the first op that reads an output no earlier op makes."""
+        `width[i]` outputs of op i); BadInput for the first op that reads an output no earlier
+        op makes."""
+        outputs: Sequence[int] | None
         if wired is not None:  # the loader's: no name looked up again
-            arity, producers = wired.arity, wired.producers
-            outputs = [0] * len(producers) if wired.outputs is None else wired.outputs
+            arity, producers, outputs = wired.arity, wired.producers, wired.outputs
         else:
             refs_of = list(map(_INPUTS, ops))
             arity = list(map(len, refs_of))
             refs = list(chain.from_iterable(refs_of))
             producers = list(map(index.get, map(_REF_OP, refs), repeat(-1)))
             outputs = list(map(_REF_INDEX, refs))
-        if producers and not (min(outputs) >= 0 and max(outputs) < 1 << 31):
+        if outputs is None:  # every read is an output 0 (the loader's)
+            output = np.zeros(len(producers), dtype=np.intp)
+        elif producers and not (min(outputs) >= 0 and max(outputs) < 1 << 31):
             _refuse_reads(ops, index, width)  # raises
-        output = np.fromiter(outputs, np.intp, len(producers))  # an array while it is checked
+        else:
+            output = np.fromiter(outputs, np.intp, len(producers))  # an array while checked
         reads = cls(arity, producers, output, first_slot)
         p = reads.producer
         if producers and ((p < 0) | (p >= reads.reader)
                      | (output >= np.fromiter(width, np.intp, len(width))[p])).any():  # fmt: skip
             _refuse_reads(ops, index, width)  # raises
-        return reads, producers, outputs
+        return reads
+
+    def pairs(self) -> list[tuple[tuple[int, int], ...]]:
+        """Per op, the (producer, output) pairs it reads; equal pairs are one tuple, and so
+        are equal tuples of one pair (a fan's readers all read one)."""
+        n = self.n
+        producers = self.producer.tolist()
+        if self.output.any():
+            pairs = list(zip(producers, self.output.tolist(), strict=True))
+            same: dict[tuple[int, int], tuple[int, int]] = {}
+            pairs = list(map(same.setdefault, pairs, pairs))
+        else:  # every read is an output 0: one pair per op, shared by its readers
+            pairs = list(map(list(zip(range(n), repeat(0))).__getitem__, producers))
+        return _grouped(pairs, (self.offsets[1:] - self.offsets[:-1]).tolist())
 
     def first_readers(self) -> list[int]:
         """Per op, the first op reading any of its outputs, -1 if none."""
@@ -275,15 +291,21 @@ def _flops(ops: Sequence[Op], types: Sequence[str], metas: Mapping[str, OpMeta],
     """`op_flops` of each op: its type's rate times its outputs' elements, else counted from
     its inputs (`counted_flops`); equal counts kept once."""
     rates = {t: output_rate(t, meta) for t, meta in metas.items()}  # None: counted
-    flops: list[Any] = [
-        None if r is None else 0.0 if r == 0.0 else r * e
-        for r, e in zip(map(rates.__getitem__, types), elements, strict=True)
-    ]
-    counted = [t for t, r in rates.items() if r is None]
-    if counted:  # type by type, over the ops of each
-        slot, offsets = reads.slot.tolist(), reads.offsets.tolist()
+    # rate x elements where the rate is not 0 (0 there: an int, no float conversion to
+    # overflow), then the ops of the other types, type by type: 0.0, or counted
+    factor = {t: r if r else 0 for t, r in rates.items()}
+    flops: list[Any] = list(map(mul, map(factor.__getitem__, types), elements))
+    others = [t for t, r in rates.items() if not r]
+    if others:
         code = {t: i for i, t in enumerate(metas)}
         codes = np.fromiter(map(code.__getitem__, types), np.intp, len(types))
+    for t in others:
+        if rates[t] is not None:
+            for j in np.flatnonzero(codes == code[t]).tolist():
+                flops[j] = 0.0
+    counted = [t for t in others if rates[t] is None]
+    if counted:  # type by type, over the ops of each
+        slot, offsets = reads.slot.tolist(), reads.offsets.tolist()
         for t in counted:
             these: list[int] = np.flatnonzero(codes == code[t]).tolist()
 
@@ -320,7 +342,10 @@ def _moved(types: Sequence[str], slot_bytes: Sequence[int], out_bytes: Sequence[
     else:
         slot, offsets = reads.slot.tolist(), reads.offsets.tolist()
         read = [sum(map(slot_bytes.__getitem__, slot[a:b])) for a, b in pairwise(offsets)]
-    moved = [0 if t == VARIABLE else r + o for t, r, o in zip(types, read, made, strict=True)]
+    moved = list(map(add, read, made))
+    if VARIABLE in types:  # a variable moves none
+        for j in compress(range(len(types)), map(VARIABLE.__eq__, types)):
+            moved[j] = 0
     same: dict[int, int] = {}
     return list(map(same.setdefault, moved, moved))
 
@@ -428,20 +453,9 @@ def free_groups(
     matches: dict[str, tuple[int, ...]] = {}
     allowed: dict[int, tuple[int, ...]]
     if _alone(flat.graph, flat.distinct):  # a group per op: GPUs per (request, kernels) kind
-        ops, n = flat.graph.ops, len(flat.names)
-        requests = dict.fromkeys(map(_DEVICE, ops))
-        if n and len(requests) == 1 and len(dict.fromkeys(map(id, flat.kernels))) == 1:
-            kinds: list[tuple[str, frozenset[str]]] = [(ops[0].device, flat.kernels[0])]
-        else:
-            kinds = list(zip(map(_DEVICE, ops), flat.kernels, strict=True))
-        gpus_of: dict[tuple[str, frozenset[str]], tuple[int, ...]] = {}
-        for device, kernels in dict.fromkeys(kinds):
-            found = matches.get(device)
-            if found is None:
-                found = matches[device] = match(placer_spec(device), every)
-            gpus_of[device, kernels] = found if "GPU" in kernels else ()
+        kinds, gpus_of = _kinds(flat, every, match, matches)
         free_kind = [kind for kind, gpus in gpus_of.items() if len(gpus) > 1]
-        groups = list(range(n))  # the keys of `free` are these very ints (no second copy)
+        groups = list(range(len(flat.names)))  # the keys of `free` are these very ints
         if len(gpus_of) == 1:  # all alike (most large graphs)
             free = dict.fromkeys(groups, gpus_of[free_kind[0]]) if free_kind else {}
         else:
@@ -467,16 +481,72 @@ def free_groups(
     return groups, _unsplit(free, groups, flat, tf)
 
 
+def free_candidates(flat: Flat, tf: Placement, num_gpus: int) -> list[tuple[int, ...] | None]:
+    """Per op, the GPU indices its group may use when it is free, else None (pinned): what
+    `free_groups` says of each op, on one host. Where each op is a group of its own, straight
+    from the kinds of ops (no mapping by group)."""
+    if not _alone(flat.graph, flat.distinct):
+        groups, free = free_groups(flat, tf, num_gpus)
+        return list(map(free.get, groups))
+    every = tuple(range(num_gpus))
+    requests = dict.fromkeys(map(_DEVICE, flat.graph.ops))
+    per_op: list[tuple[int, ...] | None]
+    if len(requests) == 1:  # one request: an op's kind is its kernels
+        gpus = _matching_gpus(placer_spec(next(iter(requests))), every)
+        movable = len(gpus) > 1
+        by_kernels = {k: gpus if movable and "GPU" in k else None for k in set(flat.kernels)}
+        alike = set(by_kernels.values())
+        if len(alike) == 1:  # every op the same
+            per_op = [alike.pop()] * len(flat.names)
+        else:
+            per_op = list(map(by_kernels.__getitem__, flat.kernels))
+    else:
+        kinds, gpus_of = _kinds(flat, every, _matching_gpus, {})
+        own = {kind: gpus if len(gpus) > 1 else None for kind, gpus in gpus_of.items()}
+        per_op = list(map(own.__getitem__, kinds))
+    for i in _soft_split(flat, tf):
+        per_op[i] = None
+    return per_op
+
+
+def _kinds(
+    flat: Flat,
+    every: tuple[int, ...],
+    match: Callable[[DeviceSpec, tuple[int, ...]], tuple[int, ...]],
+    matches: dict[str, tuple[int, ...]],
+) -> tuple[list[tuple[str, frozenset[str]]], dict[tuple[str, frozenset[str]], tuple[int, ...]]]:
+    """(each op's kind: its request and kernels, or the first op's alone where every op has
+    the same; the GPUs each kind may use, by `match` of its request, () without a GPU kernel).
+    `matches`: each request's GPUs, found once."""
+    ops, n = flat.graph.ops, len(flat.names)
+    requests = dict.fromkeys(map(_DEVICE, ops))
+    if n and len(requests) == 1 and len(dict.fromkeys(map(id, flat.kernels))) == 1:
+        kinds: list[tuple[str, frozenset[str]]] = [(ops[0].device, flat.kernels[0])]
+    else:
+        kinds = list(zip(map(_DEVICE, ops), flat.kernels, strict=True))
+    gpus_of: dict[tuple[str, frozenset[str]], tuple[int, ...]] = {}
+    for device, kernels in dict.fromkeys(kinds):
+        found = matches.get(device)
+        if found is None:
+            found = matches[device] = match(placer_spec(device), every)
+        gpus_of[device, kernels] = found if "GPU" in kernels else ()
+    return kinds, gpus_of
+
+
 def _unsplit(free: dict[int, tuple[int, ...]], groups: Sequence[int], flat: Flat,
              tf: Placement) -> dict[int, tuple[int, ...]]:  # fmt: skip
-    """`free` less the groups soft placement split (an op TF placed by `soft-fallback`): those
-    keep TF's choice."""
-    if SOFT in map(_KIND, tf.decisions.values()):
-        soft = {name for name, d in tf.decisions.items() if d.kind == SOFT}
-        for i, name in enumerate(flat.names):
-            if name in soft:
-                free.pop(groups[i], None)
+    """`free` less the groups soft placement split (`_soft_split`): those keep TF's choice."""
+    for i in _soft_split(flat, tf):
+        free.pop(groups[i], None)
     return free
+
+
+def _soft_split(flat: Flat, tf: Placement) -> list[int]:
+    """The ops TF placed by `soft-fallback` (soft placement moved them), in graph order."""
+    if SOFT not in map(_KIND, tf.decisions.values()):
+        return []
+    soft = {name for name, d in tf.decisions.items() if d.kind == SOFT}
+    return [i for i, name in enumerate(flat.names) if name in soft]
 
 
 def _matching_gpus(spec: DeviceSpec, every: tuple[int, ...]) -> tuple[int, ...]:

@@ -17,7 +17,14 @@ from gpuplace.graph import Graph, Op, TensorRef, TensorSpec, get_op
 from gpuplace.placement import baselines, place
 from gpuplace.placement.cost import LinkModel, work_time
 from gpuplace.placement.estimate import _replay, simulate_on_timeline
-from gpuplace.placement.flat import Flat, _groups, _matching_gpus, flatten, free_groups
+from gpuplace.placement.flat import (
+    Flat,
+    _groups,
+    _matching_gpus,
+    flatten,
+    free_candidates,
+    free_groups,
+)
 from gpuplace.placement.model import Placement
 from tests.strategy.helpers import models
 
@@ -136,7 +143,7 @@ REQUESTS = ("", "", "", "/device:GPU:0", "/device:GPU:1", "/device:GPU:5", "/dev
 def test_free_groups_and_options_equal_op_by_op(case: tuple[Graph, list[int]],
                                                  data: st.DataObject) -> None:  # fmt: skip
     """With and without colocations, device requests (soft placement on), 0-3 GPUs: the same
-    groups, free groups (in the same order), candidate lists and picks."""
+    groups, free groups (in the same order), candidates per op, candidate lists and picks."""
     graph = case[0]
     ops = []
     for i, op in enumerate(graph.ops):
@@ -153,6 +160,7 @@ def test_free_groups_and_options_equal_op_by_op(case: tuple[Graph, list[int]],
     want_groups, want_free = _free_groups_op_by_op(flat, tf, num_gpus)
     assert groups == want_groups
     assert list(free.items()) == list(want_free.items())  # in the same order
+    assert free_candidates(flat, tf, num_gpus) == [want_free.get(r) for r in want_groups]
     devices = models(num_gpus)
     gpus, cpu = devices[:-1], devices[-1]
     got = baselines._options(flat, tf, gpus, cpu, {m.name: m for m in devices}, num_gpus)
