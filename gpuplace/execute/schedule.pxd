@@ -4,7 +4,7 @@
 # them as such (a C integer would be boxed again at each).
 import cython
 
-@cython.locals(home=list, types=dict, keep=set, slot_info=list, last_use=list,
+@cython.locals(home=list, types=dict, keep=set, slot_info=list, slot_code=list, last_use=list,
                steps=list, allocs=list, starts=list, outs=dict, infos=tuple,
                at=cython.Py_ssize_t, count=cython.Py_ssize_t, n=cython.Py_ssize_t,
                k=cython.Py_ssize_t, edge=cython.Py_ssize_t, producer=cython.Py_ssize_t,

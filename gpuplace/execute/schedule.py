@@ -39,7 +39,7 @@ from ..errors import BadInput
 from ..gc_pause import gc_paused
 from ..graph.model import Graph, Op, TensorRef, TensorSpec, wiring
 from ..graph.opdef import OpDef
-from ..memory.ledger import Charges, allocation_size
+from ..memory.ledger import HUGE, Charges, allocation_size
 from .backends import Backend, NumpyBackend
 from .cupy_backend import CupyBackend
 
@@ -104,6 +104,7 @@ are the slots first .. first + count - 1; frees lists the slots whose last reade
 """
 SlotInfo = tuple[int, int, int]  # (device index, nbytes, rounded bytes): shared by equal slots
 Outputs = tuple[SlotInfo, ...]  # an op's outputs' SlotInfos
+Found = tuple[Outputs, int, tuple[int, ...]]  # see `_Planner._outputs`
 _new_tuple = tuple.__new__
 PRINT_KERNEL = 0  # the kernel index of `print` ops; see `Layout.kernels` for the others
 # An int argument of a function schedule.pxd declares (with a C type, or none): compiled, a
@@ -285,7 +286,7 @@ class _Planner:
         self.types: dict[str, tuple[int, bool, bool, bool]] = {}  # see _kernel
         self.kernel_list: list[Kernel] = []
         self.infos: list[dict[tuple[tuple[int, ...], str], SlotInfo]] = [{} for _ in self.names]
-        self.outs: list[dict[int, tuple[Outputs, int]]] = [{} for _ in self.names]  # _outputs
+        self.outs: list[dict[int, Found]] = [{} for _ in self.names]  # _outputs
         self.held: list[tuple[TensorSpec, ...]] = []
         # per op, in run order: its output's slot (one output), else the slots of its outputs
         # (a print op: its inputs' slots, which it forwards)
@@ -294,6 +295,9 @@ class _Planner:
         self.by_name: Mapping[str, int] = {}  # op name -> its number (the last, if names repeat)
         self.copied: dict[tuple[str, int, int], int] = {}  # (op, output, device) -> copy slot
         self.slot_info: list[SlotInfo] = []
+        self.slot_code: list[int] = []  # per slot, its SlotInfo's place in `distinct`
+        self.distinct: list[SlotInfo] = []  # each SlotInfo once (`_code`)
+        self.codes: dict[SlotInfo, int] = {}  # SlotInfo -> its place in `distinct`
         self.last_use: list[int] = []  # step that reads the slot last (or creates it)
         self.keep: set[int] = set()
         self.steps: list[Step] = []
@@ -377,12 +381,22 @@ class _Planner:
             info = sizes[spec.shape, spec.dtype] = (device, nbytes, allocation_size(nbytes))
         return info
 
-    def _outputs(self, outputs: tuple[TensorSpec, ...], device: int) -> tuple[Outputs, int]:
-        """An op's outputs' SlotInfos on `device` and their rounded bytes in all, worked out once
-        per outputs tuple (the loader shares one among the ops whose outputs are equal: keyed by
-        its identity, which the graph keeps alive while the layout is planned)."""
+    def _code(self, info: SlotInfo) -> int:
+        """`info`'s place in `distinct`, where it is added the first time (`finish` reads each
+        slot's device and bytes from the few distinct ones: `_slot_columns`)."""
+        code = self.codes.get(info)
+        if code is None:
+            code = self.codes[info] = len(self.distinct)
+            self.distinct.append(info)
+        return code
+
+    def _outputs(self, outputs: tuple[TensorSpec, ...], device: int) -> Found:
+        """An op's outputs' SlotInfos on `device`, their rounded bytes in all and their codes
+        (`_code`), worked out once per outputs tuple (the loader shares one among the ops whose
+        outputs are equal: keyed by its identity, which the graph keeps alive while the layout
+        is planned)."""
         infos = tuple(self._info(spec, device) for spec in outputs)
-        found = (infos, sum(info[2] for info in infos))
+        found = (infos, sum(info[2] for info in infos), tuple(map(self._code, infos)))
         self.outs[device][id(outputs)] = found
         self.held.append(outputs)  # its id stays its own while the layout is planned
         return found
@@ -405,7 +419,9 @@ class _Planner:
     def _copy(self, consumer: str, ref: TensorRef, src: int, device: int, step: int) -> CopyStep:
         src_device, nbytes, size = self.slot_info[src]
         dst = self.copied[(ref.op, ref.index, device)] = len(self.slot_info)
-        self.slot_info.append((device, nbytes, size))
+        info = (device, nbytes, size)
+        self.slot_info.append(info)
+        self.slot_code.append(self._code(info))
         self.last_use.append(step)
         names, op, index = self.names, ref.op, ref.index
         tensor = op if index == 0 else f"{op}:{index}"  # str(ref)
@@ -427,11 +443,9 @@ class _Planner:
             last_use[slot] = n  # the step after the last: never freed
         _frees(steps, last_use)
         ends = [step for step, _ in starts[1:]] + [n]
-        step_device: list[int] = []
-        for (a, device), b in zip(starts, ends, strict=True):
-            step_device += [device] * (b - a)
-        info = self.slot_info
-        devices, sizes = [i[0] for i in info], [i[2] for i in info]
+        lengths = [b - a for (a, _), b in zip(starts, ends, strict=True)]
+        step_device = _repeated([d for _, d in starts], lengths)
+        devices, sizes = _slot_columns(self.distinct, self.slot_code)
         charges = Charges(len(self.names), step_device, self.allocs, (last_use, devices, sizes))
         return Layout(
             self.names,
@@ -461,12 +475,12 @@ def _add_all(planner: _Planner, ops: Sequence[Op], where: Sequence[int | None],
     (`_Planner._outputs`: most ops share the one before them), and the input slots of an op of
     one or two inputs are held in locals, not a list."""
     home, types, keep = planner.home, planner.types, planner.keep
-    slot_info, last_use = planner.slot_info, planner.last_use
+    slot_info, slot_code, last_use = planner.slot_info, planner.slot_code, planner.last_use
     steps, allocs, starts = planner.steps, planner.allocs, planner.starts
     device = -1
-    outs: dict[int, tuple[Outputs, int]] = {}
+    outs: dict[int, Found] = {}
     specs: tuple[TensorSpec, ...] | None = None  # the outputs tuple of `found`
-    found: tuple[Outputs, int] = ((), 0)
+    found: Found = ((), 0, ())
     edge = 0  # the next input's place in `producers`
     for at in range(len(ops)):
         step = at  # compiled: `at` a C integer, `step` its Python int, made once
@@ -522,17 +536,19 @@ def _add_all(planner: _Planner, ops: Sequence[Op], where: Sequence[int | None],
         if op.outputs is not specs:
             specs = op.outputs
             found = outs.get(id(specs)) or planner._outputs(specs, device)
-        infos, size = found
+        infos, size, codes = found
         count = len(infos)
         alloc += size
         if count == 1:  # most ops: their slot, no tuple
             slot_info.append(infos[0])
+            slot_code.append(codes[0])
             last_use.append(step)
             home.append(first)
             if resident:
                 keep.add(first)
         else:
             slot_info.extend(infos)
+            slot_code.extend(codes)
             last_use.extend([step] * count)
             home.append(tuple(range(first, first + count)))
             if resident:
@@ -590,6 +606,27 @@ def _in_order(
             at, last = index.get(device), device
         found.append(at)
     return found
+
+
+def _repeated(values: Sequence[int], counts: Sequence[int]) -> Any:
+    """Each value as many times as its count, in order (an int array): each step's device,
+    from the segments'."""
+    import numpy as np
+
+    return np.repeat(np.asarray(values, np.int64), np.asarray(counts, np.int64))
+
+
+def _slot_columns(distinct: Sequence[SlotInfo], codes: Sequence[int]) -> tuple[Any, Any]:
+    """Each slot's device and rounded bytes, as int arrays (the bytes as Python ints past
+    int64), from its code (`_Planner._code`: its SlotInfo's place in `distinct`): slots share
+    a few SlotInfos (one per shape, dtype and device), so one number per slot is read."""
+    import numpy as np
+
+    at = np.fromiter(codes, np.int64, len(codes))
+    sizes = [size for _, _, size in distinct]
+    wide = max(sizes, default=0) >= HUGE
+    devices = np.asarray([device for device, _, _ in distinct], np.int64)[at]
+    return devices, np.asarray(sizes, object if wide else np.int64)[at]
 
 
 def _frees(steps: Sequence[Step], last_use: Sequence[int]) -> None:
