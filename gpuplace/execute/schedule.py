@@ -10,7 +10,8 @@ of the run has an int slot:
               TF's Send/Recv pairs are. A `print` op forwards its input slots (TF's Print forwards
               the buffer), so it allocates nothing. An op's outputs take consecutive slots.
     steps:    one list per op (see `Step`): its kernel's index, how to read its inputs, its first
-              output slot and count, the slots it frees, the copies to make first.
+              output slot and count, the slots it frees, the copies to make first. Its frees
+              are filled in when the layout is first bound (`bind`): `plan` never needs them.
     segments: runs of consecutive steps on one device; each runs under one `backend.device()`.
     keep:     slots never freed early: fetched tensors and outputs of resident ops (variables).
     fetch:    (fetch string, slot, device index) per fetched tensor.
@@ -23,7 +24,7 @@ function is called directly, with no list in or out: a small op then costs littl
 the numpy call itself.
 
 Planning a small op costs about as much as running it, so the layout is flat: a step is a plain
-list (its frees are filled in once the last reads are known), the input slots of a direct call
+list (its frees are filled in once the last reads are known, by `bind`), the input slots of a direct call
 sit in it as ints, and a step holds its Op rather than copies of its name and attrs.
 """
 
@@ -31,7 +32,7 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any, NamedTuple, Protocol
 
@@ -139,6 +140,9 @@ class Layout:
     # 3i + 2 (one output, two inputs), 3i + 3 (any), on a device whose library has its function
     effects: bool
     charges: Charges
+    # the run's steps and each slot's last reader, until `bind` fills in the steps' frees from
+    # them (`_frees`): `predict` counts the charges alone, so `plan` never needs them
+    unfreed: list[tuple[list[Step], list[int]]] = field(compare=False, repr=False)
 
     @property
     def steps(self) -> int:
@@ -246,6 +250,8 @@ def bind(layout: Layout, backends: Mapping[str, Backend]) -> Schedule:
     if tuple(backends) != layout.devices:
         raise ValueError(f"backends for {tuple(backends)}, layout for {layout.devices}")
     bound = tuple(backends.values())
+    while layout.unfreed:  # once per layout, for its first run
+        _frees(*layout.unfreed.pop())
     printing = (PRINT, _text) if layout.effects else (KERNEL, _forward)
     tables = []
     made: dict[tuple[bool, int], tuple[KernelEntry, ...]] = {}  # one per kind of backend
@@ -441,7 +447,6 @@ class _Planner:
         n = len(steps)
         for slot in self.keep:
             last_use[slot] = n  # the step after the last: never freed
-        _frees(steps, last_use)
         ends = [step for step, _ in starts[1:]] + [n]
         lengths = [b - a for (a, _), b in zip(starts, ends, strict=True)]
         step_device = _repeated([d for _, d in starts], lengths)
@@ -459,6 +464,7 @@ class _Planner:
             tuple(self.kernel_list),
             self.effects,
             charges,
+            [(steps, last_use)],
         )
 
 
@@ -593,14 +599,12 @@ def _in_order(
     """Each op's device index in `index` (None: none), from `decisions` where they list the
     ops in order (None where they do not), looked up once per run of one device name (the
     decisions of a placement share their devices' names)."""
-    if len(decisions) != len(ops):
+    if len(decisions) != len(ops) or list(decisions) != [op.name for op in ops]:
         return None
     found: list[int | None] = []
     last: object = None
     at = None
-    for op, (name, decision) in zip(ops, decisions.items(), strict=True):
-        if name != op.name:
-            return None
+    for decision in decisions.values():
         device = decision.device
         if device is not last:
             at, last = index.get(device), device
