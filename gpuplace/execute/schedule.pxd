@@ -20,3 +20,5 @@ cpdef _output_slot(held, index)
 
 @cython.locals(n=cython.Py_ssize_t, slot=cython.Py_ssize_t, step=cython.Py_ssize_t, at=list)
 cpdef _frees(steps, last_use)
+
+cpdef _copy_in(planner, str consumer, ref, src, device, step, list made)

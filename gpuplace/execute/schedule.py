@@ -84,7 +84,7 @@ CopyDraft = tuple[str, str, str, str, int]
 
 
 class CopyStep(NamedTuple):
-    """Made as `tuple.__new__(CopyStep, ...)` (`_Planner._copy`): a NamedTuple's own
+    """Made as `tuple.__new__(CopyStep, ...)` (`_copy_in`): a NamedTuple's own
     constructor, like a frozen dataclass's, runs as Python, for every copy of a layout."""
 
     src: int  # slot of the tensor on its own device
@@ -411,29 +411,6 @@ class _Planner:
         """Input `k` of `op` names no output of an op before it."""
         return BadInput(f"op '{op.name}' reads '{op.inputs[k]}', which no earlier op produces")
 
-    def _copy_in(
-        self, consumer: str, ref: TensorRef, src: int, device: int, step: int, made: list[CopyStep]
-    ) -> int:
-        """The slot of `ref`'s copy on `device`; a new copy joins the step's copies (`made`)."""
-        copy = self.copied.get((ref.op, ref.index, device))
-        if copy is not None:
-            return copy
-        new = self._copy(consumer, ref, src, device, step)
-        made.append(new)
-        return new.dst
-
-    def _copy(self, consumer: str, ref: TensorRef, src: int, device: int, step: int) -> CopyStep:
-        src_device, nbytes, size = self.slot_info[src]
-        dst = self.copied[(ref.op, ref.index, device)] = len(self.slot_info)
-        info = (device, nbytes, size)
-        self.slot_info.append(info)
-        self.slot_code.append(self._code(info))
-        self.last_use.append(step)
-        names, op, index = self.names, ref.op, ref.index
-        tensor = op if index == 0 else f"{op}:{index}"  # str(ref)
-        draft = (consumer, tensor, names[src_device], names[device], nbytes)
-        return _new_tuple(CopyStep, (src, dst, src_device, device, draft))
-
     def finish(self, fetch: Sequence[TensorRef]) -> Layout:
         fetched = []
         for ref in fetch:
@@ -514,7 +491,7 @@ def _add_all(planner: _Planner, ops: Sequence[Op], where: Sequence[int | None],
                 last_use[slot] = step
                 if made is None:
                     made = []
-                read = planner._copy_in(op.name, op.inputs[k], read, device, step, made)
+                read = _copy_in(planner, op.name, op.inputs[k], read, device, step, made)
                 slot = read
             last_use[slot] = step
             if k == 0:
@@ -576,6 +553,28 @@ def _inputs(n: Int, x: Int, y: Int, slots: list[Int] | None) -> tuple[int, ...]:
     if n == 2:
         return (x, y)
     return (x,) if n == 1 else ()
+
+
+def _copy_in(planner: _Planner, consumer: str, ref: TensorRef, src: Int, device: Int,
+             step: Int, made: list[CopyStep]) -> Int:  # fmt: skip
+    """The slot of `ref`'s copy (from slot `src`) on `device`, made once per tensor and device
+    (TF's Send/Recv pair); a new copy joins the step's copies (`made`). A function of the
+    module, which `_add_all` calls in C where compiled."""
+    key = (ref.op, ref.index, device)
+    copy = planner.copied.get(key)
+    if copy is not None:
+        return copy
+    src_device, nbytes, size = planner.slot_info[src]
+    dst = planner.copied[key] = len(planner.slot_info)
+    info = (device, nbytes, size)
+    planner.slot_info.append(info)
+    planner.slot_code.append(planner._code(info))
+    planner.last_use.append(step)
+    names, op, index = planner.names, ref.op, ref.index
+    tensor = op if index == 0 else f"{op}:{index}"  # str(ref)
+    draft = (consumer, tensor, names[src_device], names[device], nbytes)
+    made.append(_new_tuple(CopyStep, (src, dst, src_device, device, draft)))
+    return dst
 
 
 def _output_slot(held: int | tuple[int, ...], index: Int) -> int | None:
