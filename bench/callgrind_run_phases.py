@@ -14,15 +14,13 @@ Hash seeds and OpenBLAS's threads are fixed, so a run repeats to the instruction
 
 from __future__ import annotations
 
-import json
-import os
 import re
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
-from procs import SHAPES, shape_ops, write_shape
+from callgrind_load_place import arguments, shapes
 
 PHASES = ("predict_memory", "execute_prepared", "run_json")
 CHILD = """
@@ -67,22 +65,11 @@ def instructions(argv: list[str], env: dict[str, str]) -> list[int]:
 
 
 def main() -> None:
-    args = sys.argv[1:]
-    n = int(args[0]) if args and args[0].isdigit() else 10_000
-    base = args[args.index("--base") + 1] if "--base" in args[:-1] else None
-    env = {**os.environ, "PYTHONHASHSEED": "0", "OPENBLAS_NUM_THREADS": "1"}
-    if base:
-        env["PYTHONPATH"] = base
-    print(f"callgrind, instructions per op, {n:,}-op JSON specs ({base or 'this tree'})")
-    with tempfile.TemporaryDirectory() as tmp:
-        folder = Path(tmp)
-        small = folder / "small.json"
-        small.write_text('{"graph": ' + json.dumps(shape_ops("random", 300)) + "}")
-        for shape in SHAPES:
-            _, path = write_shape(shape, n, folder)
-            got = instructions([sys.executable, "-c", CHILD, str(small), str(path)], env)
-            counts = ", ".join(f"{p} {c // n:,}" for p, c in zip(PHASES, got, strict=True))
-            print(f"{shape}: {counts}")
+    n, env = arguments()
+    for shape, small, path in shapes(n):
+        got = instructions([sys.executable, "-c", CHILD, str(small), str(path)], env)
+        counts = ", ".join(f"{p} {c // n:,}" for p, c in zip(PHASES, got, strict=True))
+        print(f"{shape}: {counts}")
 
 
 if __name__ == "__main__":
