@@ -8,7 +8,7 @@ import cython
                steps=list, allocs=list, starts=list, outs=dict, infos=tuple,
                at=cython.Py_ssize_t, count=cython.Py_ssize_t, n=cython.Py_ssize_t,
                k=cython.Py_ssize_t, edge=cython.Py_ssize_t, producer=cython.Py_ssize_t,
-               slot=cython.Py_ssize_t)
+               slot=cython.Py_ssize_t, step=object)
 cpdef _add_all(planner, ops, list where, list producers, list arity, outputs)
 
 cpdef _inputs(Py_ssize_t n, x, y, list slots)
