@@ -47,6 +47,11 @@ os._exit(0)
 """
 
 
+def _dump_number(path: Path) -> list[int]:
+    """`cg.PID.K`'s numbers, to sort the dumps in the order callgrind wrote them."""
+    return [int(s) for s in re.findall(r"\d+", path.name)]
+
+
 def instructions(argv: list[str], env: dict[str, str]) -> list[int]:
     """The instructions of each dump callgrind writes (one per counted phase), in order."""
     with tempfile.TemporaryDirectory() as tmp:
@@ -56,7 +61,7 @@ def instructions(argv: list[str], env: dict[str, str]) -> list[int]:
              f"--callgrind-out-file={tmp}/cg.%p", *argv],
             capture_output=True, text=True, env=env, check=True,
         )  # fmt: skip
-        dumps = sorted(Path(tmp).glob("cg.*"), key=lambda p: [int(s) for s in re.findall(r"\d+", p.name)])  # fmt: skip
+        dumps = sorted(Path(tmp).glob("cg.*"), key=_dump_number)
         totals = []
         for dump in dumps:
             found = re.search(r"^totals: (\d+)", dump.read_text(), re.MULTILINE)

@@ -24,8 +24,8 @@ function is called directly, with no list in or out: a small op then costs littl
 the numpy call itself.
 
 Planning a small op costs about as much as running it, so the layout is flat: a step is a plain
-list (its frees are filled in once the last reads are known, by `bind`), the input slots of a direct call
-sit in it as ints, and a step holds its Op rather than copies of its name and attrs.
+list (its frees are filled in once the last reads are known, by `bind`), the input slots of a
+direct call sit in it as ints, and a step holds its Op rather than copies of its name and attrs.
 """
 
 from __future__ import annotations
@@ -272,7 +272,8 @@ class _Planner:
     """Builds a Layout in one pass over the ops (state: see the module docstring).
 
     Per op: one step list, a `home` entry, and per output slot two list entries
-    (its shared SlotInfo and its last use); `finish` turns the last uses into frees and charges.
+    (its shared SlotInfo and its last use); `finish` turns the last uses into charges, and
+    `bind` into each step's frees.
     Ops are numbered by their place in the run: an input names its producer by that number
     (`_producers`), so the loop looks no name up.
     """
@@ -297,7 +298,6 @@ class _Planner:
         # per op, in run order: its output's slot (one output), else the slots of its outputs
         # (a print op: its inputs' slots, which it forwards)
         self.home: list[int | tuple[int, ...]] = []
-        self.ops: Sequence[Op] = ()
         self.by_name: Mapping[str, int] = {}  # op name -> its number (the last, if names repeat)
         self.copied: dict[tuple[str, int, int], int] = {}  # (op, output, device) -> copy slot
         self.slot_info: list[SlotInfo] = []
@@ -314,7 +314,6 @@ class _Planner:
         """Plan the ops in order (`graph`'s, or some of them): each one's device, input slots
         (copied to its device when they live elsewhere), output slots, and the bytes its step
         allocates (`_add_all`)."""
-        self.ops = ops
         producers, arity, outputs = self._producers(ops, graph)
         _add_all(self, ops, self._devices(ops), producers, arity, outputs)
 
@@ -452,11 +451,11 @@ def _add_all(planner: _Planner, ops: Sequence[Op], where: Sequence[int | None],
     much per op as running small ops does); copies and errors go to helpers.
 
     A function of the module, not a method, so that the compiled core types its locals
-    (schedule.pxd): the device, counts and op numbers are C integers there. Inputs are read
-    by producer number (`where`: each op's device index; `producers`, `arity`, `outputs`: see
-    `_Planner._producers`), an op's outputs looked up once per outputs tuple
-    (`_Planner._outputs`: most ops share the one before them), and the input slots of an op of
-    one or two inputs are held in locals, not a list."""
+    (schedule.pxd): counts, op numbers and the slot indexed with are C integers there. Inputs
+    are read by producer number (`where`: each op's device index; `producers`, `arity`,
+    `outputs`: see `_Planner._producers`), an op's outputs looked up where its outputs tuple
+    is not the op before's (`_Planner._outputs`), and the input slots of an op of one or two
+    inputs are held in locals, not a list."""
     home, types, keep = planner.home, planner.types, planner.keep
     slot_info, slot_code, last_use = planner.slot_info, planner.slot_code, planner.last_use
     steps, allocs, starts = planner.steps, planner.allocs, planner.starts
