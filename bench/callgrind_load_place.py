@@ -13,11 +13,13 @@ so a run repeats to the instruction. Several minutes (valgrind).
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
 import sys
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 from procs import SHAPES, shape_ops, write_shape
@@ -57,7 +59,9 @@ def instructions(argv: list[str], env: dict[str, str]) -> int:
     return int(found.group(1))
 
 
-def main() -> None:
+def arguments() -> tuple[int, dict[str, str]]:
+    """N (default 10,000) and the children's environment, fixed hash seeds and OpenBLAS
+    threads (with `--base DIR`: DIR's gpuplace/); prints the header."""
     args = sys.argv[1:]
     n = int(args[0]) if args and args[0].isdigit() else 10_000
     base = args[args.index("--base") + 1] if "--base" in args[:-1] else None
@@ -65,20 +69,31 @@ def main() -> None:
     if base:
         env["PYTHONPATH"] = base
     print(f"callgrind, instructions per op, {n:,}-op JSON specs ({base or 'this tree'})")
+    return n, env
+
+
+def shapes(n: int) -> Iterator[tuple[str, Path, Path]]:
+    """(shape, the small spec to warm up on, the N-op JSON spec) per shape of procs.py."""
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         small = folder / "small.json"
-        small.write_text('{"graph": ' + __import__("json").dumps(shape_ops("random", 300)) + "}")
+        small.write_text('{"graph": ' + json.dumps(shape_ops("random", 300)) + "}")
         for shape in SHAPES:
             _, path = write_shape(shape, n, folder)
-            got = {
-                what: instructions([sys.executable, "-c", CHILD, str(small), str(path), what], env)
-                for what in ("none", "parse", "load", "place")
-            }
-            parse, load, place = (got[w] - got[p] for w, p in
-                                  (("parse", "none"), ("load", "parse"), ("place", "load")))  # fmt: skip
-            print(f"{shape}: parse {parse // n:,}, load less parse {load // n:,}, "
-                  f"place {place // n:,}")  # fmt: skip
+            yield shape, small, path
+
+
+def main() -> None:
+    n, env = arguments()
+    for shape, small, path in shapes(n):
+        got = {
+            what: instructions([sys.executable, "-c", CHILD, str(small), str(path), what], env)
+            for what in ("none", "parse", "load", "place")
+        }
+        parse, load, place = (got[w] - got[p] for w, p in
+                              (("parse", "none"), ("load", "parse"), ("place", "load")))  # fmt: skip
+        print(f"{shape}: parse {parse // n:,}, load less parse {load // n:,}, "
+              f"place {place // n:,}")  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -10,7 +10,8 @@ of the run has an int slot:
               TF's Send/Recv pairs are. A `print` op forwards its input slots (TF's Print forwards
               the buffer), so it allocates nothing. An op's outputs take consecutive slots.
     steps:    one list per op (see `Step`): its kernel's index, how to read its inputs, its first
-              output slot and count, the slots it frees, the copies to make first.
+              output slot and count, the slots it frees, the copies to make first. Its frees
+              are filled in when the layout is first bound (`bind`): `plan` never needs them.
     segments: runs of consecutive steps on one device; each runs under one `backend.device()`.
     keep:     slots never freed early: fetched tensors and outputs of resident ops (variables).
     fetch:    (fetch string, slot, device index) per fetched tensor.
@@ -23,24 +24,23 @@ function is called directly, with no list in or out: a small op then costs littl
 the numpy call itself.
 
 Planning a small op costs about as much as running it, so the layout is flat: a step is a plain
-list (its frees are filled in once the last reads are known), the input slots of a direct call
-sit in it as ints, and a step holds its Op rather than copies of its name and attrs.
+list (its frees are filled in once the last reads are known, by `bind`), the input slots of a
+direct call sit in it as ints, and a step holds its Op rather than copies of its name and attrs.
 """
 
 from __future__ import annotations
 
 from bisect import bisect_right
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence, ValuesView
-from dataclasses import dataclass
-from operator import attrgetter
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any, NamedTuple, Protocol
 
 from ..errors import BadInput
 from ..gc_pause import gc_paused
-from ..graph.model import Graph, Op, TensorRef, TensorSpec
+from ..graph.model import Graph, Op, TensorRef, TensorSpec, wiring
 from ..graph.opdef import OpDef
-from ..memory.ledger import Charges, allocation_size
+from ..memory.ledger import HUGE, Charges, allocation_size
 from .backends import Backend, NumpyBackend
 from .cupy_backend import CupyBackend
 
@@ -84,7 +84,7 @@ CopyDraft = tuple[str, str, str, str, int]
 
 
 class CopyStep(NamedTuple):
-    """Made as `tuple.__new__(CopyStep, ...)` (`_Planner._copy`): a NamedTuple's own
+    """Made as `tuple.__new__(CopyStep, ...)` (`_copy_in`): a NamedTuple's own
     constructor, like a frozen dataclass's, runs as Python, for every copy of a layout."""
 
     src: int  # slot of the tensor on its own device
@@ -105,9 +105,12 @@ are the slots first .. first + count - 1; frees lists the slots whose last reade
 """
 SlotInfo = tuple[int, int, int]  # (device index, nbytes, rounded bytes): shared by equal slots
 Outputs = tuple[SlotInfo, ...]  # an op's outputs' SlotInfos
-_NAME, _DEVICE = attrgetter("name"), attrgetter("device")
+Found = tuple[Outputs, int, tuple[int, ...]]  # see `_Planner._outputs`
 _new_tuple = tuple.__new__
 PRINT_KERNEL = 0  # the kernel index of `print` ops; see `Layout.kernels` for the others
+# An int argument of a function schedule.pxd declares (with a C type, or none): compiled, a
+# plain `int` annotation is Cython's own exact int type, which such a declaration contradicts.
+Int = int
 
 
 def step_inputs(step: Step) -> tuple[int, ...]:
@@ -137,6 +140,9 @@ class Layout:
     # 3i + 2 (one output, two inputs), 3i + 3 (any), on a device whose library has its function
     effects: bool
     charges: Charges
+    # the run's steps and each slot's last reader, until `bind` fills in the steps' frees from
+    # them (`_frees`): `predict` counts the charges alone, so `plan` never needs them
+    unfreed: list[tuple[list[Step], list[int]]] = field(compare=False, repr=False)
 
     @property
     def steps(self) -> int:
@@ -201,20 +207,6 @@ class PlacedDevices(Mapping[str, str]):
     def __len__(self) -> int:
         return len(self.decisions)
 
-    def values(self) -> ValuesView[str]:
-        return _InOrder(self)
-
-
-class _InOrder(ValuesView[str]):
-    """`PlacedDevices.values()`: the devices in the decisions' order, without a lookup per op."""
-
-    def __init__(self, devices: PlacedDevices) -> None:
-        super().__init__(devices)
-        self._decisions = devices.decisions
-
-    def __iter__(self) -> Iterator[str]:
-        return (d.device for d in self._decisions.values())
-
 
 def _text(xp: ModuleType, inputs: list[Any], attrs: Mapping[str, Any]) -> list[Any]:
     """A print step's compute: numpy's text of each host input (its outputs forward its inputs)."""
@@ -258,6 +250,8 @@ def bind(layout: Layout, backends: Mapping[str, Backend]) -> Schedule:
     if tuple(backends) != layout.devices:
         raise ValueError(f"backends for {tuple(backends)}, layout for {layout.devices}")
     bound = tuple(backends.values())
+    while layout.unfreed:  # once per layout, for its first run
+        _frees(*layout.unfreed.pop())
     printing = (PRINT, _text) if layout.effects else (KERNEL, _forward)
     tables = []
     made: dict[tuple[bool, int], tuple[KernelEntry, ...]] = {}  # one per kind of backend
@@ -278,7 +272,10 @@ class _Planner:
     """Builds a Layout in one pass over the ops (state: see the module docstring).
 
     Per op: one step list, a `home` entry, and per output slot two list entries
-    (its shared SlotInfo and its last use); `finish` turns the last uses into frees and charges.
+    (its shared SlotInfo and its last use); `finish` turns the last uses into charges, and
+    `bind` into each step's frees.
+    Ops are numbered by their place in the run: an input names its producer by that number
+    (`_producers`), so the loop looks no name up.
     """
 
     def __init__(
@@ -293,55 +290,90 @@ class _Planner:
         self.effects = effects
         self.names = tuple(names)
         self.index = {name: i for i, name in enumerate(self.names)}
-        self.types: dict[str, tuple[int, bool, bool]] = {}  # see _kernel
+        self.types: dict[str, tuple[int, bool, bool, bool]] = {}  # see _kernel
         self.kernel_list: list[Kernel] = []
         self.infos: list[dict[tuple[tuple[int, ...], str], SlotInfo]] = [{} for _ in self.names]
-        self.outs: list[dict[int, tuple[Outputs, int]]] = [{} for _ in self.names]  # _outputs
+        self.outs: list[dict[int, Found]] = [{} for _ in self.names]  # _outputs
         self.held: list[tuple[TensorSpec, ...]] = []
-        self.home: dict[str, Sequence[int]] = {}  # op -> slots of its outputs, on its device
+        # per op, in run order: its output's slot (one output), else the slots of its outputs
+        # (a print op: its inputs' slots, which it forwards)
+        self.home: list[int | tuple[int, ...]] = []
+        self.by_name: Mapping[str, int] = {}  # op name -> its number (the last, if names repeat)
         self.copied: dict[tuple[str, int, int], int] = {}  # (op, output, device) -> copy slot
         self.slot_info: list[SlotInfo] = []
+        self.slot_code: list[int] = []  # per slot, its SlotInfo's place in `distinct`
+        self.distinct: list[SlotInfo] = []  # each SlotInfo once (`_code`)
+        self.codes: dict[SlotInfo, int] = {}  # SlotInfo -> its place in `distinct`
         self.last_use: list[int] = []  # step that reads the slot last (or creates it)
         self.keep: set[int] = set()
         self.steps: list[Step] = []
         self.allocs: list[int] = []  # per step: rounded bytes of its outputs and copies
         self.starts: list[tuple[int, int]] = []  # (first step, device) of each segment
 
-    def add_all(self, ops: Sequence[Op]) -> None:
-        """Plan the ops in order: each one's device, input slots (copied to its device when they
-        live elsewhere), output slots, and the bytes its step allocates (`_add_all`)."""
-        _add_all(self, ops)
+    def add_all(self, ops: Sequence[Op], graph: Graph) -> None:
+        """Plan the ops in order (`graph`'s, or some of them): each one's device, input slots
+        (copied to its device when they live elsewhere), output slots, and the bytes its step
+        allocates (`_add_all`)."""
+        producers, arity, outputs = self._producers(ops, graph)
+        _add_all(self, ops, self._devices(ops), producers, arity, outputs)
 
-    def _devices(self, ops: Sequence[Op]) -> Iterable[int | None]:
+    def _producers(
+        self, ops: Sequence[Op], graph: Graph
+    ) -> tuple[list[int], list[int], list[int] | None]:
+        """Each input's producer, as the number of an earlier op (-1, or a later op's: none
+        produces it), op by op (`arity`: how many each reads), and which of its outputs
+        (None: output 0 for all): the graph's wiring (`graph.model.wiring`, which the loader
+        made) when `ops` are all its ops, named once each; else worked out as they come."""
+        if ops is graph.ops:
+            wired = wiring(graph)
+            if len(wired.index) == len(ops):  # each name once: its op is the one it names
+                self.by_name = wired.index
+                return wired.producers, wired.arity, wired.outputs
+        index: dict[str, int] = {}
+        producers: list[int] = []
+        arity: list[int] = []
+        outputs: list[int] = []
+        for i, op in enumerate(ops):  # a name read means the last op of that name so far
+            arity.append(len(op.inputs))
+            for ref in op.inputs:
+                producers.append(index.get(ref.op, -1))
+                outputs.append(ref.index)
+            index[op.name] = i
+        self.by_name = index
+        return producers, arity, outputs
+
+    def _devices(self, ops: Sequence[Op]) -> list[int | None]:
         """Each op's device index (None: none, or one without a backend).
 
         A placement made for this graph lists its ops in graph order: read in step, its entries
         cost a tenth of looking each op up in it (a large dict is slow to probe at random).
         """
-        names = list(map(_NAME, ops))
         placement, index = self.placement, self.index
-        if isinstance(placement, PlacedDevices):  # each decision's device, read in C
-            decisions = placement.decisions
-            if list(decisions) == names:
-                return map(index.get, map(_DEVICE, decisions.values()))
-        elif list(placement) == names:
-            return map(index.get, placement.values())
-        return (index.get(placement.get(name, "")) for name in names)
+        if isinstance(placement, PlacedDevices):
+            found = _in_order(index, ops, placement.decisions)
+            if found is not None:
+                return found
+        return _indices(index, [placement.get(op.name, "") for op in ops])
 
-    def _segment(self, op: Op, device: int | None, step: int) -> int:
-        """`op` runs on another device than the step before it: it starts a new segment."""
-        if device is None:
-            device = self._device(op)  # raises, saying what is missing
-        self.starts.append((step, device))
-        return device
+    def _unplaced(self, op: Op) -> BadInput:
+        """`op` has no device, or one without a backend."""
+        name = self.placement.get(op.name)
+        if name is None:
+            return BadInput(f"op '{op.name}' has no device: place the graph before running it")
+        known = ", ".join(self.names) or "none"
+        return BadInput(f"op '{op.name}' is placed on {name}, which has no backend ({known})")
 
-    def _kernel(self, op_type: str) -> tuple[int, bool, bool]:
-        """An op type's first kernel index, residency, and whether it names an `xp_function`,
-        asked of the registry once."""
-        kernel = self.kernels(op_type)
-        self.kernel_list.append(kernel)
-        direct = isinstance(getattr(kernel, "xp_function", None), str)
-        entry = (3 * len(self.kernel_list) - 2, self.resident(op_type), direct)
+    def _kernel(self, op_type: str) -> tuple[int, bool, bool, bool]:
+        """An op type's first kernel index, residency, whether it names an `xp_function`, and
+        whether it is `print` (which has no kernel: it forwards its inputs), asked of the
+        registry once."""
+        if op_type == PRINT_OP:
+            entry = (PRINT_KERNEL, False, False, True)
+        else:
+            kernel = self.kernels(op_type)
+            self.kernel_list.append(kernel)
+            direct = isinstance(getattr(kernel, "xp_function", None), str)
+            entry = (3 * len(self.kernel_list) - 2, self.resident(op_type), direct, False)
         self.types[op_type] = entry
         return entry
 
@@ -354,67 +386,47 @@ class _Planner:
             info = sizes[spec.shape, spec.dtype] = (device, nbytes, allocation_size(nbytes))
         return info
 
-    def _outputs(self, outputs: tuple[TensorSpec, ...], device: int) -> tuple[Outputs, int]:
-        """An op's outputs' SlotInfos on `device` and their rounded bytes in all, worked out once
-        per outputs tuple (the loader shares one among the ops whose outputs are equal: keyed by
-        its identity, which the graph keeps alive while the layout is planned)."""
+    def _code(self, info: SlotInfo) -> int:
+        """`info`'s place in `distinct`, where it is added the first time (`finish` reads each
+        slot's device and bytes from the few distinct ones: `_slot_columns`)."""
+        code = self.codes.get(info)
+        if code is None:
+            code = self.codes[info] = len(self.distinct)
+            self.distinct.append(info)
+        return code
+
+    def _outputs(self, outputs: tuple[TensorSpec, ...], device: int) -> Found:
+        """An op's outputs' SlotInfos on `device`, their rounded bytes in all and their codes
+        (`_code`), worked out once per outputs tuple (the loader shares one among the ops whose
+        outputs are equal: keyed by its identity, which the graph keeps alive while the layout
+        is planned)."""
         infos = tuple(self._info(spec, device) for spec in outputs)
-        found = (infos, sum(info[2] for info in infos))
+        found = (infos, sum(info[2] for info in infos), tuple(map(self._code, infos)))
         self.outs[device][id(outputs)] = found
         self.held.append(outputs)  # its id stays its own while the layout is planned
         return found
 
-    def _device(self, op: Op) -> int:
-        name = self.placement.get(op.name)
-        index = self.index.get(name) if name is not None else None
-        if index is None:
-            if name is None:
-                raise BadInput(f"op '{op.name}' has no device: place the graph before running it")
-            known = ", ".join(self.names) or "none"
-            raise BadInput(f"op '{op.name}' is placed on {name}, which has no backend ({known})")
-        return index
-
-    def _copy_in(
-        self, consumer: str, ref: TensorRef, src: int, device: int, step: int, made: list[CopyStep]
-    ) -> int:
-        """The slot of `ref`'s copy on `device`; a new copy joins the step's copies (`made`)."""
-        copy = self.copied.get((ref.op, ref.index, device))
-        if copy is not None:
-            return copy
-        new = self._copy(consumer, ref, src, device, step)
-        made.append(new)
-        return new.dst
-
-    def _copy(self, consumer: str, ref: TensorRef, src: int, device: int, step: int) -> CopyStep:
-        src_device, nbytes, size = self.slot_info[src]
-        dst = self.copied[(ref.op, ref.index, device)] = len(self.slot_info)
-        self.slot_info.append((device, nbytes, size))
-        self.last_use.append(step)
-        names, op, index = self.names, ref.op, ref.index
-        tensor = op if index == 0 else f"{op}:{index}"  # str(ref)
-        draft = (consumer, tensor, names[src_device], names[device], nbytes)
-        return _new_tuple(CopyStep, (src, dst, src_device, device, draft))
+    def _unproduced(self, op: Op, k: int) -> BadInput:
+        """Input `k` of `op` names no output of an op before it."""
+        return BadInput(f"op '{op.name}' reads '{op.inputs[k]}', which no earlier op produces")
 
     def finish(self, fetch: Sequence[TensorRef]) -> Layout:
         fetched = []
         for ref in fetch:
-            try:
-                slot = self.home[ref.op][ref.index]
-            except (KeyError, IndexError):
-                raise BadInput(f"fetch '{ref}' names no output of the graph's ops") from None
+            at = self.by_name.get(ref.op)
+            slot = None if at is None else _output_slot(self.home[at], ref.index)
+            if slot is None:
+                raise BadInput(f"fetch '{ref}' names no output of the graph's ops")
             self.keep.add(slot)
             fetched.append((str(ref), slot, self.slot_info[slot][0]))
         steps, starts, last_use = self.steps, self.starts, self.last_use
         n = len(steps)
         for slot in self.keep:
             last_use[slot] = n  # the step after the last: never freed
-        _frees(steps, last_use)
         ends = [step for step, _ in starts[1:]] + [n]
-        step_device: list[int] = []
-        for (a, device), b in zip(starts, ends, strict=True):
-            step_device += [device] * (b - a)
-        info = self.slot_info
-        devices, sizes = [i[0] for i in info], [i[2] for i in info]
+        lengths = [b - a for (a, _), b in zip(starts, ends, strict=True)]
+        step_device = _repeated([d for _, d in starts], lengths)
+        devices, sizes = _slot_columns(self.distinct, self.slot_code)
         charges = Charges(len(self.names), step_device, self.allocs, (last_use, devices, sizes))
         return Layout(
             self.names,
@@ -428,53 +440,67 @@ class _Planner:
             tuple(self.kernel_list),
             self.effects,
             charges,
+            [(steps, last_use)],
         )
 
 
-def _add_all(planner: _Planner, ops: Sequence[Op]) -> None:
+def _add_all(planner: _Planner, ops: Sequence[Op], where: Sequence[int | None],
+             producers: Sequence[int], arity: Sequence[int],
+             outputs: Sequence[int] | None) -> None:  # fmt: skip
     """`_Planner.add_all`: one loop with what it uses held in locals (planning costs about as
-    much per op as running small ops does); copies, print ops and errors go to helpers.
+    much per op as running small ops does); copies and errors go to helpers.
 
     A function of the module, not a method, so that the compiled core types its locals
-    (schedule.pxd): the device and counts are C integers there. An op's outputs are looked up
-    once per outputs tuple (`_Planner._outputs`), and the input slots of an op of one or two
+    (schedule.pxd): counts, op numbers and the slot indexed with are C integers there. Inputs
+    are read by producer number (`where`: each op's device index; `producers`, `arity`,
+    `outputs`: see `_Planner._producers`), an op's outputs looked up where its outputs tuple
+    is not the op before's (`_Planner._outputs`), and the input slots of an op of one or two
     inputs are held in locals, not a list."""
     home, types, keep = planner.home, planner.types, planner.keep
-    slot_info, last_use = planner.slot_info, planner.last_use
-    steps, allocs = planner.steps, planner.allocs
+    slot_info, slot_code, last_use = planner.slot_info, planner.slot_code, planner.last_use
+    steps, allocs, starts = planner.steps, planner.allocs, planner.starts
     device = -1
-    outs: dict[int, tuple[Outputs, int]] = {}
-    step = 0
-    for op, placed in zip(ops, planner._devices(ops), strict=True):
-        if placed != device:
-            device = planner._segment(op, placed, step)  # raises for None
-            outs = planner.outs[device]
+    outs: dict[int, Found] = {}
+    specs: tuple[TensorSpec, ...] | None = None  # the outputs tuple of `found`
+    found: Found = ((), 0, ())
+    edge = 0  # the next input's place in `producers`
+    for at in range(len(ops)):
+        step = at  # compiled: `at` a C integer, `step` its Python int, made once
+        op = ops[at]
+        placed = where[at]
+        if placed != device:  # a new segment
+            if placed is None:
+                raise planner._unplaced(op)
+            device = placed
+            starts.append((step, device))
+            outs, specs = planner.outs[device], None
         slots: list[int] | None = None  # past two inputs
         x = y = -1
-        n = 0
+        n = arity[at]
         made: list[CopyStep] | None = None  # most ops copy nothing
-        for ref in op.inputs:
-            try:
-                slot = home[ref.op][ref.index]
-            except (KeyError, IndexError):
-                raise BadInput(
-                    f"op '{op.name}' reads '{ref}', which no earlier op produces"
-                ) from None
+        for k in range(n):
+            producer = producers[edge]
+            index = 0 if outputs is None else outputs[edge]
+            edge += 1
+            read = _output_slot(home[producer], index) if 0 <= producer < at else None
+            if read is None:
+                raise planner._unproduced(op, k)
+            slot = read  # compiled: a C integer to index with, `read` the Python int
             if slot_info[slot][0] != device:
                 last_use[slot] = step
                 if made is None:
                     made = []
-                slot = planner._copy_in(op.name, ref, slot, device, step, made)
+                read = _copy_in(planner, op.name, op.inputs[k], read, device, step, made)
+                slot = read
             last_use[slot] = step
-            if n == 0:
-                x = slot
-            elif n == 1:
-                y = slot
+            if k == 0:
+                x = read
+            elif k == 1:
+                y = read
             else:
                 if slots is None:
                     slots = [x, y]
-                slots.append(slot)
-            n += 1
+                slots.append(read)
         copies: Copies = ()
         alloc = 0
         if made:
@@ -482,45 +508,127 @@ def _add_all(planner: _Planner, ops: Sequence[Op]) -> None:
             for c in copies:
                 alloc += slot_info[c.dst][2]
         first = len(slot_info)
-        if slots is not None:
-            inputs = tuple(slots)
-        elif n == 2:
-            inputs = (x, y)
-        else:
-            inputs = (x,) if n == 1 else ()
-        if op.type == PRINT_OP:  # forwards its inputs' buffers, as TF's Print does
-            home[op.name] = inputs
+        kernel, resident, direct, printing = types.get(op.type) or planner._kernel(op.type)
+        if printing:  # forwards its inputs' buffers, as TF's Print does
+            inputs = _inputs(n, x, y, slots)
+            home.append(inputs)
             steps.append([PRINT_KERNEL, inputs, -1, first, 0, (), copies, op])
             allocs.append(alloc)
-            step += 1
             continue
-        kernel, resident, direct = types.get(op.type) or planner._kernel(op.type)
-        specs = op.outputs
-        found = outs.get(id(specs))
-        if found is None:
-            found = planner._outputs(specs, device)
-        infos, size = found
+        if op.outputs is not specs:
+            specs = op.outputs
+            found = outs.get(id(specs)) or planner._outputs(specs, device)
+        infos, size, codes = found
         count = len(infos)
         alloc += size
-        outputs: tuple[int, ...]
-        if count == 1:  # most ops: build its tuple inline
+        if count == 1:  # most ops: their slot, no tuple
             slot_info.append(infos[0])
+            slot_code.append(codes[0])
             last_use.append(step)
-            home[op.name] = outputs = (first,)
+            home.append(first)
+            if resident:
+                keep.add(first)
         else:
             slot_info.extend(infos)
+            slot_code.extend(codes)
             last_use.extend([step] * count)
-            home[op.name] = outputs = tuple(range(first, first + count))
-        if resident:
-            keep.update(outputs)
+            home.append(tuple(range(first, first + count)))
+            if resident:
+                keep.update(range(first, first + count))
         if direct and count == 1 and n == 2:
             steps.append([kernel + 1, x, y, first, 1, (), copies, op])
         elif direct and count == 1 and n == 1:
             steps.append([kernel, x, -1, first, 1, (), copies, op])
         else:
-            steps.append([kernel + 2, inputs, -1, first, count, (), copies, op])
+            steps.append([kernel + 2, _inputs(n, x, y, slots), -1, first, count, (), copies, op])
         allocs.append(alloc)
-        step += 1
+
+
+def _inputs(n: Int, x: Int, y: Int, slots: list[Int] | None) -> tuple[int, ...]:
+    """An op's input slots as a tuple: `_add_all` holds the first two in `x` and `y`, and
+    all of them in `slots` past two (only a step that is not a direct call needs the tuple)."""
+    if slots is not None:
+        return tuple(slots)
+    if n == 2:
+        return (x, y)
+    return (x,) if n == 1 else ()
+
+
+def _copy_in(planner: _Planner, consumer: str, ref: TensorRef, src: Int, device: Int,
+             step: Int, made: list[CopyStep]) -> Int:  # fmt: skip
+    """The slot of `ref`'s copy (from slot `src`) on `device`, made once per tensor and device
+    (TF's Send/Recv pair); a new copy joins the step's copies (`made`). A function of the
+    module, which `_add_all` calls in C where compiled."""
+    key = (ref.op, ref.index, device)
+    copy = planner.copied.get(key)
+    if copy is not None:
+        return copy
+    src_device, nbytes, size = planner.slot_info[src]
+    dst = planner.copied[key] = len(planner.slot_info)
+    info = (device, nbytes, size)
+    planner.slot_info.append(info)
+    planner.slot_code.append(planner._code(info))
+    planner.last_use.append(step)
+    names, op, index = planner.names, ref.op, ref.index
+    tensor = op if index == 0 else f"{op}:{index}"  # str(ref)
+    draft = (consumer, tensor, names[src_device], names[device], nbytes)
+    made.append(_new_tuple(CopyStep, (src, dst, src_device, device, draft)))
+    return dst
+
+
+def _output_slot(held: int | tuple[int, ...], index: Int) -> int | None:
+    """The slot of output `index` of an op whose `home` entry is `held`, indexed as a tuple
+    of its slots would be (None: it has no such output)."""
+    if type(held) is int:
+        return held if index == 0 or index == -1 else None
+    if -len(held) <= index < len(held):  # type: ignore[arg-type]
+        return held[index]  # type: ignore[index]
+    return None
+
+
+def _indices(index: Mapping[str, int], names: Sequence[str]) -> list[int | None]:
+    """Each device name's index in `index` (None: none)."""
+    return [index.get(name) for name in names]
+
+
+def _in_order(
+    index: Mapping[str, int], ops: Sequence[Op], decisions: Mapping[str, Placed]
+) -> list[int | None] | None:
+    """Each op's device index in `index` (None: none), from `decisions` where they list the
+    ops in order (None where they do not), looked up once per run of one device name (the
+    decisions of a placement share their devices' names)."""
+    if len(decisions) != len(ops) or list(decisions) != [op.name for op in ops]:
+        return None
+    found: list[int | None] = []
+    last: object = None
+    at = None
+    for decision in decisions.values():
+        device = decision.device
+        if device is not last:
+            at, last = index.get(device), device
+        found.append(at)
+    return found
+
+
+def _repeated(values: Sequence[int], counts: Sequence[int]) -> Any:
+    """Each value as many times as its count, in order (an int array): each step's device,
+    from the segments'."""
+    import numpy as np
+
+    return np.repeat(np.asarray(values, np.int64), np.asarray(counts, np.int64))
+
+
+def _slot_columns(distinct: Sequence[SlotInfo], codes: Sequence[int]) -> tuple[Any, Any]:
+    """Each slot's device and rounded bytes, as int arrays (the bytes as Python ints past
+    int64), from its code (`_Planner._code`: its SlotInfo's place in `distinct`): slots share
+    a few SlotInfos (one per shape, dtype and device), so one number per slot is read."""
+    import numpy as np
+
+    at = np.fromiter(codes, np.int64, len(codes))
+    sizes = [size for _, _, size in distinct]
+    wide = max(sizes, default=0) >= HUGE
+    devices = np.asarray([device for device, _, _ in distinct], np.int64)[at]
+    return devices, np.asarray(sizes, object if wide else np.int64)[at]
 
 
 def _frees(steps: Sequence[Step], last_use: Sequence[int]) -> None:
@@ -560,7 +668,7 @@ def layout(
     planner = _Planner(devices, names, kernels, resident, effects)
     ops = graph.ops if effects else [op for op in graph.ops if op.type != SAVE_OP]
     with gc_paused():  # the layout is acyclic; pausing the GC halves planning time
-        planner.add_all(ops)
+        planner.add_all(ops, graph)
         return planner.finish(graph.fetch)
 
 

@@ -11,7 +11,7 @@ the preallocated block, or with allow_growth the regions grown so far (`BFCAlloc
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..errors import BadInput, Message, Part, RuntimeFailure, Term, Text
@@ -167,7 +167,7 @@ class Charges:
     Kept as events (`time` 2s: the charge of step s, 2s + 1: the frees after it; `device`;
     `delta`: + bytes charged, - bytes freed), sorted by device then time, so `Replay` counts a
     whole run, every device at once, with a few array passes instead of two calls per step.
-    Built from plain lists in one vectorised pass (numpy is imported here only).
+    Built from plain lists or int arrays in one vectorised pass (numpy is imported here only).
     """
 
     __slots__ = ("delta", "device", "devices", "exact", "step_bytes", "step_device", "time")
@@ -175,28 +175,26 @@ class Charges:
     def __init__(
         self,
         devices: int,
-        step_device: Sequence[int],
+        step_device: Sequence[int] | Any,
         step_bytes: Sequence[int],
-        frees: tuple[Iterable[int], Iterable[int], Iterable[int]],
+        frees: tuple[Sequence[int], Sequence[int] | Any, Sequence[int] | Any],
     ) -> None:
         """`frees`: (step, device, bytes) columns, one row per tensor, freed after that step; a
-        step past the last (`len(step_device)`) means never (kept to the end of the run)."""
+        step past the last (`len(step_device)`) means never (kept to the end of the run).
+        `step_device` and the frees' devices and bytes may be int arrays (numpy's) already."""
         import numpy as np
 
-        steps = len(step_device)
         self.devices = devices
         # each tensor was charged once: the sum bounds every running total
         self.exact = sum(step_bytes) >= HUGE
-        self.step_device = np.fromiter(step_device, np.int64, steps)
-        self.step_bytes: Any = (
-            np.array(step_bytes, object) if self.exact else np.fromiter(step_bytes, np.int64, steps)
-        )
-        free_step = np.fromiter(frees[0], np.int64)
-        rows = len(free_step)
+        self.step_device = _int64(step_device)
+        steps = len(self.step_device)
+        self.step_bytes: Any = np.array(step_bytes, object) if self.exact else _int64(step_bytes)
+        free_step = _int64(frees[0])
         freed = free_step < steps
-        free_device = np.fromiter(frees[1], np.int64, rows)[freed]
-        free_bytes = (
-            np.array(list(frees[2]), object) if self.exact else np.fromiter(frees[2], np.int64)
+        free_device = _int64(frees[1])[freed]
+        free_bytes = (  # exact: Python ints, not numpy's (whose sums would wrap)
+            np.asarray(frees[2]).astype(object) if self.exact else _int64(frees[2])
         )
         time = np.concatenate([np.arange(steps, dtype=np.int64) * 2, free_step[freed] * 2 + 1])
         device = np.concatenate([self.step_device, free_device])
@@ -207,6 +205,16 @@ class Charges:
     @property
     def steps(self) -> int:
         return len(self.step_device)
+
+
+def _int64(values: Sequence[int] | Any) -> Any:
+    """`values` as an int64 array: an array as it is, a list read in one pass (numpy's
+    `fromiter`, which costs less per item than `asarray`'s look at the whole list first)."""
+    import numpy as np
+
+    if isinstance(values, np.ndarray):
+        return values.astype(np.int64, copy=False)
+    return np.fromiter(values, np.int64, len(values))
 
 
 class Replay:
