@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..devices.model import Host, LogicalGpu, VisibleGpu
@@ -316,7 +316,7 @@ def capped_host(host: Host, policy: Policy) -> Host:
     cap = policy.cpu_limit
     if cap is None or (host.memory_total is not None and host.memory_total <= cap):
         return host
-    return replace(host, memory_total=cap)
+    return host._replace(memory_total=cap)
 
 
 def _default_limit(gpu: VisibleGpu, policy: Policy) -> int:
