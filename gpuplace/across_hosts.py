@@ -44,7 +44,7 @@ def resolve_cluster(
     if described is None:
         return None
     if given is not None and not given.tasks and graph.cluster is not None:
-        described = replace(graph.cluster, scheduler=given.scheduler, source=given.source)
+        described = graph.cluster._replace(scheduler=given.scheduler, source=given.source)
     if given is None and view.machine.simulated and described.scheduler is not None:
         # the spec names a live cluster, but a simulated machine was asked for: plan on it
         described = with_machine(described, view.machine.description, "--machine")

@@ -15,13 +15,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import Enum
-from typing import ClassVar
+from typing import ClassVar, NamedTuple
 
 from .echo import TEXT_CHARS, fit_line, show
 
 
-@dataclass(frozen=True)
-class Setting:
+class Setting(NamedTuple):
     """One of the caller's settings, by its `Options` field: alone (`Options.memory_limit`,
     `--memory-limit`), with the `value` given (`Options.memory_limit='64MiB'`; None: no value),
     or one `key` of a mapping (`Options.feeds['x']`, `--feed x`). `quote`: the CLI shows the

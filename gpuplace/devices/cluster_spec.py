@@ -25,9 +25,8 @@ import os
 import re
 import stat
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..echo import clip, clip_middle, show
 from ..errors import BadInput
@@ -56,8 +55,7 @@ CLUSTER_FORMS = (
 )
 
 
-@dataclass(frozen=True)
-class TaskPlan:
+class TaskPlan(NamedTuple):
     """One task as described, before any process runs: its name, the host it must run on
     (`node2`, `node2:8788`; None: anywhere), the `--machine` text it simulates (None: real
     hardware) and its CUDA_VISIBLE_DEVICES (None: inherited)."""
@@ -68,8 +66,7 @@ class TaskPlan:
     cuda_visible_devices: str | None = None
 
 
-@dataclass(frozen=True)
-class ClusterDescription:
+class ClusterDescription(NamedTuple):
     """A cluster as the user described it. `tasks` is () for a bare scheduler address (the
     live cluster's workers name them); `master` None means the default (chief's task 0, else
     task 0 of the first job); `scheduler` None means a simulated cluster; `source` says where
@@ -362,10 +359,10 @@ def cluster_option(text: str, source: str = "--cluster") -> ClusterDescription:
 def with_machine(description: ClusterDescription, machine: str, source: str) -> ClusterDescription:
     """Every task without a machine of its own simulates `machine` (a one-host --machine next
     to a spec's cluster: block: each task is such a host)."""
-    tasks = tuple(t if t.machine else replace(t, machine=machine) for t in description.tasks)
+    tasks = tuple(t if t.machine else t._replace(machine=machine) for t in description.tasks)
     text = f"{description.text}, each task {machine}"
-    return replace(description, tasks=tasks, source=f"{description.source} with {source}",
-                   text=text, scheduler=None)  # fmt: skip
+    return description._replace(tasks=tasks, source=f"{description.source} with {source}",
+                               text=text, scheduler=None)  # fmt: skip
 
 
 def simulated_cluster(

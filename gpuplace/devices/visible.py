@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from ..echo import TEXT_CHARS, sample, show
 from ..errors import BadInput
@@ -39,8 +39,7 @@ Target = tuple[Gpu, MigInstance | None]
 Named = tuple[str, Target]  # an entry of CUDA_VISIBLE_DEVICES and what it names
 
 
-@dataclass(frozen=True)
-class Visibility:
+class Visibility(NamedTuple):
     """The GPUs a CUDA program sees, and why others (or entries naming them) are not seen."""
 
     gpus: tuple[VisibleGpu, ...]

@@ -156,7 +156,7 @@ class Runtime:
         if cluster.simulated:  # the workers' addresses are known only now
             names = wait_for_tasks(session, [t.name for t in cluster.tasks])
             cluster = replace(cluster, tasks=tuple(
-                replace(t, address=names[t.name]) for t in cluster.tasks))  # fmt: skip
+                t._replace(address=names[t.name]) for t in cluster.tasks))  # fmt: skip
         return run_graph(session, cluster, graph, devices, policy, effects=effects)
 
     def check(self, cluster: Cluster, sizes: RateSizes) -> ClusterCheck:

@@ -325,7 +325,7 @@ def close_run(run_id: str, task: TaskName) -> Closed | None:
         return None
     pools = release_pools(state.logical, state.backends)
     memory = [
-        replace(m, device=qualify_text(m.device, task))
+        m._replace(device=qualify_text(m.device, task))
         for m in summary(list(state.books.values()), pools)
     ]
     return Closed(memory, state.copies, state.printed)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..devices.names import DeviceSpec
 from ..echo import show
@@ -22,8 +22,7 @@ class SpecError(BadInput):
         self.other = other  # a second mapping to cite, e.g. the first of two duplicates
 
 
-@dataclass(frozen=True)
-class Device:
+class Device(NamedTuple):
     """A device scope: the merged spec and its canonical string ("" for unconstrained)."""
 
     spec: DeviceSpec
@@ -94,8 +93,7 @@ class Scope:
         self.names[name] = indices
 
 
-@dataclass(frozen=True)
-class Namespace:
+class Namespace(NamedTuple):
     """One namespace of names: the top level (`names` None: the global ones) or one copy of
     a tower or replica body, whose ops' names start with `prefix`."""
 
