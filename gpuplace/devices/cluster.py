@@ -13,7 +13,6 @@ name and the (task, local device) pair the task's own executor understands.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from ..errors import BadInput
@@ -125,8 +124,7 @@ class Task(NamedTuple):
     pid: int | None = None  # the worker's process, once one answered (its inventory)
 
 
-@dataclass(frozen=True)
-class Cluster:
+class Cluster(NamedTuple):
     """Every task, the session's master task (its devices win ties, TensorFlow's local-first
     rule), the Dask scheduler (None for a simulated cluster that `plan` never starts), whether
     the cluster is simulated, and the network between tasks."""
@@ -136,7 +134,7 @@ class Cluster:
     scheduler: str | None = None
     simulated: bool = False
     network: Network | None = None
-    description: str = field(default="")  # what the user gave: --machine text, file, address
+    description: str = ""  # what the user gave: --machine text, file, address
 
     def task(self, name: TaskName) -> Task:
         for task in self.tasks:

@@ -31,7 +31,6 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence, ValuesView
-from dataclasses import dataclass
 from operator import attrgetter
 from types import ModuleType
 from typing import Any, NamedTuple, Protocol
@@ -51,8 +50,7 @@ PRINT_OP = "print"
 SAVE_OP = "save"  # writes a file: skipped by a run without side effects (`effects=False`)
 
 
-@dataclass(frozen=True)
-class CopyRecord:
+class CopyRecord(NamedTuple):
     """One cross-device transfer (TF's Send/Recv pair): who needed which tensor, where, how long."""
 
     op: str
@@ -124,8 +122,7 @@ class Segment(NamedTuple):
     steps: Sequence[Step]
 
 
-@dataclass(frozen=True)
-class Layout:
+class Layout(NamedTuple):
     """A placed graph's schedule before it meets any backend (see the module docstring)."""
 
     devices: tuple[str, ...]
@@ -148,8 +145,7 @@ class Layout:
         return segment.steps[step - segment.start][7]  # type: ignore[no-any-return]
 
 
-@dataclass(frozen=True)
-class Schedule:
+class Schedule(NamedTuple):
     """A Layout bound to one backend per device: what `run` executes."""
 
     layout: Layout

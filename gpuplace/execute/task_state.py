@@ -307,8 +307,8 @@ def run_chunk(
             state.copies.append(record)
     for copy in result.copies:
         state.copies.append(
-            replace(
-                copy, src=qualify_text(copy.src, spec.task), dst=qualify_text(copy.dst, spec.task)
+            copy._replace(
+                src=qualify_text(copy.src, spec.task), dst=qualify_text(copy.dst, spec.task)
             )
         )
     state.printed.extend((spec.stage, line) for line in result.printed)

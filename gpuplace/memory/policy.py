@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any
+from types import MappingProxyType
+from typing import Any, NamedTuple
 
 from ..devices.model import Host, LogicalGpu, VisibleGpu
 from ..echo import TEXT_CHARS, sample, show
@@ -44,17 +44,16 @@ def min_system_memory(available: int, cc_major: int | None) -> int:
     return 1800 * MiB
 
 
-@dataclass(frozen=True)
-class Policy:
+class Policy(NamedTuple):
     """The memory options in force (flags override the spec's `config.gpu_options`)."""
 
     allow_growth: bool = False
     fraction: float | None = None
     memory_limit: int | None = None
-    virtual: Mapping[int, tuple[int, ...]] = field(default_factory=dict)  # cuda index -> limits
+    virtual: Mapping[int, tuple[int, ...]] = MappingProxyType({})  # cuda index -> limits
     warnings: tuple[Text, ...] = ()
     virtual_source: Part = VIRTUAL_GPUS  # where `virtual` came from, for messages
-    per_gpu: Mapping[int, int] = field(default_factory=dict)  # max_memory: cuda index -> limit
+    per_gpu: Mapping[int, int] = MappingProxyType({})  # max_memory: cuda index -> limit
     cpu_limit: int | None = None  # max_memory's CPU entry: what CPU:0 may hold
 
     def name(self) -> str:
