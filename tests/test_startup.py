@@ -4,6 +4,7 @@ No timing here: the modules loaded are what a test can pin."""
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import subprocess
@@ -54,6 +55,43 @@ def test_a_small_command_loads_only_what_it_uses(tmp_path: Path, command: str, k
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
     assert (done.returncode, done.stderr) == (0, "[]\n")
+
+
+# The dataclasses a small run or plan may build at import: each runs its generated methods
+# through `exec` then (a frozen one ~4M instructions, as much as a module), so the records made
+# at start-up are NamedTuples or plain classes instead. These stay dataclasses: the graph's and
+# the placer's per-op records (tuned for their hot loops), those with mutable defaults,
+# `__post_init__`, a field no comparison sees or a field named `index` (a tuple's method).
+DATACLASSES = {
+    "gpuplace.cli.context.AppContext", "gpuplace.devices.model.LogicalGpu",
+    "gpuplace.devices.model.MigInstance", "gpuplace.devices.model.View",
+    "gpuplace.execute.executor.RunResult", "gpuplace.graph.model.Config",
+    "gpuplace.graph.model.Graph", "gpuplace.graph.model.Op", "gpuplace.graph.model.TensorRef",
+    "gpuplace.graph.model.TensorSpec", "gpuplace.graph.model.Wiring",
+    "gpuplace.graph.opdef.OpDef", "gpuplace.graph.scope.Scope", "gpuplace.options.Options",
+    "gpuplace.placement.candidates.LocalDevice", "gpuplace.placement.flat.Flat",
+    "gpuplace.placement.identity.Identities", "gpuplace.placement.model.Decision",
+    "gpuplace.placement.model.Placement", "gpuplace.placement.timeline.Slot",
+    "gpuplace.results.Prepared",
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("command", ["run", "plan"])
+def test_a_small_command_builds_no_new_dataclass_at_import(tmp_path: Path, command: str) -> None:
+    spec = tmp_path / "tiny.json"
+    spec.write_text(json.dumps(yaml.safe_load(TINY)))
+    code = (
+        "import sys\nfrom gpuplace.cli import main\n"
+        f"rc = main(['--machine', '4xK520', {command!r}, {str(spec)!r}, '--json'])\n"
+        "print(sorted(f'{v.__module__}.{v.__qualname__}' for n, m in list(sys.modules.items())\n"
+        "             if n.startswith('gpuplace') for v in vars(m).values()\n"
+        "             if isinstance(v, type) and v.__module__ == n\n"
+        "             and '__dataclass_fields__' in vars(v)), file=sys.stderr)\n"
+        "sys.exit(rc)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    assert set(ast.literal_eval(done.stderr)) - DATACLASSES == set()
 
 
 def test_the_console_script_exits_with_the_code_and_every_byte_written(tmp_path: Path) -> None:
