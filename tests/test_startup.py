@@ -11,6 +11,7 @@ import subprocess
 import sys
 import uuid
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -47,14 +48,8 @@ def test_a_small_command_loads_only_what_it_uses(tmp_path: Path, command: str, k
     spec = tmp_path / f"tiny.{kind}"
     spec.write_text(TINY if kind == "yaml" else json.dumps(yaml.safe_load(TINY)))
     unused = NOT_LOADED + (NOT_FOR_JSON if kind == "json" else ()) + (NOT_FOR_RUN if command == "run" else NOT_FOR_PLAN)  # fmt: skip
-    code = (
-        "import sys\nfrom gpuplace.cli import main\n"
-        f"rc = main(['--machine', '4xK520', {command!r}, {str(spec)!r}])\n"
-        f"print([m for m in {unused!r} if m in sys.modules], file=sys.stderr)\n"
-        "sys.exit(rc)"
-    )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
-    assert (done.returncode, done.stderr) == (0, "[]\n")
+    loaded = f"[m for m in {unused!r} if m in sys.modules]"
+    assert _after(command, spec, loaded) == []
 
 
 # The dataclasses a small run or plan may build at import: each runs its generated methods
@@ -80,18 +75,25 @@ DATACLASSES = {
 def test_a_small_command_builds_no_new_dataclass_at_import(tmp_path: Path, command: str) -> None:
     spec = tmp_path / "tiny.json"
     spec.write_text(json.dumps(yaml.safe_load(TINY)))
+    made = (
+        "sorted(f'{v.__module__}.{v.__qualname__}' for n, m in list(sys.modules.items())"
+        " if n.startswith('gpuplace') for v in vars(m).values()"
+        " if isinstance(v, type) and v.__module__ == n and '__dataclass_fields__' in vars(v))"
+    )
+    assert set(_after(command, spec, made, "--json")) - DATACLASSES == set()
+
+
+def _after(command: str, spec: Path, expression: str, *flags: str) -> Any:
+    """The value of `expression` (Python, `sys` imported) once `gpuplace --machine 4xK520
+    COMMAND SPEC FLAGS` has run in a fresh interpreter; the command must succeed."""
+    argv = ["--machine", "4xK520", command, str(spec), *flags]
     code = (
-        "import sys\nfrom gpuplace.cli import main\n"
-        f"rc = main(['--machine', '4xK520', {command!r}, {str(spec)!r}, '--json'])\n"
-        "print(sorted(f'{v.__module__}.{v.__qualname__}' for n, m in list(sys.modules.items())\n"
-        "             if n.startswith('gpuplace') for v in vars(m).values()\n"
-        "             if isinstance(v, type) and v.__module__ == n\n"
-        "             and '__dataclass_fields__' in vars(v)), file=sys.stderr)\n"
-        "sys.exit(rc)"
+        f"import sys\nfrom gpuplace.cli import main\nrc = main({argv!r})\n"
+        f"print(repr({expression}), file=sys.stderr)\nsys.exit(rc)"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stderr
-    assert set(ast.literal_eval(done.stderr)) - DATACLASSES == set()
+    return ast.literal_eval(done.stderr)
 
 
 def test_the_console_script_exits_with_the_code_and_every_byte_written(tmp_path: Path) -> None:
