@@ -63,9 +63,9 @@ DATACLASSES = {
     "gpuplace.execute.executor.RunResult", "gpuplace.graph.model.Config",
     "gpuplace.graph.model.Graph", "gpuplace.graph.model.Op", "gpuplace.graph.model.TensorRef",
     "gpuplace.graph.model.TensorSpec", "gpuplace.graph.model.Wiring",
-    "gpuplace.graph.opdef.OpDef", "gpuplace.graph.scope.Scope", "gpuplace.options.Options",
+    "gpuplace.graph.opdef.OpDef", "gpuplace.options.Options",
     "gpuplace.placement.candidates.LocalDevice", "gpuplace.placement.flat.Flat",
-    "gpuplace.placement.identity.Identities", "gpuplace.placement.model.Decision",
+    "gpuplace.placement.model.Decision",
     "gpuplace.placement.model.Placement", "gpuplace.placement.timeline.Slot",
     "gpuplace.results.Prepared",
 }  # fmt: skip
