@@ -87,7 +87,8 @@ def _fraction(value: object, where: Part) -> float:
     return f
 
 
-_VIRTUAL = re.compile(r"^\s*(?:/?(?:device:)?GPU:)?([0-9]+)\s*=\s*(.+)$", re.IGNORECASE)
+# compiled on first use (`re`'s cache): most commands give no --virtual-gpus
+_VIRTUAL = r"(?i)^\s*(?:/?(?:device:)?GPU:)?([0-9]+)\s*=\s*(.+)$"
 
 
 def parse_virtual(text: str, where: Part = VIRTUAL_GPUS) -> dict[int, tuple[int, ...]]:
@@ -95,7 +96,7 @@ def parse_virtual(text: str, where: Part = VIRTUAL_GPUS) -> dict[int, tuple[int,
     out: dict[int, tuple[int, ...]] = {}
     given: dict[int, str] = {}
     for part in text.split(";"):
-        match = _VIRTUAL.match(part)
+        match = re.match(_VIRTUAL, part)
         index = None if match is None else parse_count(match.group(1))
         if match is None or index is None:
             raise BadInput(
@@ -125,8 +126,8 @@ def parse_virtual(text: str, where: Part = VIRTUAL_GPUS) -> dict[int, tuple[int,
     return out
 
 
-_MAX_ENTRY = re.compile(r"^\s*(?:/?(?:device:)?(gpu|cpu|cuda)(?::([0-9]+))?|([0-9]+))\s*=\s*(.*)$",
-                        re.IGNORECASE)  # fmt: skip
+# compiled on first use, as _VIRTUAL
+_MAX_ENTRY = r"(?i)^\s*(?:/?(?:device:)?(gpu|cpu|cuda)(?::([0-9]+))?|([0-9]+))\s*=\s*(.*)$"
 
 
 def parse_max_memory(text: str, where: Part = MAX_MEMORY) -> tuple[dict[int, int], int | None]:
@@ -137,7 +138,7 @@ def parse_max_memory(text: str, where: Part = MAX_MEMORY) -> tuple[dict[int, int
     seen: dict[str, str] = {}
     for part in text.split(","):
         entry = part.strip()
-        match = _MAX_ENTRY.match(part)
+        match = re.match(_MAX_ENTRY, part)
         kind = "" if match is None else (match.group(1) or "gpu").lower()
         number = None if match is None else match.group(2) or match.group(3)
         index = None if number is None else parse_count(number)
