@@ -60,7 +60,7 @@ def test_a_small_command_loads_only_what_it_uses(tmp_path: Path, command: str, k
 DATACLASSES = {
     "gpuplace.cli.context.AppContext", "gpuplace.devices.model.LogicalGpu",
     "gpuplace.devices.model.MigInstance", "gpuplace.devices.model.View",
-    "gpuplace.execute.executor.RunResult", "gpuplace.graph.model.Config",
+    "gpuplace.graph.model.Config",
     "gpuplace.graph.model.Graph", "gpuplace.graph.model.Op", "gpuplace.graph.model.TensorRef",
     "gpuplace.graph.model.TensorSpec", "gpuplace.graph.model.Wiring",
     "gpuplace.graph.opdef.OpDef", "gpuplace.options.Options",
