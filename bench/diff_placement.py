@@ -82,7 +82,20 @@ def _placed(place: Callable[[], Any], graph: Any, devices: Any) -> dict[str, Any
     e = estimate(graph, p, devices)
     planned, bounds = estimate_with_bounds(graph, p, devices, allow_soft_placement=False)
     return {"ops": {n: [d.device, d.kind, d.reason] for n, d in p.decisions.items()},
-            "estimate": dataclasses.asdict(e), "plan": [dataclasses.asdict(planned), *bounds]}  # fmt: skip
+            "estimate": _fields(e), "plan": [_fields(planned), *bounds]}  # fmt: skip
+
+
+def _fields(record: Any) -> dict[str, Any]:
+    """A record's fields by name: a dataclass's, or a NamedTuple's (Estimate and DeviceModel
+    are NamedTuples since start-up stopped exec'ing dataclass methods; older revisions')."""
+    return dataclasses.asdict(record) if dataclasses.is_dataclass(record) else record._asdict()
+
+
+def _replaced(record: Any, **changes: Any) -> Any:
+    """`record` with `changes`, a dataclass or a NamedTuple (see `_fields`)."""
+    if dataclasses.is_dataclass(record):
+        return dataclasses.replace(record, **changes)
+    return record._replace(**changes)
 
 
 def _devices(preset: str, gpus: int, fraction: float | None, graph: Any) -> list[Any]:
@@ -94,10 +107,10 @@ def _devices(preset: str, gpus: int, fraction: float | None, graph: Any) -> list
     devices = machine(preset, gpus)
     if fraction is None:
         return devices
-    roomy = [dataclasses.replace(d, memory_limit=None) for d in devices]
+    roomy = [_replaced(d, memory_limit=None) for d in devices]
     peak = estimate(graph, place(graph, gpus), roomy).peak[devices[0].name]
     limit = int(peak * fraction)
-    return [dataclasses.replace(d, memory_limit=limit) if d.kind == "GPU" else d for d in devices]
+    return [_replaced(d, memory_limit=limit) if d.kind == "GPU" else d for d in devices]
 
 
 def dump() -> dict[str, Any]:

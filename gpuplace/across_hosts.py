@@ -9,7 +9,6 @@ in `execute/`. See docs/cluster.md.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from .devices.cluster import Cluster, Network, TaskName, full_device
@@ -44,7 +43,7 @@ def resolve_cluster(
     if described is None:
         return None
     if given is not None and not given.tasks and graph.cluster is not None:
-        described = replace(graph.cluster, scheduler=given.scheduler, source=given.source)
+        described = graph.cluster._replace(scheduler=given.scheduler, source=given.source)
     if given is None and view.machine.simulated and described.scheduler is not None:
         # the spec names a live cluster, but a simulated machine was asked for: plan on it
         described = with_machine(described, view.machine.description, "--machine")
@@ -68,7 +67,7 @@ def measured_network(cluster: Cluster, rates: Rates) -> Cluster:
     if cluster.network is not None or cluster.simulated or measured is None:
         return cluster
     network = Network(measured.bandwidth_gbs * 1e9, measured.latency_us / 1e6, "measured")
-    return replace(cluster, network=network)
+    return cluster._replace(network=network)
 
 
 def task_gpus(cluster: Cluster, policy: Policy) -> dict[TaskName, tuple[LogicalGpu, ...]]:

@@ -13,15 +13,13 @@ parameter as data until `format_message`.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from enum import Enum
-from typing import ClassVar
+from typing import ClassVar, NamedTuple
 
 from .echo import TEXT_CHARS, fit_line, show
 
 
-@dataclass(frozen=True)
-class Setting:
+class Setting(NamedTuple):
     """One of the caller's settings, by its `Options` field: alone (`Options.memory_limit`,
     `--memory-limit`), with the `value` given (`Options.memory_limit='64MiB'`; None: no value),
     or one `key` of a mapping (`Options.feeds['x']`, `--feed x`). `quote`: the CLI shows the
@@ -49,15 +47,36 @@ class Term(Enum):
 Part = str | Setting | Term
 
 
-@dataclass(frozen=True, init=False)
 class Message:
     """Text with references: strings as they are, Setting and Term parts said by a `Words`
-    (as rich's `Text.assemble` joins styled parts); `str()` gives the Python API's words."""
+    (as rich's `Text.assemble` joins styled parts); `str()` gives the Python API's words.
 
+    Immutable, compared and hashed by its parts. A plain class: a dataclass would run its
+    generated methods through `exec` at every start-up (~4M instructions: issue 17)."""
+
+    __slots__ = ("parts",)
     parts: tuple[Part, ...]
 
     def __init__(self, *parts: Part) -> None:
         object.__setattr__(self, "parts", parts)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"a Message cannot change: cannot assign to {name!r}")
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not Message:
+            return NotImplemented
+        return other.parts == self.parts
+
+    def __hash__(self) -> int:
+        return hash(self.parts)
+
+    def __repr__(self) -> str:
+        return f"Message(parts={self.parts!r})"
+
+    def __reduce__(self) -> tuple[type[Message], tuple[Part, ...]]:
+        """Pickled as its parts (an error crossing to a Dask worker and back)."""
+        return Message, self.parts
 
     def __str__(self) -> str:
         """The Python API's words (an f-string bakes them in: say a Message with `Words.say`)."""

@@ -14,7 +14,6 @@ import os
 import re
 import stat
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import NamedTuple
 
 from .echo import clip_middle
@@ -31,8 +30,7 @@ LONG_INT = "an integer has over 4,300 digits (Python's limit for reading one); w
 _READ_CHUNK = 16 * MiB
 
 
-@dataclass(frozen=True)
-class Limits:
+class Limits(NamedTuple):
     """How much a spec may hold: `spec_bytes` of file, `ops` after expansion (towers,
     replicate blocks, YAML aliases; each output of a split past its first counts as one).
     `gpuplace.load(path, limits=Limits(ops=5_000_000))`; `prepare` reads them from its env."""

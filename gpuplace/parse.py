@@ -20,8 +20,7 @@ the first YAML text: JSON alone never imports PyYAML.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from .limits import AliasLimit, Limits
 from .parse_json import DuplicateKey, duplicate_key_error, json_file, json_unique
@@ -29,8 +28,7 @@ from .parse_json import DuplicateKey, duplicate_key_error, json_file, json_uniqu
 SPEC_ALIASES = Limits().aliases
 
 
-@dataclass(frozen=True)
-class Document:
+class Document(NamedTuple):
     """Parsed spec data, and the 1-based line of each mapping by `id()` (None: not tracked)."""
 
     data: Any

@@ -497,7 +497,7 @@ def run_policies(
             outcome = execute_on_cluster(prepared, runs)
         else:
             outcome = execute_prepared(prepared, view, cupy_loader, observe=seen)
-        done.append(replace(pending, outcome=outcome))
+        done.append(pending._replace(outcome=outcome))
     return done
 
 

@@ -8,7 +8,7 @@ checkers only, so that a command loads only the modules it runs (`run` no estima
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from .devices.rates import Rates
 
@@ -60,8 +60,7 @@ class Prepared:
         return self.whole or (self.graph, self.placement)
 
 
-@dataclass(frozen=True)
-class Outcome:
+class Outcome(NamedTuple):
     """A finished run: `result` holds the fetched values (numpy arrays, by fetch name), the
     copies and the `print` output; `memory` what each device reserved, peaked at and may use."""
 
@@ -69,8 +68,7 @@ class Outcome:
     memory: list[DeviceMemory]
 
 
-@dataclass(frozen=True)
-class PlanEstimate:
+class PlanEstimate(NamedTuple):
     """The cost model's view of a placement: per-device busy time and copies, the makespan,
     and the lower bounds no placement can beat (reference notes A.5, and stage by stage)."""
 
@@ -83,8 +81,7 @@ class PlanEstimate:
         return float(self.bounds.best)
 
 
-@dataclass(frozen=True)
-class PolicyRun:
+class PolicyRun(NamedTuple):
     """One run of `compare_policies` (`gpuplace mem --compare`): `label` is the policy it was
     asked for ("default", "allow_growth", "fraction 0.3"; "" for a single run), `name` what it
     resolved to (TF_FORCE_GPU_ALLOW_GROWTH can make two the same), and the run itself."""
@@ -96,8 +93,7 @@ class PolicyRun:
     repeat_of: str = ""
 
 
-@dataclass(frozen=True)
-class Reservation:
+class Reservation(NamedTuple):
     """What TensorFlow would set aside on each GPU at start under one policy, with no graph run
     (`gpuplace mem --compare` without a graph): `label` and `name` as in PolicyRun; `logical`
     holds each logical GPU's limit and what it reserves at start (0 under allow_growth)."""

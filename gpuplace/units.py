@@ -19,7 +19,8 @@ UNITS: dict[str, int] = {
     "TIB": 1024**4,
 }
 ACCEPTED = "a number and a unit: B, KB, MB, GB, TB, KiB, MiB, GiB, TiB (e.g. 16GiB, 500MB, 1.5GiB)"
-_SIZE = re.compile(r"^\s*([0-9]+(?:\.[0-9]*)?|\.[0-9]+)\s*([A-Za-z]+)\s*$")  # ASCII digits only
+# ASCII digits only; compiled on first use (`re`'s cache): most commands give no size
+_SIZE = r"^\s*([0-9]+(?:\.[0-9]*)?|\.[0-9]+)\s*([A-Za-z]+)\s*$"
 MAX_SIZE = 2**63 - 1  # bytes: int64, as TensorFlow's and numpy's byte counts (8 EiB)
 
 MiB = 1024**2
@@ -48,7 +49,7 @@ def parse_size(text: str | int, what: Part = "size") -> int:
             raise BadInput(Message(what, f": size must not be negative, got {show(text)}"))
         size = text
     else:
-        match = _SIZE.match(str(text))
+        match = re.match(_SIZE, str(text))
         if match is None or match.group(2).upper() not in UNITS:
             raise BadInput(
                 Message(

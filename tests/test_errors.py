@@ -7,6 +7,8 @@ import pickle
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 import gpuplace
 from gpuplace.cli.words import CLI
@@ -84,3 +86,18 @@ def test_the_debug_traceback_ends_in_the_clis_words_too(run: Run) -> None:
     assert result.code == 2
     assert "gpuplace.errors.BadInput: --memory-fraction: per_process_gpu_memory" in result.err
     assert "Options." not in result.err
+
+
+SETTINGS = st.builds(Setting, st.sampled_from(["a", "b"]), st.integers(), st.none(), st.booleans())
+
+
+@given(st.lists(st.one_of(st.text(max_size=5), SETTINGS), max_size=3))
+def test_a_message_is_a_value_of_its_parts(parts: list[str | Setting]) -> None:
+    """As the frozen dataclass it was: equal (and hashed alike) exactly when its parts are,
+    immutable, and pickled whole."""
+    message, same, other = Message(*parts), Message(*parts), Message(*parts, "!")
+    assert (message == same, hash(message) == hash(same), message == other) == (True, True, False)
+    assert message != tuple(parts) and repr(message) == f"Message(parts={tuple(parts)!r})"
+    assert pickle.loads(pickle.dumps(message)) == message
+    with pytest.raises(AttributeError):
+        message.parts = ()  # type: ignore[misc]

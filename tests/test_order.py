@@ -3,7 +3,6 @@ own answer when there is one, and the warning for users who rely on the default.
 
 from __future__ import annotations
 
-import dataclasses
 import itertools
 
 from hypothesis import given
@@ -56,7 +55,7 @@ def test_compute_capability_first_then_multiprocessors_times_clock() -> None:
 def test_identical_cards_keep_bus_order_and_lost_gpus_go_last() -> None:
     machine = discover("4xK20m")
     assert nvml(machine, None) == [0, 1, 2, 3]  # seed buses 02, 03, 83, 84
-    lost = dataclasses.replace(machine.gpus[0], error="GPU is lost", pci_bus_id="N/A")
+    lost = machine.gpus[0]._replace(error="GPU is lost", pci_bus_id="N/A")
     gpus = (lost, *machine.gpus[1:])
     assert [g.nvml_index for g in emulated_fastest_first(gpus)] == [1, 2, 3, 0]
     assert [g.nvml_index for g in pci_order(gpus)] == [0, 1, 2, 3]  # NVML's, bus unknown
@@ -76,19 +75,19 @@ def test_a_machine_file_card_without_a_preset_ranks_by_its_own_fields() -> None:
 
 
 def test_the_drivers_answer_wins_over_the_rule() -> None:
-    machine = dataclasses.replace(
-        discover("1xT4,2xA100-80GB"), probed_order=ProbedOrder((2, 1, 0), "asked the driver")
+    machine = discover("1xT4,2xA100-80GB")._replace(
+        probed_order=ProbedOrder((2, 1, 0), "asked the driver")
     )
     ordered, order = cuda_order(machine, None)
     assert [g.nvml_index for g in ordered] == [2, 1, 0]
     assert order == CudaOrder("FASTEST_FIRST", "libcuda", "asked the driver")
     assert cuda_order(machine, "PCI_BUS_ID")[1].source == "pci-bus-id"
-    failed = dataclasses.replace(machine, probed_order=ProbedOrder(None, "no libcuda"))
+    failed = machine._replace(probed_order=ProbedOrder(None, "no libcuda"))
     ordered, order = cuda_order(failed, None)
     assert [g.nvml_index for g in ordered] == [1, 2, 0]
     assert order.source == "emulated" and order.detail.endswith("(no libcuda)")
     for wrong in [(1, 0), (0, 1, 1), (0, 1, 7)]:  # an API caller's probe that misses or invents
-        bad = dataclasses.replace(machine, probed_order=ProbedOrder(wrong, "asked"))
+        bad = machine._replace(probed_order=ProbedOrder(wrong, "asked"))
         ordered, order = cuda_order(bad, None)
         assert [g.nvml_index for g in ordered] == [1, 2, 0]
         assert order.unasked == "the driver's answer does not list each GPU once"
@@ -133,9 +132,7 @@ def test_warning_when_mixed_models_rely_on_the_default_order() -> None:
 
 
 def test_the_warning_says_when_the_driver_gave_the_order() -> None:
-    machine = dataclasses.replace(
-        discover("1xT4,2xA100-80GB"), probed_order=ProbedOrder((1, 0, 2), "asked")
-    )
+    machine = discover("1xT4,2xA100-80GB")._replace(probed_order=ProbedOrder((1, 0, 2), "asked"))
     warning = order_warning(*cuda_order(machine, None), None) or ""
     assert "fastest first (as the CUDA driver reports): CUDA's GPU 0 is nvml 1" in warning
 

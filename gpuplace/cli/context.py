@@ -28,9 +28,11 @@ if TYPE_CHECKING:
 MACHINE_ENV = "GPUPLACE_MACHINE"
 
 
-@dataclass
+@dataclass(eq=False, repr=False)
 class AppContext:
-    """Everything a command may read from the outside world."""
+    """Everything a command may read from the outside world. Compared by identity, and with
+    no generated repr (it would print the whole environment): the methods a dataclass
+    generates are exec'd at every start-up (CONTRIBUTING.md)."""
 
     env: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
     nvml_loader: NvmlLoader = load_pynvml

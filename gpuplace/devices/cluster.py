@@ -13,7 +13,7 @@ name and the (task, local device) pair the task's own executor understands.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from ..errors import BadInput
 from .model import View
@@ -22,8 +22,7 @@ _TASK = re.compile(r"/job:([A-Za-z][A-Za-z0-9_]*)/replica:(\d+)/task:(\d+)")
 _FULL = re.compile(_TASK.pattern + r"/device:([A-Z]+:\d+)")
 
 
-@dataclass(frozen=True, order=True)
-class TaskName:
+class TaskName(NamedTuple):
     """One TensorFlow task: `/job:worker/replica:0/task:1`."""
 
     job: str
@@ -81,8 +80,7 @@ def short_name(full: str) -> str:
     return f"{task_label(task)}/{found.group(4)}"
 
 
-@dataclass(frozen=True)
-class Network:
+class Network(NamedTuple):
     """The link between any two tasks: bytes per second and seconds of latency."""
 
     bandwidth: float
@@ -93,8 +91,7 @@ class Network:
 NETWORK_REPEATS = 3  # timed transfers of each size; the fastest counts
 
 
-@dataclass(frozen=True)
-class Transfer:
+class Transfer(NamedTuple):
     """A host array Dask moved from one task's worker to another's: the best of a few transfers
     of `nbytes` and of a 1-byte array (the latency), as the receiver's transfer log timed them."""
 
@@ -110,8 +107,7 @@ class Transfer:
         return self.nbytes / max(self.seconds - self.latency, self.seconds / 2, 1e-9)
 
 
-@dataclass(frozen=True)
-class Task:
+class Task(NamedTuple):
     """One task of the cluster and the devices its process sees.
 
     `host`: the host name the task runs on (a simulated one for simulated clusters).
@@ -128,8 +124,7 @@ class Task:
     pid: int | None = None  # the worker's process, once one answered (its inventory)
 
 
-@dataclass(frozen=True)
-class Cluster:
+class Cluster(NamedTuple):
     """Every task, the session's master task (its devices win ties, TensorFlow's local-first
     rule), the Dask scheduler (None for a simulated cluster that `plan` never starts), whether
     the cluster is simulated, and the network between tasks."""
@@ -139,7 +134,7 @@ class Cluster:
     scheduler: str | None = None
     simulated: bool = False
     network: Network | None = None
-    description: str = field(default="")  # what the user gave: --machine text, file, address
+    description: str = ""  # what the user gave: --machine text, file, address
 
     def task(self, name: TaskName) -> Task:
         for task in self.tasks:

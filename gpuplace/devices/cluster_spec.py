@@ -25,9 +25,8 @@ import os
 import re
 import stat
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..echo import clip, clip_middle, show
 from ..errors import BadInput
@@ -42,10 +41,11 @@ CLUSTER_ENV = "GPUPLACE_CLUSTER"
 DEFAULT_NETWORK = Network(10e9 / 8, 50e-6, "default")  # 10 Gbit/s Ethernet, 50 us
 BLOCK_KEYS = ("scheduler", "master", "network")
 TASK_KEYS = ("machine", "host", "cuda_visible_devices")
-_JOB = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
+# _JOB, _RATE, _TIME: compiled on first use (`re`'s cache), by a cluster's description alone
+_JOB = r"[A-Za-z][A-Za-z0-9_]*"
 _REPEAT = re.compile(r"^\s*(\d+)\s*[xX]\s*\((.*)\)\s*$", re.S)
-_RATE = re.compile(r"^\s*([0-9]+(?:\.[0-9]*)?|\.[0-9]+)\s*([A-Za-z]+)/s\s*$")
-_TIME = re.compile(r"^\s*([0-9]+(?:\.[0-9]*)?|\.[0-9]+)\s*([a-zµ]+)\s*$")
+_RATE = r"^\s*([0-9]+(?:\.[0-9]*)?|\.[0-9]+)\s*([A-Za-z]+)/s\s*$"
+_TIME = r"^\s*([0-9]+(?:\.[0-9]*)?|\.[0-9]+)\s*([a-zµ]+)\s*$"
 _RATES = {"bit": 1 / 8, "kbit": 1e3 / 8, "mbit": 1e6 / 8, "gbit": 1e9 / 8, "tbit": 1e12 / 8,
           "b": 1, "kb": 1e3, "mb": 1e6, "gb": 1e9, "tb": 1e12,
           "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40}  # fmt: skip
@@ -56,8 +56,7 @@ CLUSTER_FORMS = (
 )
 
 
-@dataclass(frozen=True)
-class TaskPlan:
+class TaskPlan(NamedTuple):
     """One task as described, before any process runs: its name, the host it must run on
     (`node2`, `node2:8788`; None: anywhere), the `--machine` text it simulates (None: real
     hardware) and its CUDA_VISIBLE_DEVICES (None: inherited)."""
@@ -68,8 +67,7 @@ class TaskPlan:
     cuda_visible_devices: str | None = None
 
 
-@dataclass(frozen=True)
-class ClusterDescription:
+class ClusterDescription(NamedTuple):
     """A cluster as the user described it. `tasks` is () for a bare scheduler address (the
     live cluster's workers name them); `master` None means the default (chief's task 0, else
     task 0 of the first job); `scheduler` None means a simulated cluster; `source` says where
@@ -176,7 +174,7 @@ def parse_bandwidth(value: object, where: str) -> float:
     """Bytes per second from `25Gbit/s`, `1.5GB/s`, `100MiB/s` (a bare number: bytes/s)."""
     if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0:
         return float(value)
-    found = _RATE.match(str(value)) if isinstance(value, str) else None
+    found = re.match(_RATE, str(value)) if isinstance(value, str) else None
     unit = found.group(2).lower() if found else ""
     rate = float(found.group(1)) * _RATES[unit] if found and unit in _RATES else 0.0
     if not 0 < rate < float("inf"):
@@ -192,7 +190,7 @@ def parse_latency(value: object, where: str) -> float:
     if isinstance(value, (int, float)) and not isinstance(value, bool) and value >= 0:
         seconds = float(value)
     else:
-        found = _TIME.match(value) if isinstance(value, str) else None
+        found = re.match(_TIME, value) if isinstance(value, str) else None
         unit = found.group(2) if found else ""
         seconds = float(found.group(1)) * _TIMES[unit] if found and unit in _TIMES else -1.0
     if not 0 <= seconds <= 60:
@@ -284,7 +282,7 @@ def cluster_block(
     for key, value in data.items():
         if key in BLOCK_KEYS:
             continue
-        if not isinstance(key, str) or _JOB.fullmatch(key) is None:
+        if not isinstance(key, str) or re.fullmatch(_JOB, key) is None:
             raise BadInput(
                 f"{where}: cluster key {show(key)} is neither a job name (a letter, then "
                 f"letters, digits or _) nor one of {', '.join(BLOCK_KEYS)}"
@@ -362,10 +360,10 @@ def cluster_option(text: str, source: str = "--cluster") -> ClusterDescription:
 def with_machine(description: ClusterDescription, machine: str, source: str) -> ClusterDescription:
     """Every task without a machine of its own simulates `machine` (a one-host --machine next
     to a spec's cluster: block: each task is such a host)."""
-    tasks = tuple(t if t.machine else replace(t, machine=machine) for t in description.tasks)
+    tasks = tuple(t if t.machine else t._replace(machine=machine) for t in description.tasks)
     text = f"{description.text}, each task {machine}"
-    return replace(description, tasks=tasks, source=f"{description.source} with {source}",
-                   text=text, scheduler=None)  # fmt: skip
+    return description._replace(tasks=tasks, source=f"{description.source} with {source}",
+                               text=text, scheduler=None)  # fmt: skip
 
 
 def simulated_cluster(

@@ -3,21 +3,25 @@
 Two indices are named everywhere (nvitop's `CudaDevice` convention): `nvml_index` is what
 nvidia-smi prints; `cuda_index` is what CUDA, TensorFlow and cupy call GPU:i after
 `CUDA_VISIBLE_DEVICES` has been applied. Sizes are int bytes; `None` means the driver did not say.
+
+The records made at every start-up are NamedTuples, not dataclasses: immutable, compared and
+hashed by value all the same, but a dataclass runs its generated methods through `exec` at
+import (a frozen one ~4M instructions, a NamedTuple ~1M: issue 17's start-up). Change one with
+`_replace`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, NamedTuple
 
 Source = Literal["nvml", "simulated"]
 OrderKind = Literal["FASTEST_FIRST", "PCI_BUS_ID"]
 OrderSource = Literal["libcuda", "emulated", "pci-bus-id"]
 
 
-@dataclass(frozen=True)
-class GpuProcess:
+class GpuProcess(NamedTuple):
     """A process holding memory on a GPU (nvidia-smi's Processes box)."""
 
     pid: int
@@ -39,8 +43,7 @@ class MigInstance:
     memory_used: int | None
 
 
-@dataclass(frozen=True)
-class Gpu:
+class Gpu(NamedTuple):
     """One physical GPU as NVML (or a machine file) describes it."""
 
     nvml_index: int
@@ -76,8 +79,7 @@ class Gpu:
         return self.error is None
 
 
-@dataclass(frozen=True)
-class Host:
+class Host(NamedTuple):
     """The host CPU, TensorFlow's /device:CPU:0."""
 
     cpu_model: str
@@ -86,8 +88,7 @@ class Host:
     simulated: bool = False
 
 
-@dataclass(frozen=True)
-class ProbedOrder:
+class ProbedOrder(NamedTuple):
     """What the CUDA driver itself said about its FASTEST_FIRST order (`libcuda.py`): the NVML
     indices in CUDA's order, or None when it could not be asked, and one sentence saying how it
     was obtained or why not."""
@@ -99,8 +100,7 @@ class ProbedOrder:
 OrderProbe = Callable[[Sequence["Gpu"]], ProbedOrder]  # NVML's GPUs -> the driver's order
 
 
-@dataclass(frozen=True)
-class CudaOrder:
+class CudaOrder(NamedTuple):
     """The order CUDA numbers a process's GPUs in: `kind` is CUDA_DEVICE_ORDER's value in effect,
     `source` how gpuplace knows it (`libcuda`: asked the driver; `emulated`: the documented rule
     in `order.py`; `pci-bus-id`: sorted by bus id), `detail` one sentence on how, and
@@ -113,8 +113,7 @@ class CudaOrder:
     unasked: str | None = None
 
 
-@dataclass(frozen=True)
-class Machine:
+class Machine(NamedTuple):
     """Everything a probe found: the host, the physical GPUs in NVML (PCI) order, and versions."""
 
     source: Source
@@ -132,8 +131,7 @@ class Machine:
         return self.source == "simulated"
 
 
-@dataclass(frozen=True)
-class VisibleGpu:
+class VisibleGpu(NamedTuple):
     """A GPU as a CUDA program sees it: position `cuda_index` after CUDA_VISIBLE_DEVICES."""
 
     cuda_index: int

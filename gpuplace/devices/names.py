@@ -26,7 +26,7 @@ are replayed from real TensorFlow in tests/conformance/test_device_strings.py.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, replace
+from typing import NamedTuple
 
 from ..echo import clip
 from ..errors import BadInput
@@ -46,8 +46,7 @@ class DeviceNameError(BadInput):
         super().__init__(message, fix, joint=" gpuplace: ")
 
 
-@dataclass(frozen=True)
-class DeviceSpec:
+class DeviceSpec(NamedTuple):
     """A (partial) device: each field None means "any", as in tf.DeviceSpec.
 
     From `parse_device`, the fields are Python's (a job or type may be any text, a number
@@ -105,7 +104,7 @@ class DeviceSpec:
 
     def without_type(self) -> DeviceSpec:
         """Job, replica and task kept; type and index cleared (soft placement's first fallback)."""
-        return replace(self, device_type=None, device_index=None)
+        return self._replace(device_type=None, device_index=None)
 
 
 def _int(text: str) -> int:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import itertools
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from ..errors import BadInput
 
@@ -24,8 +24,7 @@ _END = 0x100 << 8  # the key just past domain 0's last bus
 FORMS = "domain:bus:device.function in hex, e.g. 00000000:C1:00.0 (device 00-1F, function 0-7)"
 
 
-@dataclass(frozen=True)
-class BusRequest:
+class BusRequest(NamedTuple):
     """What one GPU asks for: an explicit bus id (`text`, from a machine file) or a seed bus."""
 
     label: str  # names the GPU in errors: "node.yaml: gpus[2]"

@@ -15,13 +15,12 @@ H100 SXM5 (132, 1980) and H200 (132, 1980).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from ..units import GiB, MiB
 
 
-@dataclass(frozen=True)
-class Preset:
+class Preset(NamedTuple):
     key: str
     product: str
     memory: int

@@ -19,9 +19,9 @@ import math
 import os
 import stat
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from types import MappingProxyType
+from typing import Any, NamedTuple
 
 from ..fileio import write_atomic
 
@@ -29,8 +29,7 @@ MAX_RATES_BYTES = 1 << 20  # a few hundred GPUs' rates; a bigger file is not one
 _MAX_SHOWN = 200  # characters of a path or reason in a warning (a path may be 4,096)
 
 
-@dataclass(frozen=True)
-class MeasuredRate:
+class MeasuredRate(NamedTuple):
     """One GPU's measured dense float32 matmul throughput and memory bandwidth."""
 
     product: str
@@ -39,8 +38,7 @@ class MeasuredRate:
     measured: str  # ISO date, 2026-11-29
 
 
-@dataclass(frozen=True)
-class MeasuredNetwork:
+class MeasuredNetwork(NamedTuple):
     """The slowest worker-to-worker transfer measured on a cluster: GB/s and latency."""
 
     bandwidth_gbs: float
@@ -51,15 +49,14 @@ class MeasuredNetwork:
 NETWORK_KEY = "network"  # not a GPU UUID (those start GPU- or MIG-)
 
 
-@dataclass(frozen=True)
-class Rates:
+class Rates(NamedTuple):
     """The measurements found in the rates file (by GPU UUID; the networks by scheduler
     address), where it is, and what was wrong."""
 
     path: Path | None = None
-    by_uuid: Mapping[str, MeasuredRate] = field(default_factory=dict)
+    by_uuid: Mapping[str, MeasuredRate] = MappingProxyType({})  # read-only: shared
     warnings: tuple[str, ...] = ()
-    networks: Mapping[str, MeasuredNetwork] = field(default_factory=dict)
+    networks: Mapping[str, MeasuredNetwork] = MappingProxyType({})
 
 
 def rates_path(env: Mapping[str, str]) -> Path | None:
@@ -186,9 +183,9 @@ def save_network(path: Path, scheduler: str, measured: MeasuredNetwork) -> Path:
 def _write(
     path: Path, by_uuid: Mapping[str, MeasuredRate], networks: Mapping[str, MeasuredNetwork]
 ) -> Path:
-    doc: dict[str, Any] = {u: asdict(r) for u, r in sorted(by_uuid.items())}
+    doc: dict[str, Any] = {u: r._asdict() for u, r in sorted(by_uuid.items())}
     if networks:
-        doc[NETWORK_KEY] = {s: asdict(r) for s, r in sorted(networks.items())}
+        doc[NETWORK_KEY] = {s: r._asdict() for s, r in sorted(networks.items())}
     path.parent.mkdir(parents=True, exist_ok=True)
     text = json.dumps(doc, indent=2) + "\n"
     write_atomic(path, lambda f: f.write(text.encode("utf-8")))

@@ -18,11 +18,10 @@ from ..units import GiB, human, parse_size
 from .model import GpuProcess, MigInstance
 from .presets import PRESETS, Preset
 
-GPU_UUID = re.compile(
-    r"^GPU-[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}$"
-)
-_CC = re.compile(r"^\d+\.\d+$")
-_PROFILE_SLICES = re.compile(r"^(?:\d+c\.)?(\d+)g\.")
+# Patterns, compiled on first use (`re`'s cache): most commands read no machine file
+GPU_UUID = r"^GPU-[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}$"
+_CC = r"^\d+\.\d+$"
+_PROFILE_SLICES = r"^(?:\d+c\.)?(\d+)g\."
 MIG_SLICES = 7
 PROCESS_TYPES = ("C", "G", "C+G")
 
@@ -75,7 +74,7 @@ def gpu_uuid(entry: Mapping[str, Any], label: str) -> str | None:
     if "uuid" not in entry:
         return None
     value = str(entry["uuid"])
-    if not GPU_UUID.match(value):
+    if not re.match(GPU_UUID, value):
         raise BadInput(
             f"{label}.uuid: {value!r} is not a GPU UUID; expected nvidia-smi -L's form, "
             "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx (hex digits)"
@@ -88,7 +87,7 @@ def compute_capability(entry: Mapping[str, Any], preset: Preset | None, label: s
     if value is None or value == "":
         return preset.compute_capability if preset else None
     text = str(value)
-    if not _CC.match(text):
+    if not re.match(_CC, text):
         raise BadInput(
             f'{label}.compute_capability: expected major.minor such as "8.6", got {value!r}'
         )
@@ -188,7 +187,7 @@ def _gpu_instances(
                 "device its own gi/ci"
             )
         owner[ids] = j
-        match = _PROFILE_SLICES.match(str(m.get("profile", "")))
+        match = re.match(_PROFILE_SLICES, str(m.get("profile", "")))
         slices = int(match.group(1)) if match else 0
         memory = mig.memory_total or 0
         if ids[0] in instances and instances[ids[0]][0] != memory:

@@ -9,7 +9,6 @@ errors naming the file, the GPU, the field and what is allowed (`sim_fields.py`)
 
 from __future__ import annotations
 
-import dataclasses
 import importlib
 import os
 import re
@@ -212,7 +211,7 @@ def build_machine(
             gpus.append(gpu)
             requests.append(request)
     buses = assign_bus_ids(requests)
-    gpus = [dataclasses.replace(g, pci_bus_id=bus) for g, bus in zip(gpus, buses, strict=True)]
+    gpus = [g._replace(pci_bus_id=bus) for g, bus in zip(gpus, buses, strict=True)]
     _unique_uuids(gpus, requests)
     return Machine(
         source="simulated", host=host or SIM_HOST, gpus=tuple(gpus), description=description

@@ -24,14 +24,15 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from ..echo import TEXT_CHARS, sample, show
 from ..errors import BadInput
 from .model import Gpu, Machine, MigInstance, VisibleGpu
 
-_LEADING_INT = re.compile(r"^[+-]?[0-9]+")  # ASCII only: \d also matches "０" and "٠"
-_MIG_TRIPLE = re.compile(r"^MIG-(GPU-[0-9A-Fa-f-]+)/([0-9]{1,9})/([0-9]{1,9})$")
+# compiled on first use (`re`'s cache): only a CUDA_VISIBLE_DEVICES that is set is read
+_LEADING_INT = r"^[+-]?[0-9]+"  # ASCII only: \d also matches "０" and "٠"
+_MIG_TRIPLE = r"^MIG-(GPU-[0-9A-Fa-f-]+)/([0-9]{1,9})/([0-9]{1,9})$"
 _MAX_DIGITS = 9  # an index with more digits names no GPU (and int() refuses 4,300 of them)
 _KIND = {"index": "a GPU index", "uuid": "a UUID"}
 
@@ -39,8 +40,7 @@ Target = tuple[Gpu, MigInstance | None]
 Named = tuple[str, Target]  # an entry of CUDA_VISIBLE_DEVICES and what it names
 
 
-@dataclass(frozen=True)
-class Visibility:
+class Visibility(NamedTuple):
     """The GPUs a CUDA program sees, and why others (or entries naming them) are not seen."""
 
     gpus: tuple[VisibleGpu, ...]
@@ -58,7 +58,7 @@ def _by_uuid_prefix(gpus: Sequence[Gpu], prefix: str) -> Gpu | None:
 
 
 def _resolve_mig(gpus: Sequence[Gpu], entry: str) -> Target | None:
-    triple = _MIG_TRIPLE.match(entry)
+    triple = re.match(_MIG_TRIPLE, entry)
     if triple:
         parent = _by_uuid_prefix(gpus, triple.group(1))
         if parent is None:
@@ -76,7 +76,7 @@ def _resolve_mig(gpus: Sequence[Gpu], entry: str) -> Target | None:
 
 def _target(gpus: Sequence[Gpu], entry: str) -> tuple[str, Target | None]:
     """Return (kind, target) for one trimmed entry; kind is 'index', 'uuid' or 'invalid'."""
-    number = _LEADING_INT.match(entry)
+    number = re.match(_LEADING_INT, entry)
     if number:
         digits = number.group(0)
         index = int(digits) if len(digits.lstrip("+-0")) <= _MAX_DIGITS else -1
@@ -106,7 +106,7 @@ def _why_invalid(gpus: Sequence[Gpu], entry: str) -> str:
     if not entry:
         return "An empty entry names no GPU"
     shown = show(entry, TEXT_CHARS)
-    if _LEADING_INT.match(entry):
+    if re.match(_LEADING_INT, entry):
         indices = f"0-{len(gpus) - 1}" if len(gpus) > 1 else "0" if gpus else "none: it has no GPU"
         return f"Entry {shown} is not a GPU index of this machine (indices: {indices})"
     if entry.startswith("GPU-"):

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from ..devices.cluster import NETWORK_REPEATS, Cluster, TaskName, Transfer
@@ -155,8 +155,8 @@ class Runtime:
         session = self.session(cluster)
         if cluster.simulated:  # the workers' addresses are known only now
             names = wait_for_tasks(session, [t.name for t in cluster.tasks])
-            cluster = replace(cluster, tasks=tuple(
-                replace(t, address=names[t.name]) for t in cluster.tasks))  # fmt: skip
+            cluster = cluster._replace(tasks=tuple(
+                t._replace(address=names[t.name]) for t in cluster.tasks))  # fmt: skip
         return run_graph(session, cluster, graph, devices, policy, effects=effects)
 
     def check(self, cluster: Cluster, sizes: RateSizes) -> ClusterCheck:

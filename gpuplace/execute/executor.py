@@ -21,8 +21,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -60,8 +59,10 @@ __all__ = [
 ]  # fmt: skip
 
 
-@dataclass
-class RunResult:
+class RunResult(NamedTuple):
+    """What a run hands back: the fetched values, its copies, each device's peak and the
+    `print` ops' lines."""
+
     values: dict[str, np.ndarray]  # fetch string (str(TensorRef)) -> host array
     copies: list[CopyRecord]
     peak_bytes: dict[str, int]  # device full name -> peak bytes in use

@@ -9,7 +9,7 @@ charges (`memory.ledger.Replay`) that `run` counts with, without any backend or 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from ..devices.model import LogicalGpu
 from ..devices.names import full_name
@@ -24,16 +24,14 @@ from .schedule import Layout, PlacedDevices, Schedule, layout
 CPU0 = full_name("CPU", 0)
 
 
-@dataclass(frozen=True)
-class Prediction:
+class Prediction(NamedTuple):
     """Predicted memory per device, and the OOM the run would hit (None: it fits)."""
 
     memory: list[DeviceMemory]
     oom: OutOfMemory | None
 
 
-@dataclass(frozen=True)
-class HostPeak:
+class HostPeak(NamedTuple):
     """The most bytes a run holds at once in host memory, and the op whose step gets there."""
 
     nbytes: int

@@ -32,7 +32,6 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any, NamedTuple, Protocol
 
@@ -51,8 +50,7 @@ PRINT_OP = "print"
 SAVE_OP = "save"  # writes a file: skipped by a run without side effects (`effects=False`)
 
 
-@dataclass(frozen=True)
-class CopyRecord:
+class CopyRecord(NamedTuple):
     """One cross-device transfer (TF's Send/Recv pair): who needed which tensor, where, how long."""
 
     op: str
@@ -127,8 +125,7 @@ class Segment(NamedTuple):
     steps: Sequence[Step]
 
 
-@dataclass(frozen=True)
-class Layout:
+class Layout(NamedTuple):
     """A placed graph's schedule before it meets any backend (see the module docstring)."""
 
     devices: tuple[str, ...]
@@ -141,8 +138,8 @@ class Layout:
     effects: bool
     charges: Charges
     # the run's steps and each slot's last reader, until `bind` fills in the steps' frees from
-    # them (`_frees`): `predict` counts the charges alone, so `plan` never needs them
-    unfreed: list[tuple[list[Step], list[int]]] = field(compare=False, repr=False)
+    # them (`_frees`, emptying it): `predict` counts the charges alone, so `plan` never needs them
+    unfreed: list[tuple[list[Step], list[int]]]
 
     @property
     def steps(self) -> int:
@@ -154,8 +151,7 @@ class Layout:
         return segment.steps[step - segment.start][7]  # type: ignore[no-any-return]
 
 
-@dataclass(frozen=True)
-class Schedule:
+class Schedule(NamedTuple):
     """A Layout bound to one backend per device: what `run` executes."""
 
     layout: Layout

@@ -307,8 +307,8 @@ def run_chunk(
             state.copies.append(record)
     for copy in result.copies:
         state.copies.append(
-            replace(
-                copy, src=qualify_text(copy.src, spec.task), dst=qualify_text(copy.dst, spec.task)
+            copy._replace(
+                src=qualify_text(copy.src, spec.task), dst=qualify_text(copy.dst, spec.task)
             )
         )
     state.printed.extend((spec.stage, line) for line in result.printed)
@@ -325,7 +325,7 @@ def close_run(run_id: str, task: TaskName) -> Closed | None:
         return None
     pools = release_pools(state.logical, state.backends)
     memory = [
-        replace(m, device=qualify_text(m.device, task))
+        m._replace(device=qualify_text(m.device, task))
         for m in summary(list(state.books.values()), pools)
     ]
     return Closed(memory, state.copies, state.printed)

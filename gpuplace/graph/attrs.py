@@ -9,8 +9,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..limits import MAX_RANK
 from ..parse import is_number_text
@@ -27,8 +26,7 @@ class AttrError(ValueError):
     """A value an attribute does not accept; the message says what it expected."""
 
 
-@dataclass(frozen=True)
-class Attr:
+class Attr(NamedTuple):
     """One kind of attribute value: `check` normalises or raises AttrError; `schema` documents."""
 
     check: Callable[[Any], Any]

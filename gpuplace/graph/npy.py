@@ -14,10 +14,9 @@ from __future__ import annotations
 import os
 import re
 import stat
-from dataclasses import dataclass
 from math import prod
 from tokenize import TokenError
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..echo import clip_middle
 from ..limits import MAX_RANK
@@ -30,8 +29,7 @@ class NpyError(ValueError):
     """What is wrong with a .npy file, in words that follow `cannot read it as a .npy file: `."""
 
 
-@dataclass(frozen=True)
-class NpyHeader:
+class NpyHeader(NamedTuple):
     """A checked .npy header: the array's shape and dtype, and the bytes of data it claims."""
 
     shape: tuple[int, ...]

@@ -15,13 +15,13 @@ order, so the result is still a valid execution order.
 from __future__ import annotations
 
 from collections.abc import Collection
-from dataclasses import dataclass, replace
+from dataclasses import replace
+from typing import NamedTuple
 
 from .model import Graph
 
 
-@dataclass(frozen=True)
-class Pruned:
+class Pruned(NamedTuple):
     """The ops the fetches need (`graph`, in run order) and the names of the others (`dropped`,
     in graph order)."""
 

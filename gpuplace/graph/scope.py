@@ -4,8 +4,7 @@ namespaces and TensorFlow's unique-name rule. Imports neither of them (no cycle)
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..devices.names import DeviceSpec
 from ..echo import show
@@ -22,8 +21,7 @@ class SpecError(BadInput):
         self.other = other  # a second mapping to cite, e.g. the first of two duplicates
 
 
-@dataclass(frozen=True)
-class Device:
+class Device(NamedTuple):
     """A device scope: the merged spec and its canonical string ("" for unconstrained)."""
 
     spec: DeviceSpec
@@ -62,13 +60,17 @@ class Names:
         return f"{name}_{i - 1}"
 
 
-@dataclass
 class Scope:
-    """Names visible in one namespace -> entry indices (one per copy), chained to the outer."""
+    """Names visible in one namespace -> entry indices (one per copy), chained to the outer
+    (`parent`). A plain class, not a dataclass, which would exec its generated methods at
+    every start-up (CONTRIBUTING.md)."""
 
-    parent: Scope | None = None
-    names: dict[str, list[int]] = field(default_factory=dict)
-    written: dict[str, object] = field(default_factory=dict)  # names from `name:` -> mapping
+    __slots__ = ("names", "parent", "written")
+
+    def __init__(self, parent: Scope | None = None) -> None:
+        self.parent = parent
+        self.names: dict[str, list[int]] = {}
+        self.written: dict[str, object] = {}  # names from `name:` -> mapping
 
     def find(self, name: str) -> list[int] | None:
         scope: Scope | None = self
@@ -94,8 +96,7 @@ class Scope:
         self.names[name] = indices
 
 
-@dataclass(frozen=True)
-class Namespace:
+class Namespace(NamedTuple):
     """One namespace of names: the top level (`names` None: the global ones) or one copy of
     a tower or replica body, whose ops' names start with `prefix`."""
 

@@ -13,10 +13,9 @@ placed. The table is read on the first call (placing a graph), never at import.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 # TensorFlow's DataType names (types.proto) for gpuplace's dtypes
 DT = {"float16": "DT_HALF", "float32": "DT_FLOAT", "float64": "DT_DOUBLE", "int32": "DT_INT32",
@@ -33,8 +32,7 @@ def dt(dtype: str) -> str:
     return DT.get(dtype, f"DT_{dtype.upper()}")
 
 
-@dataclass(frozen=True, slots=True)
-class Kernel:
+class Kernel(NamedTuple):
     """One registered kernel: its device type (`CPU`, `GPU` or `DEFAULT`), its type
     constraints narrowed to gpuplace's dtypes, and its host-memory args."""
 
@@ -56,8 +54,7 @@ class Kernel:
         return text
 
 
-@dataclass(frozen=True, slots=True)
-class KernelMatch:
+class KernelMatch(NamedTuple):
     """Which registered kernel serves a node on each device type (absent: none)."""
 
     tf_type: str

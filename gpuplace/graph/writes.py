@@ -16,15 +16,13 @@ import contextlib
 import errno
 import os
 import stat
-from dataclasses import dataclass
-from typing import NoReturn
+from typing import NamedTuple, NoReturn
 
 from ..echo import show
 from ..errors import BadInput, Message, Setting
 
 
-@dataclass(frozen=True)
-class WriteRules:
+class WriteRules(NamedTuple):
     """Where `save` paths start (`root`, absolute and resolved once) and whether they may leave
     it; `out_dir` is the folder as the caller gave it, when `root` came from it (messages name
     the setting)."""

@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
-from typing import Any
+from types import MappingProxyType
+from typing import Any, NamedTuple
 
 from ..devices.model import Host, LogicalGpu, VisibleGpu
 from ..echo import TEXT_CHARS, sample, show
@@ -44,17 +44,16 @@ def min_system_memory(available: int, cc_major: int | None) -> int:
     return 1800 * MiB
 
 
-@dataclass(frozen=True)
-class Policy:
+class Policy(NamedTuple):
     """The memory options in force (flags override the spec's `config.gpu_options`)."""
 
     allow_growth: bool = False
     fraction: float | None = None
     memory_limit: int | None = None
-    virtual: Mapping[int, tuple[int, ...]] = field(default_factory=dict)  # cuda index -> limits
+    virtual: Mapping[int, tuple[int, ...]] = MappingProxyType({})  # cuda index -> limits
     warnings: tuple[Text, ...] = ()
     virtual_source: Part = VIRTUAL_GPUS  # where `virtual` came from, for messages
-    per_gpu: Mapping[int, int] = field(default_factory=dict)  # max_memory: cuda index -> limit
+    per_gpu: Mapping[int, int] = MappingProxyType({})  # max_memory: cuda index -> limit
     cpu_limit: int | None = None  # max_memory's CPU entry: what CPU:0 may hold
 
     def name(self) -> str:
@@ -88,7 +87,8 @@ def _fraction(value: object, where: Part) -> float:
     return f
 
 
-_VIRTUAL = re.compile(r"^\s*(?:/?(?:device:)?GPU:)?([0-9]+)\s*=\s*(.+)$", re.IGNORECASE)
+# compiled on first use (`re`'s cache): most commands give no --virtual-gpus
+_VIRTUAL = r"(?i)^\s*(?:/?(?:device:)?GPU:)?([0-9]+)\s*=\s*(.+)$"
 
 
 def parse_virtual(text: str, where: Part = VIRTUAL_GPUS) -> dict[int, tuple[int, ...]]:
@@ -96,7 +96,7 @@ def parse_virtual(text: str, where: Part = VIRTUAL_GPUS) -> dict[int, tuple[int,
     out: dict[int, tuple[int, ...]] = {}
     given: dict[int, str] = {}
     for part in text.split(";"):
-        match = _VIRTUAL.match(part)
+        match = re.match(_VIRTUAL, part)
         index = None if match is None else parse_count(match.group(1))
         if match is None or index is None:
             raise BadInput(
@@ -126,8 +126,8 @@ def parse_virtual(text: str, where: Part = VIRTUAL_GPUS) -> dict[int, tuple[int,
     return out
 
 
-_MAX_ENTRY = re.compile(r"^\s*(?:/?(?:device:)?(gpu|cpu|cuda)(?::([0-9]+))?|([0-9]+))\s*=\s*(.*)$",
-                        re.IGNORECASE)  # fmt: skip
+# compiled on first use, as _VIRTUAL
+_MAX_ENTRY = r"(?i)^\s*(?:/?(?:device:)?(gpu|cpu|cuda)(?::([0-9]+))?|([0-9]+))\s*=\s*(.*)$"
 
 
 def parse_max_memory(text: str, where: Part = MAX_MEMORY) -> tuple[dict[int, int], int | None]:
@@ -138,7 +138,7 @@ def parse_max_memory(text: str, where: Part = MAX_MEMORY) -> tuple[dict[int, int
     seen: dict[str, str] = {}
     for part in text.split(","):
         entry = part.strip()
-        match = _MAX_ENTRY.match(part)
+        match = re.match(_MAX_ENTRY, part)
         kind = "" if match is None else (match.group(1) or "gpu").lower()
         number = None if match is None else match.group(2) or match.group(3)
         index = None if number is None else parse_count(number)
@@ -316,7 +316,7 @@ def capped_host(host: Host, policy: Policy) -> Host:
     cap = policy.cpu_limit
     if cap is None or (host.memory_total is not None and host.memory_total <= cap):
         return host
-    return replace(host, memory_total=cap)
+    return host._replace(memory_total=cap)
 
 
 def _default_limit(gpu: VisibleGpu, policy: Policy) -> int:

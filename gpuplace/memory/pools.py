@@ -9,8 +9,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..devices.model import LogicalGpu, View
 from ..devices.names import full_name
@@ -23,8 +22,7 @@ from .policy import Policy
 POOL_UNIT = 512  # cupy's allocation unit (`cupy/cuda/memory.pyx`, _round_size)
 
 
-@dataclass(frozen=True)
-class DeviceMemory:
+class DeviceMemory(NamedTuple):
     """What one device held during a run (bytes): reserved, peak in use, the policy's limit."""
 
     device: str

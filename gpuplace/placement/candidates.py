@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from ..devices.cluster import TaskName, full_device, task_label
 from ..devices.names import DeviceSpec, full_name
@@ -56,8 +57,7 @@ class LocalDevice:
         return spec.matches_at(task.job, task.replica, task.task, self.type, self.index)
 
 
-@dataclass(frozen=True)
-class Candidates:
+class Candidates(NamedTuple):
     """Where a group may go, best first; `soft` says why soft placement was needed, if it was."""
 
     devices: tuple[LocalDevice, ...]

@@ -14,7 +14,6 @@ for, so a message about one op shows which member held the group back.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import replace
 
 from ..devices.names import DeviceSpec
 from ..echo import TEXT_CHARS, sample
@@ -49,19 +48,19 @@ def merge_dev_names(target: DeviceSpec, other: DeviceSpec, soft: bool) -> Device
         if theirs is not None and mine is not None and mine != theirs:
             raise MergeConflict(f"incompatible {plural}", merged, other)
         if theirs is not None:
-            merged = replace(merged, **{field: theirs})
+            merged = merged._replace(**{field: theirs})
     if other.device_type is not None:
         if merged.device_type is not None and merged.device_type != other.device_type:
             if not soft:
                 raise MergeConflict("incompatible types", merged, other)
-            return replace(merged, device_type=None, device_index=None)
-        merged = replace(merged, device_type=other.device_type)
+            return merged._replace(device_type=None, device_index=None)
+        merged = merged._replace(device_type=other.device_type)
     if other.device_index is not None:
         if merged.device_index is not None and merged.device_index != other.device_index:
             if not soft:
                 raise MergeConflict("incompatible ids", merged, other)
-            return replace(merged, device_index=None)
-        merged = replace(merged, device_index=other.device_index)
+            return merged._replace(device_index=None)
+        merged = merged._replace(device_index=other.device_index)
     return merged
 
 

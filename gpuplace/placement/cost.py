@@ -18,10 +18,9 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
 from math import prod
 from operator import attrgetter
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..devices.cluster import full_device, short_name
 from ..devices.names import full_name
@@ -57,8 +56,7 @@ _REDUCTIONS = frozenset({"reduce_sum", "reduce_mean", "reduce_max"})
 _INPUTS, _ATTRS = attrgetter("inputs"), attrgetter("attrs")
 
 
-@dataclass(frozen=True)
-class DeviceModel:
+class DeviceModel(NamedTuple):
     """One device as the cost model sees it: rates, memory limit and a launch overhead."""
 
     name: str  # full TF name, /job:localhost/replica:0/task:0/device:GPU:0
@@ -74,8 +72,7 @@ class DeviceModel:
         return short_name(self.name)
 
 
-@dataclass(frozen=True)
-class LinkModel:
+class LinkModel(NamedTuple):
     """Every pair of devices is joined by a link of this bandwidth (bytes/s) and latency (s)."""
 
     bandwidth: float = 12e9
@@ -280,7 +277,7 @@ def cluster_models(
         for m in device_models(per_task[task.name], task.view.machine.host, rates):
             local = m.name.rsplit("/device:", 1)[1]
             (gpus if m.kind == "GPU" else cpus).append(
-                (replace(m, name=full_device(task.name, local)), i)
+                (m._replace(name=full_device(task.name, local)), i)
             )
     both = gpus + cpus
     return [m for m, _ in both], [t for _, t in both]

@@ -12,10 +12,9 @@ what `cost.py` says, each device runs its ops in graph order, copies use the lin
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, MutableMapping, MutableSequence, Sequence
-from dataclasses import dataclass
 from itertools import accumulate, chain
 from operator import attrgetter
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -44,8 +43,7 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True)
-class Estimate:
+class Estimate(NamedTuple):
     """What a placement costs: seconds, bytes and copies per device (full names)."""
 
     makespan: float
@@ -330,8 +328,7 @@ def estimate(
     return simulate(flat, device_index(placement, flat, models), models, link or LinkModel())
 
 
-@dataclass(frozen=True)
-class Judged:
+class Judged(NamedTuple):
     """What a strategy worked out on its way to a placement, for `estimate_with_bounds` to
     reuse (`Placement.judged`): the flattened graph, TensorFlow's placement of it (with the
     soft-placement flag it used), and the estimate of the placement's `decisions` on `models`

@@ -10,23 +10,26 @@ consumer that reads it twice makes two. `tf.py` applies the rule, `reasons.py` e
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 
 from ..graph.model import Op
 
 
-@dataclass
 class Identities:
     """placer.cc's `MatchIdentityOperation` over a graph. For each Identity that requests no
     device and has one input (`source`: op -> its input): its out-edges (`edges`; an op no
     op reads has one, to `_SINK`, which requests nothing; a consumer reading it twice is two)
     and its last consumer (`consumer`, -1 for none); `matched` holds those with one out-edge
-    whose input and consumer request the same device string."""
+    whose input and consumer request the same device string. Filled in by
+    `match_identities`; a plain class, not a dataclass, which would exec its generated
+    methods at every start-up (CONTRIBUTING.md)."""
 
-    source: dict[int, int] = field(default_factory=dict)
-    edges: dict[int, int] = field(default_factory=dict)
-    consumer: dict[int, int] = field(default_factory=dict)
-    matched: set[int] = field(default_factory=set)
+    __slots__ = ("consumer", "edges", "matched", "source")
+
+    def __init__(self) -> None:
+        self.source: dict[int, int] = {}
+        self.edges: dict[int, int] = {}
+        self.consumer: dict[int, int] = {}
+        self.matched: set[int] = set()
 
 
 def match_identities(ops: Sequence[Op], index: Mapping[str, int], identity: set[str]) -> Identities:

@@ -3,14 +3,13 @@ Send/Recv pairs) and each device's ops, output bytes and incoming copies."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from ..graph.model import Graph, Op
 from .model import Decision, Placement
 
 
-@dataclass(frozen=True)
-class PlannedCopy:
+class PlannedCopy(NamedTuple):
     """A transfer the run will make: `tensor` from its producer's device to a consumer's."""
 
     op: str
@@ -20,8 +19,7 @@ class PlannedCopy:
     nbytes: int
 
 
-@dataclass(frozen=True)
-class DeviceLoad:
+class DeviceLoad(NamedTuple):
     device: str
     ops: int
     output_bytes: int

@@ -19,7 +19,7 @@ a copy). The estimate passes none: a life grows with its readers, as the ledgers
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from .cost import LinkModel, copy_time
 from .flat import Flat
@@ -43,8 +43,7 @@ class Slot:
     ready: float  # when its value is there: its op's or its copy's end
 
 
-@dataclass(frozen=True)
-class Network:
+class Network(NamedTuple):
     """Across hosts: `tasks[d]` is the task of device d; copies between tasks go over `link`
     (one network card per task, each direction one transfer at a time) and arrive `hop`
     seconds later (the runtime's overhead per cross-task hand-over)."""

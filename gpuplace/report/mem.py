@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
@@ -43,8 +42,8 @@ def with_process(cards: Sequence[Gpu], logical: Sequence[LogicalGpu], memory: Se
         used = (card.memory_used or 0) + extra
         free = None if card.memory_total is None else card.memory_total - used
         process = GpuProcess(pid, PROCESS_NAME, extra)
-        out.append(dataclasses.replace(card, memory_used=used, memory_free=free,
-                                       processes=(*card.processes, process)))  # fmt: skip
+        out.append(card._replace(memory_used=used, memory_free=free,
+                                  processes=(*card.processes, process)))  # fmt: skip
     return out
 
 

@@ -170,7 +170,7 @@ def finite_json(doc: Any) -> Any:
     return doc
 
 
-_NON_ASCII = re.compile(r"[^\x00-\x7e]")  # json.dumps escapes DEL (0x7f) too
+_NON_ASCII = r"[^\x00-\x7e]"  # json.dumps escapes DEL (0x7f) too; compiled on first use
 
 
 def _escape(match: re.Match[str]) -> str:
@@ -270,7 +270,7 @@ def _pieces(doc: Any) -> list[bytes | JsonText]:
     if all(p.ascii if isinstance(p, JsonText) else _ascii(p) for p in pieces):
         return pieces
     whole_text = b"".join([p.data if isinstance(p, JsonText) else p for p in pieces])
-    return [_NON_ASCII.sub(_escape, whole_text.decode()).encode("ascii")]
+    return [re.sub(_NON_ASCII, _escape, whole_text.decode()).encode("ascii")]
 
 
 def _ascii(data: bytes) -> bool:

@@ -6,7 +6,6 @@ devices box) and from public nvidia-smi output of the same layout (long names, N
 
 from __future__ import annotations
 
-import dataclasses
 from datetime import datetime
 
 import pytest
@@ -67,7 +66,7 @@ DRIVER = Machine("nvml", HOST, (L40S,), "NVML", driver_version="570.195.03", cud
 
 
 def smi(*gpus: Gpu) -> str:
-    return smi_text(dataclasses.replace(DRIVER, gpus=gpus), gpus, NOW)
+    return smi_text(DRIVER._replace(gpus=gpus), gpus, NOW)
 
 
 def test_published_570_output_byte_for_byte() -> None:
@@ -75,14 +74,14 @@ def test_published_570_output_byte_for_byte() -> None:
 
 
 def test_every_box_line_is_91_wide() -> None:
-    quiet = dataclasses.replace(L40S, processes=())
-    text = smi(L40S, dataclasses.replace(quiet, nvml_index=1), _unknown(2), _mig_gpu(3, ()))
+    quiet = L40S._replace(processes=())
+    text = smi(L40S, quiet._replace(nvml_index=1), _unknown(2), _mig_gpu(3, ()))
     for line in text.splitlines()[1:]:
         assert line == "" or len(line) == 91, line
 
 
 def test_no_process_line() -> None:
-    lines = smi(dataclasses.replace(L40S, processes=())).splitlines()
+    lines = smi(L40S._replace(processes=())).splitlines()
     assert lines[-7:] == [
         "+-----------------------------------------------------------------------------------------+",
         "| Processes:                                                                              |",
@@ -95,7 +94,7 @@ def test_no_process_line() -> None:
 
 
 def test_gpus_are_separated_and_closed_by_the_same_rule() -> None:
-    second = dataclasses.replace(L40S, nvml_index=1, pci_bus_id="00000000:26:00.0", processes=())
+    second = L40S._replace(nvml_index=1, pci_bus_id="00000000:26:00.0", processes=())
     lines = smi(L40S, second).splitlines()
     rule = "+-----------------------------------------+------------------------+----------------------+"
     assert lines[8:12] == PUBLISHED_570.splitlines()[8:12]
@@ -124,8 +123,7 @@ def test_na_cells_where_the_driver_does_not_say() -> None:
 
 
 def test_unknown_power_on_a_known_pstate_matches_published_vgpu_output() -> None:
-    gpu = dataclasses.replace(
-        L40S, product="NVIDIA L40S-24Q", power_draw_watts=None, power_limit_watts=None,
+    gpu = L40S._replace(product="NVIDIA L40S-24Q", power_draw_watts=None, power_limit_watts=None,
         temperature_celsius=None, memory_used=17 * MiB, memory_total=24576 * MiB,
     )  # fmt: skip
     assert smi(gpu).splitlines()[9] == (
@@ -137,8 +135,7 @@ def test_unknown_power_on_a_known_pstate_matches_published_vgpu_output() -> None
     ("gpu", "published"),
     [
         (  # 30 characters: cut to 24 plus "..."
-            dataclasses.replace(
-                L40S,
+            L40S._replace(
                 product="NVIDIA RTX 6000 Ada Generation",
                 pci_bus_id="00000000:45:00.0",
                 fan_percent=30,
@@ -153,8 +150,7 @@ def test_unknown_power_on_a_known_pstate_matches_published_vgpu_output() -> None
             "| 30%   58C    P2            299W /  300W |   30566MiB /  46068MiB |    100%      Default |",
         ),
         (  # 26 characters: shown whole; persistence On is left-aligned like Off
-            dataclasses.replace(
-                L40S,
+            L40S._replace(
                 product="NVIDIA GeForce RTX 2080 Ti",
                 pci_bus_id="00000000:B2:00.0",
                 persistence_mode=True,
@@ -178,7 +174,7 @@ def test_names_and_cells_as_published(gpu: Gpu, published: str) -> None:
 
 def test_long_process_names_are_cut_on_the_left() -> None:
     short = GpuProcess(7, "python train.py", None, "C+G")
-    gpu = dataclasses.replace(L40S, processes=(short, L40S.processes[0]))
+    gpu = L40S._replace(processes=(short, L40S.processes[0]))
     body = smi(gpu).splitlines()[-3:-1]
     assert body == [
         "|    0   N/A  N/A               7    C+G   python train.py                            N/A |",

@@ -141,7 +141,7 @@ def test_virtual_gpus_share_their_card() -> None:
 def test_an_unknown_product_gets_the_conservative_default() -> None:
     v = view(load_machine("1xK520"), {})
     [lg] = logical_gpus(v.gpus, Policy())
-    card = replace(lg.gpu, gpu=replace(lg.gpu.gpu, product="Mystery GPU"))
+    card = lg.gpu._replace(gpu=lg.gpu.gpu._replace(product="Mystery GPU"))
     [model, _] = device_models([replace(lg, gpu=card)])
     assert (model.flops, model.bandwidth) == DEFAULT_GPU
 

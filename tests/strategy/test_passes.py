@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import random
 from collections.abc import Sequence
 
@@ -70,7 +69,7 @@ def test_tensorflow_placement_is_simulated_only_when_it_could_be_faster(
     flat, tf = flatten(g), place(g, gpus)
     dev = device_index(tf, flat, ordered)
     alone = simulate(flat, dev, ordered, LINK)
-    spread = dataclasses.replace(alone, makespan=alone.makespan * factor)
+    spread = alone._replace(makespan=alone.makespan * factor)
     fits = all(m.memory_limit is None or alone.peak[m.name] <= m.memory_limit for m in ordered)
     times = work_times(flat.flops, flat.nbytes, ordered)
     found = balanced._faster_alone(flat, tf, ordered, LINK, times, spread)

@@ -14,11 +14,10 @@ MaxPool's second output (Indices) is not supported; nor is a BatchNormalization 
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from itertools import product
 from math import prod
 from types import ModuleType
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..attrs import INT, NUMBER, POSITIVE
 from ..infer import FLOATS, Specs, shape_error
@@ -48,8 +47,7 @@ _BIAS_ROWS = 16
 AUTO_PAD = choice("NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID")
 
 
-@dataclass(frozen=True)
-class Window:
+class Window(NamedTuple):
     """Where a kernel's windows fall along each spatial axis."""
 
     kernel: tuple[int, ...]
