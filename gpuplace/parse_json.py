@@ -21,8 +21,52 @@ from .limits import LONG_INT, MAX_DEPTH
 
 def json_unique(text: str) -> Any:
     """`json.loads(text)`, refusing a key given twice in one object (DuplicateKey, which
-    `duplicate_key_error` turns into a message with both lines)."""
-    return json.loads(text, object_pairs_hook=_unique)
+    `duplicate_key_error` turns into a message with both lines).
+
+    Read plainly (json's own dicts: faster than a hook given each object's pairs), then
+    checked by counting (`_all_keys_kept`); text that fails either is read again with the
+    hook, which says what it always said (the same error, or DuplicateKey first)."""
+    try:
+        data = json.loads(text)
+    except (RecursionError, ValueError):
+        data = _NOT_READ
+    if data is _NOT_READ or not _all_keys_kept(text, data):
+        return json.loads(text, object_pairs_hook=_unique)
+    return data
+
+
+_NOT_READ = object()  # the plain read failed
+
+
+def _all_keys_kept(text: str, data: Any) -> bool:
+    """Whether `data`, `text` read by `json.loads` (which keeps the last of a key given
+    twice), has every member the text has. Outside its strings, JSON text has a `:` for each
+    member and nowhere else, so the text's `:` count is its members plus the `:` in its
+    strings; `data` has its members less those a repeated key dropped, and the `:` of its
+    strings less the dropped ones': the counts are equal exactly when nothing was dropped.
+    Only `\\u003a` escapes put a `:` in a string that the text does not show; such text
+    gets False (the caller then reads it with the exact hook)."""
+    if "\\u003a" in text or "\\u003A" in text:
+        return False
+    members = 0  # members and `:` in strings, of every object and string in `data`
+    stack: list[Any] = [[data]]  # lists and objects to count
+    while stack:
+        container = stack.pop()
+        items = container
+        if type(container) is dict:
+            members += len(container)
+            for key in container:
+                if ":" in key:
+                    members += key.count(":")
+            items = container.values()
+        for item in items:
+            kind = type(item)
+            if kind is str:
+                if ":" in item:
+                    members += item.count(":")
+            elif kind is dict or kind is list:
+                stack.append(item)
+    return members == text.count(":")
 
 
 class DuplicateKey(ValueError):
