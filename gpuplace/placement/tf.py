@@ -276,8 +276,8 @@ class _Placer:
             ops, self.meta, self.own, self.groups, table, self.consumers, self.tf_type,
             self.narrowed,
         )  # fmt: skip
-        # (requested device, kind) -> device and decision of an op alone in its group
-        self.alone: dict[tuple[str, str], tuple[LocalDevice, Decision]] = {}
+        # requested device -> kind -> device and decision of an op alone in its group
+        self.alone: dict[str, dict[str, tuple[LocalDevice, Decision]]] = {}
         identity = {t for t, m in metas.items() if m.tf_type == "Identity"}
         self.identities = match_identities(ops, self.index, identity)
 
@@ -292,7 +292,8 @@ class _Placer:
     ) -> None:
         """Per-op kernels from TensorFlow's registry for the ops of the `narrow` types, by their
         dtypes (output 0's; input 0's for Cast's SrcT; the TF type where the attrs choose it)."""
-        kinds: list[str] = list(self.kinds)
+        given: list[str] = self.kinds
+        kinds: list[str] = list(given)
         ops, meta = self.ops, self.meta
         found: dict[tuple[str, str, str | None, str], _Entry] = {}
         needs_source = {t for t, m in narrow.items() if getattr(m, "reads_source", False)}
@@ -302,7 +303,8 @@ class _Placer:
             t: {} for t in narrow if t not in needs_source | varies
         }
         index, narrowed, matches = self.index, self.narrowed, self.matches
-        for i, kind in enumerate(self.kinds):
+        for i in range(len(given)):  # a C integer where compiled (enumerate's is an object)
+            kind = given[i]
             by_dtype = simple.get(kind)
             if by_dtype is None and kind not in narrow:
                 continue
@@ -355,13 +357,15 @@ class _Placer:
 
     def run(self) -> Placement:
         """`Placer::Run`: the two passes; decisions come back in graph order."""
-        n, names, generator = len(self.ops), self.names, self.generator
+        n = len(self.ops)
+        names: list[str] = self.names
+        generator: list[bool] = self.generator
         first = [i for i in range(n) if not generator[i]]
         second = [i for i in range(n) if generator[i]]
         made: list[Decision | None] = [None] * n
         self._first_pass(first, made)
         if second:
-            self._collect_consumers(first, second)
+            self._collect_consumers()
         for i in second:
             made[i] = self._place(i, follow=True)
         placed = cast("list[Decision]", made)  # the two passes decided every op
@@ -371,7 +375,7 @@ class _Placer:
             order=tuple([names[i] for i in first + second]),
         )
 
-    def _collect_consumers(self, first: Sequence[int], second: Sequence[int]) -> None:
+    def _collect_consumers(self) -> None:
         """For each generator: its first consumer, how many, and the one device they sit on.
 
         Generators' consumers have inputs, so the first pass has placed all of them; the
@@ -386,8 +390,10 @@ class _Placer:
         Most ops of a large graph are alone: one dict lookup each instead of `_place`.
         No other op reads a lone op's pin, so only its assignment is recorded.
         """
-        ops, assigned, kinds = self.ops, self.assigned, self.kinds
-        alone: dict[tuple[str, str], tuple[LocalDevice, Decision]] = self.alone
+        ops = self.ops
+        assigned: list[LocalDevice | None] = self.assigned
+        kinds: list[str] = self.kinds
+        alone: dict[str, dict[str, tuple[LocalDevice, Decision]]] = self.alone
         parent: list[int] = self.groups.parent
         size: list[int] = self.groups.size
         ignored: dict[int, str] = self.groups.ignored
@@ -395,7 +401,9 @@ class _Placer:
         matched: set[int] = self.identities.matched
         for i in first:
             if parent[i] == i and size[i] == 1 and i not in ignored and i not in matched:
-                device, decision = alone.get((ops[i].device, kinds[i])) or self._alone(i)
+                by_kind = alone.get(ops[i].device)
+                found = None if by_kind is None else by_kind.get(kinds[i])
+                device, decision = found or self._alone(i)
                 if i in sources:  # an Identity the rule passed over: say why, if it matters
                     decision = self._unmatched(i, device, decision)
                 assigned[i], made[i] = device, decision
@@ -455,7 +463,7 @@ class _Placer:
         op = self.ops[i]
         cands = self._candidates(i, i)
         device = cands.devices[0]
-        found = self.alone[(op.device, self.kinds[i])] = (
+        found = self.alone.setdefault(op.device, {})[self.kinds[i]] = (
             device,
             self.reasons.chosen(i, device, cands, False, False),
         )
