@@ -232,9 +232,8 @@ class _Placer:
             if found is None:
                 found = metas[kind] = op_meta(kind)
                 supported[kind] = found.kernels & machine
-            if device in specs:
-                spec = specs[device]
-            else:
+            spec = specs.get(device)
+            if spec is None and device not in specs:  # one lookup for a device read before
                 spec = specs[device] = _requested(device)
                 malformed = malformed or spec is None
             op_types.append(kind)
@@ -372,7 +371,7 @@ class _Placer:
         return Placement(
             decisions=dict(zip(names, placed, strict=True)),
             devices=tuple(d.name for d in self.table.devices),
-            order=tuple([names[i] for i in first + second]),
+            order=tuple([names[i] for i in first + second] if second else names),
         )
 
     def _collect_consumers(self) -> None:
@@ -399,12 +398,15 @@ class _Placer:
         ignored: dict[int, str] = self.groups.ignored
         sources: dict[int, int] = self.identities.source
         matched: set[int] = self.identities.matched
+        special = bool(ignored or matched or sources)  # else no op needs those looked up
         for i in first:
-            if parent[i] == i and size[i] == 1 and i not in ignored and i not in matched:
+            if parent[i] == i and size[i] == 1 and not (special and (i in ignored or i in matched)):
                 by_kind = alone.get(ops[i].device)
                 found = None if by_kind is None else by_kind.get(kinds[i])
                 device, decision = found or self._alone(i)
-                if i in sources:  # an Identity the rule passed over: say why, if it matters
+                if (
+                    special and i in sources
+                ):  # an Identity the rule passed over: say why, if it matters
                     decision = self._unmatched(i, device, decision)
                 assigned[i], made[i] = device, decision
             else:
