@@ -369,13 +369,14 @@ def _direct(
             return None
         specs, refs = [], []  # one loop for both: most ops have one or two inputs
         for text in raw:
-            j = index.get(text) if type(text) is str else None
-            if j is None:  # defined below, `name:k`, an outer name or an error
+            producer = index.get(text) if type(text) is str else None
+            if producer is None:  # defined below, `name:k`, an outer name or an error
                 return None
-            used[j] = 1
-            specs.append(outputs[j][0])  # IndexError (no outputs): the general path says so
-            refs.append(firsts[j])
-            producers.append(j)
+            p = producer  # compiled, a C integer: the lists below are indexed in C
+            used[p] = 1
+            specs.append(outputs[p][0])  # IndexError (no outputs): the general path says so
+            refs.append(firsts[p])
+            producers.append(producer)
         count = len(specs)
         if not low <= count <= high:
             return None
