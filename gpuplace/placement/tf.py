@@ -362,7 +362,7 @@ class _Placer:
         first = [i for i in range(n) if not generator[i]]
         second = [i for i in range(n) if generator[i]]
         made: list[Decision | None] = [None] * n
-        self._first_pass(first, made)
+        self._first_pass(made)
         if second:
             self._collect_consumers()
         for i in second:
@@ -383,8 +383,9 @@ class _Placer:
         wired = self.wired
         self.consumers.collect(wired.producers, wired.arity, self.generator, self.assigned)
 
-    def _first_pass(self, first: Sequence[int], made: list[Decision | None]) -> None:
-        """The first pass, with ops alone in their group taken straight from `alone`.
+    def _first_pass(self, made: list[Decision | None]) -> None:
+        """The first pass (every op but the generators, in graph order), with ops alone in
+        their group taken straight from `alone`.
 
         Most ops of a large graph are alone: one dict lookup each instead of `_place`.
         No other op reads a lone op's pin, so only its assignment is recorded.
@@ -399,7 +400,10 @@ class _Placer:
         sources: dict[int, int] = self.identities.source
         matched: set[int] = self.identities.matched
         special = bool(ignored or matched or sources)  # else no op needs those looked up
-        for i in first:
+        generator: list[bool] = self.generator
+        for i in range(len(made)):  # compiled, a C integer: the lists are indexed in C
+            if generator[i]:
+                continue
             if parent[i] == i and size[i] == 1 and not (special and (i in ignored or i in matched)):
                 by_kind = alone.get(ops[i].device)
                 found = None if by_kind is None else by_kind.get(kinds[i])
