@@ -21,8 +21,60 @@ from .limits import LONG_INT, MAX_DEPTH
 
 def json_unique(text: str) -> Any:
     """`json.loads(text)`, refusing a key given twice in one object (DuplicateKey, which
-    `duplicate_key_error` turns into a message with both lines)."""
-    return json.loads(text, object_pairs_hook=_unique)
+    `duplicate_key_error` turns into a message with both lines).
+
+    Read plainly (json's own dicts: faster than a hook given each object's pairs), then
+    checked by counting (`_all_keys_kept`); text that fails either is read again with the
+    hook, which says what it always said (the same error, or DuplicateKey first)."""
+    try:
+        data = json.loads(text)
+    except (RecursionError, ValueError):
+        data = _NOT_READ
+    if data is _NOT_READ or not _all_keys_kept(text, data):
+        return json.loads(text, object_pairs_hook=_unique)
+    return data
+
+
+_NOT_READ = object()  # the plain read failed
+
+
+def _all_keys_kept(text: str, data: Any) -> bool:
+    """Whether `data`, `text` read by `json.loads` (which keeps the last of a key given
+    twice), has every member the text has. Outside its strings, JSON text has a `:` for each
+    member and nowhere else, so the text's `:` count is its members plus the `:` in its
+    strings; `data` has its members less those a repeated key dropped, and the `:` of its
+    strings less the dropped ones': the counts are equal exactly when nothing was dropped.
+    Only `\\u003a` escapes put a `:` in a string that the text does not show; such text
+    gets False (the caller then reads it with the exact hook)."""
+    if "\\" in text and ("\\u003a" in text or "\\u003A" in text):
+        return False
+    members = 0  # members and `:` in strings, of every object and string in `data`
+    stack: list[Any] = [data]  # lists and objects left to count
+    while stack:
+        value = stack.pop()
+        if type(value) is dict:
+            obj: dict[str, Any] = value
+            members += len(obj)
+            for key, item in obj.items():
+                members += _colons(key, stack) + _colons(item, stack)
+        elif type(value) is list:
+            items: list[Any] = value
+            for item in items:
+                members += _colons(item, stack)
+        else:
+            members += _colons(value, stack)  # the document itself a string
+    return members == text.count(":")
+
+
+def _colons(value: Any, stack: list[Any]) -> int:
+    """For `_all_keys_kept`: the `:` in `value` if it is a string; a list or an object goes on
+    `stack`, to be counted in turn."""
+    if type(value) is str:
+        string: str = value
+        return string.count(":") if ":" in string else 0
+    if type(value) is dict or type(value) is list:
+        stack.append(value)
+    return 0
 
 
 class DuplicateKey(ValueError):

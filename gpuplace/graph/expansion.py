@@ -48,7 +48,10 @@ class _Counter:
             return count
         count = 0
         for item in items:
-            kind = item.get("op") if type(item) is dict else 1
+            kind: Any = 1
+            if type(item) is dict:
+                op: dict[str, Any] = item  # a typed dict: compiled, `get` is a C call
+                kind = op.get("op")
             if kind is None:
                 count += self.block(item)
             elif kind == "split" or kind == "Split":  # TF's and ONNX's

@@ -3,5 +3,5 @@
 import cython
 
 @cython.locals(i=Py_ssize_t, low=Py_ssize_t, high=Py_ssize_t, count=Py_ssize_t, keys=Py_ssize_t,
-               shared=bint, has_device=bint)
+               shared=bint, has_device=bint, at=Py_ssize_t, p=Py_ssize_t)
 cpdef _direct(items, walker, names, lines)

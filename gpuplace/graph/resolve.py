@@ -300,11 +300,14 @@ def _direct(
     # An item of nothing but `name`, `op`, `inputs` and `device` (most of a large spec) has
     # what its op type alone says: its definition, TF type and default attrs, worked out once
     # per type (`_plain`); what inference makes of it then depends on its input specs alone,
-    # so it is asked once per op type and input specs (by identity: each spec is made one
-    # object, `canon`, and every spec stays alive here); each device written is parsed once.
+    # so it is asked once per op type and input specs (each distinct spec numbered, once, by
+    # `_canonical`: the key holds small ints, not specs, whose hash is a Python call); each
+    # device written is parsed once.
     plain: dict[Any, _Plain] = {}
-    inferred: dict[tuple[Any, ...], tuple[TensorSpec, ...]] = {}
-    canon: dict[TensorSpec, TensorSpec] = {}  # one object per spec, so that identity finds it
+    inferred: dict[tuple[Any, ...], tuple[tuple[TensorSpec, ...], int]] = {}
+    canon: dict[TensorSpec, int] = {}  # each distinct spec -> its number, its place in `distinct`
+    distinct: list[TensorSpec] = []
+    numbers: list[int] = []  # per op, its output 0's number (-1: it has no outputs)
     devices: dict[str, str] = {}  # each device written, as TF writes it
     get_line = None if lines is None else lines.get
     i = 0  # a counter, not enumerate(): compiled, a C integer
@@ -366,36 +369,38 @@ def _direct(
             return None
         specs, refs = [], []  # one loop for both: most ops have one or two inputs
         for text in raw:
-            j = index.get(text) if type(text) is str else None
-            if j is None:  # defined below, `name:k`, an outer name or an error
+            producer = index.get(text) if type(text) is str else None
+            if producer is None:  # defined below, `name:k`, an outer name or an error
                 return None
-            used[j] = 1
-            specs.append(outputs[j][0])  # IndexError (no outputs): the general path says so
-            refs.append(firsts[j])
-            producers.append(j)
+            p = producer  # compiled, a C integer: the lists below are indexed in C
+            used[p] = 1
+            specs.append(outputs[p][0])  # IndexError (no outputs): the general path says so
+            refs.append(firsts[p])
+            producers.append(producer)
         count = len(specs)
         if not low <= count <= high:
             return None
         if shared:  # the op type's own attrs: inferred once per type and input specs
+            at = len(producers) - count  # this op's inputs in `producers`
             if count == 1:
-                key: tuple[Any, ...] = (kind, tf_type, id(specs[0]))
+                key: tuple[Any, ...] = (kind, tf_type, numbers[producers[at]])
             elif count == 2:
-                key = (kind, tf_type, id(specs[0]), id(specs[1]))
+                key = (kind, tf_type, numbers[producers[at]], numbers[producers[at + 1]])
             else:
-                key = (kind, tf_type, *map(id, specs))
-            cached = inferred.get(key)
-            if cached is not None:
-                out = cached
-            else:
-                out = opdef.infer_fn(name, tf_type, attrs, tuple(specs))
-                out = inferred[key] = tuple([canon.setdefault(s, s) for s in out])
+                key = (kind, tf_type, *[numbers[j] for j in producers[at:]])
+            found_out = inferred.get(key)
+            if found_out is None:
+                made = opdef.infer_fn(name, tf_type, attrs, tuple(specs))
+                found_out = inferred[key] = _canonical(made, canon, distinct)
         else:
-            out = opdef.infer_fn(name, tf_type, attrs, tuple(specs))
-            out = tuple([canon.setdefault(s, s) for s in out])
+            made = opdef.infer_fn(name, tf_type, attrs, tuple(specs))
+            found_out = _canonical(made, canon, distinct)
+        out, number = found_out
         if index.setdefault(name, i) != i:  # bound twice: the general path decides
             return None
         firsts.append(new_ref(name))
         outputs.append(out)
+        numbers.append(number)
         arity.append(count)
         line = None if get_line is None else get_line(id(item))
         ops.append(new_op(name, opdef.name, tuple(refs), device, attrs, out, colocate, line))
@@ -412,6 +417,23 @@ def _direct(
                 fetch.append(new_ref(ops[i].name, k))
         i += 1  # noqa: SIM113
     return Direct(ops, outputs, used, index, producers, arity, tuple(fetch))
+
+
+def _canonical(
+    out: tuple[TensorSpec, ...], canon: dict[TensorSpec, int], distinct: list[TensorSpec]
+) -> tuple[tuple[TensorSpec, ...], int]:
+    """`out` with each spec the first equal one seen (`distinct`, its place there in `canon`:
+    new specs join both), and output 0's number (-1: no outputs)."""
+    made: list[TensorSpec] = []
+    first = -1
+    for spec in out:
+        number = canon.setdefault(spec, len(distinct))
+        if number == len(distinct):
+            distinct.append(spec)
+        made.append(distinct[number])
+        if first < 0:
+            first = number
+    return tuple(made), first
 
 
 # opdef, TF type, attrs (None: made per op, a seed from its name), fewest and most inputs

@@ -78,20 +78,47 @@ class Consumers:
         self.mixed = [False] * n
         self.last = [-1] * n  # latest consumer seen, to count an op reading g twice once
 
-    def add(self, g: int, j: int, device: LocalDevice | None) -> None:
-        """Record that op j (placed on `device`) reads generator g; j arrives in order."""
-        if self.last[g] == j:
-            return
-        self.last[g] = j
-        if not self.count[g]:
-            self.first[g], self.device[g] = j, device
-        elif device is not self.device[g]:  # one LocalDevice object per device of the table
-            self.mixed[g] = True
-        self.count[g] += 1
+    def collect(
+        self,
+        producers: Sequence[int],
+        arity: Sequence[int],
+        generator: Sequence[bool],
+        assigned: Sequence[LocalDevice | None],
+    ) -> None:
+        """Record, input by input (`model.Wiring`: op j's `arity[j]` inputs read the ops of
+        `producers`, -1 for none), each op j (placed on `assigned[j]`) that reads a generator;
+        an op reading one generator twice counts once."""
+        _collect(self, producers, arity, generator, assigned)
 
     def one_device(self, g: int) -> LocalDevice | None:
         """The device all of g's consumers sit on, or None (no consumers, or several)."""
         return None if self.mixed[g] else self.device[g]
+
+
+def _collect(
+    consumers: Consumers,
+    producers: Sequence[int],
+    arity: Sequence[int],
+    generator: Sequence[bool],
+    assigned: Sequence[LocalDevice | None],
+) -> None:
+    """`Consumers.collect`'s walk, on C integers where compiled (candidates.pxd)."""
+    first, count, device = consumers.first, consumers.count, consumers.device
+    mixed, last = consumers.mixed, consumers.last
+    at = 0
+    for j in range(len(arity)):
+        end = at + arity[j]
+        while at < end:
+            g = producers[at]
+            at += 1
+            if g < 0 or not generator[g] or last[g] == j:
+                continue
+            last[g] = j
+            if not count[g]:
+                first[g], device[g] = j, assigned[j]
+            elif assigned[j] is not device[g]:  # one LocalDevice object per device
+                mixed[g] = True
+            count[g] += 1
 
 
 def _numbers(values: Sequence[int]) -> str:

@@ -196,6 +196,11 @@ def _malformed_error(op: Op, i: int, meta: OpMeta) -> PlacementError:
     return error
 
 
+# per (type, dtype, source dtype, TF type): the registry's match, the op's kind, its kernels
+# on this machine, and whether its reason names the registry entry (`_Placer._entry`)
+_Entry = tuple[KernelMatch | None, str, frozenset[str], bool]
+
+
 class _Placer:
     """One run of the placer over one graph; state lives here, not in globals."""
 
@@ -220,16 +225,17 @@ class _Placer:
         types: list[frozenset[str]] = []
         own: list[DeviceSpec | None] = []
         names: list[str] = []
+        malformed = False  # some request is None (`_requested`): checked below, in TF's order
         for op in ops:
             kind, device = op.type, op.device
             found = metas.get(kind)
             if found is None:
                 found = metas[kind] = op_meta(kind)
                 supported[kind] = found.kernels & machine
-            if device in specs:
-                spec = specs[device]
-            else:
+            spec = specs.get(device)
+            if spec is None and device not in specs:  # one lookup for a device read before
                 spec = specs[device] = _requested(device)
+                malformed = malformed or spec is None
             op_types.append(kind)
             meta.append(found)
             types.append(supported[kind])
@@ -248,7 +254,7 @@ class _Placer:
         narrow = {t: m for t, m in metas.items() if getattr(m, "kernel_match", None) is not None}
         if narrow:
             self._narrow(types, supported, narrow)
-        if not all(types) or None in own:  # `InitializeMembers`: the first op that fails
+        if malformed or not all(types):  # `InitializeMembers`: the first op that fails
             i = min(_first(types, frozenset()), _first(own, None))
             if not types[i]:
                 raise _no_kernel_error(ops[i], self.meta[i], table, self.matches.get(i))
@@ -269,8 +275,8 @@ class _Placer:
             ops, self.meta, self.own, self.groups, table, self.consumers, self.tf_type,
             self.narrowed,
         )  # fmt: skip
-        # (requested device, kind) -> device and decision of an op alone in its group
-        self.alone: dict[tuple[str, str], tuple[LocalDevice, Decision]] = {}
+        # requested device -> kind -> device and decision of an op alone in its group
+        self.alone: dict[str, dict[str, tuple[LocalDevice, Decision]]] = {}
         identity = {t for t, m in metas.items() if m.tf_type == "Identity"}
         self.identities = match_identities(ops, self.index, identity)
 
@@ -285,37 +291,43 @@ class _Placer:
     ) -> None:
         """Per-op kernels from TensorFlow's registry for the ops of the `narrow` types, by their
         dtypes (output 0's; input 0's for Cast's SrcT; the TF type where the attrs choose it)."""
-        kinds, ops, meta = list(self.kinds), self.ops, self.meta
-        Entry = tuple[KernelMatch | None, str, frozenset[str], bool]
-        found: dict[tuple[str, str, str | None, str], Entry] = {}
-        simple: dict[str, dict[str, Entry]] = {}  # the same, for no source dtype nor TF type
+        given: list[str] = self.kinds
+        kinds: list[str] = list(given)
+        ops, meta = self.ops, self.meta
+        found: dict[tuple[str, str, str | None, str], _Entry] = {}
         needs_source = {t for t, m in narrow.items() if getattr(m, "reads_source", False)}
         varies = {t for t, m in narrow.items() if getattr(m, "tf_type_of", None) is not None}
+        # most types: by type and output dtype alone (no source dtype, no TF type), no tuple made
+        simple: dict[str, dict[str, _Entry]] = {
+            t: {} for t in narrow if t not in needs_source | varies
+        }
         index, narrowed, matches = self.index, self.narrowed, self.matches
-        for i, kind in enumerate(self.kinds):
-            if kind not in narrow:
+        for i in range(len(given)):  # a C integer where compiled (enumerate's is an object)
+            kind = given[i]
+            by_dtype = simple.get(kind)
+            if by_dtype is None and kind not in narrow:
                 continue
             op = ops[i]
-            if not op.outputs:
+            outputs = op.outputs
+            if not outputs:
                 continue
-            source = None
-            if kind in needs_source and op.inputs:
-                ref = op.inputs[0]
-                source = ops[index[ref.op]].outputs[ref.index].dtype
-            tf_type = self.tf_type(i) if kind in varies else ""
-            dtype = op.outputs[0].dtype
-            if source is None and not tf_type:  # most ops: by type and dtype, no tuple made
-                by_dtype = simple.get(kind)
-                if by_dtype is None:
-                    by_dtype = simple[kind] = {}
+            dtype = outputs[0].dtype
+            if by_dtype is not None:
                 entry = by_dtype.get(dtype)
+                if entry is None:
+                    key: tuple[str, str, str | None, str] = (kind, dtype, None, "")
+                    entry = by_dtype[dtype] = self._entry(kernel_match(meta[i], op), key, supported)
             else:
-                entry = found.get((kind, dtype, source, tf_type))
-            if entry is None:
-                key = (kind, dtype, source, tf_type)
-                entry = found[key] = self._entry(kernel_match(meta[i], op, source), key, supported)
-                if source is None and not tf_type:
-                    simple[kind][dtype] = entry
+                source = None
+                if kind in needs_source and op.inputs:
+                    ref = op.inputs[0]
+                    source = ops[index[ref.op]].outputs[ref.index].dtype
+                key = (kind, dtype, source, self.tf_type(i) if kind in varies else "")
+                entry = found.get(key)
+                if entry is None:
+                    entry = found[key] = self._entry(
+                        kernel_match(meta[i], op, source), key, supported
+                    )
             match, kinds[i], kernels, notable = entry
             if match is None:
                 continue
@@ -331,7 +343,7 @@ class _Placer:
         match: KernelMatch | None,
         key: tuple[str, str, str | None, str],
         supported: dict[str, frozenset[str]],
-    ) -> tuple[KernelMatch | None, str, frozenset[str], bool]:
+    ) -> _Entry:
         """For one (type, dtype, source dtype, TF type): the registry's match, the op's kind,
         its kernels on this machine, and whether its reason names the registry entry (the
         machine has a device type without a kernel for it, or a notable kernel serves it)."""
@@ -344,53 +356,61 @@ class _Placer:
 
     def run(self) -> Placement:
         """`Placer::Run`: the two passes; decisions come back in graph order."""
-        n, names = len(self.ops), self.names
-        first = [i for i in range(n) if not self.generator[i]]
-        second = [i for i in range(n) if self.generator[i]]
+        n = len(self.ops)
+        names: list[str] = self.names
+        generator: list[bool] = self.generator
+        first = [i for i in range(n) if not generator[i]]
+        second = [i for i in range(n) if generator[i]]
         made: list[Decision | None] = [None] * n
-        self._first_pass(first, made)
+        self._first_pass(made)
         if second:
-            self._collect_consumers(first, second)
+            self._collect_consumers()
         for i in second:
             made[i] = self._place(i, follow=True)
         placed = cast("list[Decision]", made)  # the two passes decided every op
         return Placement(
             decisions=dict(zip(names, placed, strict=True)),
             devices=tuple(d.name for d in self.table.devices),
-            order=tuple([names[i] for i in first + second]),
+            order=tuple([names[i] for i in first + second] if second else names),
         )
 
-    def _collect_consumers(self, first: Sequence[int], second: Sequence[int]) -> None:
+    def _collect_consumers(self) -> None:
         """For each generator: its first consumer, how many, and the one device they sit on.
 
         Generators' consumers have inputs, so the first pass has placed all of them; the
         generators themselves have none, so every op's inputs are walked, in graph order.
         """
-        wired, generator = self.wired, self.generator
-        producers, arity = wired.producers, wired.arity
-        add, assigned = self.consumers.add, self.assigned
-        at = 0
-        for j in range(len(arity)):
-            end = at + arity[j]
-            while at < end:
-                g = producers[at]
-                if g >= 0 and generator[g]:
-                    add(g, j, assigned[j])
-                at += 1
+        wired = self.wired
+        self.consumers.collect(wired.producers, wired.arity, self.generator, self.assigned)
 
-    def _first_pass(self, first: Sequence[int], made: list[Decision | None]) -> None:
-        """The first pass, with ops alone in their group taken straight from `alone`.
+    def _first_pass(self, made: list[Decision | None]) -> None:
+        """The first pass (every op but the generators, in graph order), with ops alone in
+        their group taken straight from `alone`.
 
         Most ops of a large graph are alone: one dict lookup each instead of `_place`.
         No other op reads a lone op's pin, so only its assignment is recorded.
         """
-        ops, assigned, alone, kinds = self.ops, self.assigned, self.alone, self.kinds
-        parent, size, ignored = self.groups.parent, self.groups.size, self.groups.ignored
-        sources, matched = self.identities.source, self.identities.matched
-        for i in first:
-            if parent[i] == i and size[i] == 1 and i not in ignored and i not in matched:
-                device, decision = alone.get((ops[i].device, kinds[i])) or self._alone(i)
-                if i in sources:  # an Identity the rule passed over: say why, if it matters
+        ops = self.ops
+        assigned: list[LocalDevice | None] = self.assigned
+        kinds: list[str] = self.kinds
+        alone: dict[str, dict[str, tuple[LocalDevice, Decision]]] = self.alone
+        parent: list[int] = self.groups.parent
+        size: list[int] = self.groups.size
+        ignored: dict[int, str] = self.groups.ignored
+        sources: dict[int, int] = self.identities.source
+        matched: set[int] = self.identities.matched
+        special = bool(ignored or matched or sources)  # else no op needs those looked up
+        generator: list[bool] = self.generator
+        for i in range(len(made)):  # compiled, a C integer: the lists are indexed in C
+            if generator[i]:
+                continue
+            if parent[i] == i and size[i] == 1 and not (special and (i in ignored or i in matched)):
+                by_kind = alone.get(ops[i].device)
+                found = None if by_kind is None else by_kind.get(kinds[i])
+                device, decision = found or self._alone(i)
+                if (
+                    special and i in sources
+                ):  # an Identity the rule passed over: say why, if it matters
                     decision = self._unmatched(i, device, decision)
                 assigned[i], made[i] = device, decision
             else:
@@ -449,7 +469,7 @@ class _Placer:
         op = self.ops[i]
         cands = self._candidates(i, i)
         device = cands.devices[0]
-        found = self.alone[(op.device, self.kinds[i])] = (
+        found = self.alone.setdefault(op.device, {})[self.kinds[i]] = (
             device,
             self.reasons.chosen(i, device, cands, False, False),
         )

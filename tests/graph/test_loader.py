@@ -319,6 +319,7 @@ def test_one_pass_load_equals_the_general_path(monkeypatch: pytest.MonkeyPatch) 
           - {op: relu, inputs: [m], colocate_with: m}
           - {name: s, op: split, inputs: [Relu], num_split: 2}
           - {op: add, inputs: [a, a]}
+          - {name: t, op: tanh, inputs: [add], device: /cpu:0}
         """
     )
     import gpuplace.graph.loader as loader
@@ -331,9 +332,9 @@ def test_one_pass_load_equals_the_general_path(monkeypatch: pytest.MonkeyPatch) 
     monkeypatch.setattr(loader, "direct", lambda *a: None)
     slow = loads(text, "spec.yaml")
     assert repr(fast) == repr(slow)
-    assert [str(r) for r in fast.fetch] == ["s", "s:1", "add"]
+    assert [str(r) for r in fast.fetch] == ["s", "s:1", "t"]
     assert wired(fast) == wired(slow)
-    assert wired(fast)[1:3] == ([0, 1, 2, 3, 0, 0], [0, 0, 2, 1, 1, 2])
+    assert wired(fast)[1:3] == ([0, 1, 2, 3, 0, 0, 5], [0, 0, 2, 1, 1, 2, 1])
 
 
 # the loader's general path: inputs that point forward, `name:k`, towers (tests/strategy too)
