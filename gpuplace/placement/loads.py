@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from ..graph.model import Graph, Op
-from .model import Decision, Placement
+from ..graph.model import Graph, TensorSpec, wiring
+from .model import Placement
 
 
 class PlannedCopy(NamedTuple):
@@ -32,26 +32,31 @@ def copies_and_loads(graph: Graph, placement: Placement) -> tuple[list[PlannedCo
     """The copies a placement implies: cross-device edges, one per (tensor, destination) as
     TF's Send/Recv pairs; and per device in priority order the ops placed there, the bytes
     they output and the copies coming in. One pass over the ops (linear), and over their
-    inputs only where the ops are on more than one device."""
+    inputs only where the ops are on more than one device, by op index (the loader's
+    `Wiring`: no lookup by name)."""
+    devices = [d.device for d in placement.in_order([op.name for op in graph.ops])]
     ops_of: dict[str, int] = dict.fromkeys(placement.devices, 0)
     outputs: dict[str, int] = dict.fromkeys(placement.devices, 0)
     made_by: dict[int, int] = {}  # bytes per outputs tuple (the loader shares equal ones)
     sizes: dict[tuple[tuple[int, ...], str], int] = {}  # bytes per (shape, dtype), once each
-    names, decided = _decided(graph, placement)
-    devices = [d.device for d in decided]
+    last: tuple[TensorSpec, ...] = ()  # the previous op's outputs, and the bytes they make
+    made = 0
     for op, dst in zip(graph.ops, devices, strict=True):
-        made = made_by.get(id(op.outputs), -1)
-        if made < 0:
-            made = 0
-            for s in op.outputs:
-                key = (s.shape, s.dtype)
-                size = sizes.get(key)
-                made += sizes.setdefault(key, s.nbytes) if size is None else size
-            made_by[id(op.outputs)] = made
+        specs = op.outputs
+        if specs is not last:  # neighbours mostly share a tuple: looked up only on a change
+            last = specs
+            made = made_by.get(id(specs), -1)
+            if made < 0:
+                made = 0
+                for s in specs:
+                    key = (s.shape, s.dtype)
+                    size = sizes.get(key)
+                    made += sizes.setdefault(key, s.nbytes) if size is None else size
+                made_by[id(specs)] = made
         ops_of[dst] = ops_of.get(dst, 0) + 1
         outputs[dst] = outputs.get(dst, 0) + made
     used = [d for d, count in ops_of.items() if count]
-    copies = _copies(graph, placement, names, devices) if len(used) > 1 else []  # else none crosses
+    copies = _copies(graph, placement, devices) if len(used) > 1 else []  # else none crosses
     copies_in: dict[str, tuple[int, int]] = {}  # one pass over the copies, not one per device
     for c in copies:
         count, nbytes = copies_in.get(c.dst, (0, 0))
@@ -60,28 +65,24 @@ def copies_and_loads(graph: Graph, placement: Placement) -> tuple[list[PlannedCo
     return copies, loads
 
 
-def _decided(graph: Graph, placement: Placement) -> tuple[list[str], list[Decision]]:
-    """The ops' names, and each op's decision in graph order: `decisions`' own order where it
-    is the graph's (as `Placement` keeps it: a walk, no lookup by name), else looked up."""
-    names = [op.name for op in graph.ops]
-    return names, placement.in_order(names)
-
-
-def _copies(graph: Graph, placement: Placement, names: list[str],
-            devices: list[str]) -> list[PlannedCopy]:  # fmt: skip
-    """The cross-device edges, one per (tensor, destination), in the order the ops read them."""
-    decisions = placement.decisions
-    seen: set[tuple[str, str]] = set()
+def _copies(graph: Graph, placement: Placement, devices: list[str]) -> list[PlannedCopy]:
+    """The cross-device edges, one per (tensor, destination), in the order the ops read them:
+    each input's producer by index (`Wiring`), by name only where no op of the graph has
+    the name (a KeyError if that edge crosses, as looking its op up by name would give)."""
+    producers = wiring(graph).producers  # each op's inputs' in turn
+    seen: set[tuple[int, int, str]] = set()
     copies = []
-    op_of: dict[str, Op] = {}  # built for the first copy: most edges stay on one device
+    j = 0
     for op, dst in zip(graph.ops, devices, strict=True):
         for ref in op.inputs:
-            src = decisions[ref.op].device
-            if src != dst:
-                tensor = str(ref)
-                if (tensor, dst) not in seen:
-                    seen.add((tensor, dst))
-                    op_of = op_of or dict(zip(names, graph.ops, strict=True))
-                    nbytes = op_of[ref.op].outputs[ref.index].nbytes
-                    copies.append(PlannedCopy(op.name, tensor, src, dst, nbytes))
+            p = producers[j]
+            j += 1
+            if p >= 0:
+                src = devices[p]
+                if src != dst and (p, ref.index, dst) not in seen:
+                    seen.add((p, ref.index, dst))
+                    nbytes = graph.ops[p].outputs[ref.index].nbytes
+                    copies.append(PlannedCopy(op.name, str(ref), src, dst, nbytes))
+            elif placement.decisions[ref.op].device != dst:
+                raise KeyError(ref.op)
     return copies

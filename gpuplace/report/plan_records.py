@@ -64,12 +64,23 @@ def _text(graph: Graph, placement: Placement, skipped: frozenset[str], depth: in
     between = "," + item + head + start
     # the record after its name, per all but the name: keyed by the outputs tuple's identity
     # (the loader shares one per distinct outputs; equal tuples apart give the same text) and
-    # its decision's, which costs no hashing of shapes per op
+    # its decision's, which costs no hashing of shapes per op; each identity is taken (`id`)
+    # only where it differs from the previous op's (neighbours mostly share them)
     tails: dict[tuple[Any, ...], bytes] = {}
     after: list[bytes] = []
+    outs: tuple[Any, ...] = ()
+    outs_key = id(outs)
+    decision: Decision | None = None
+    decision_key = 0
     for op, d in zip(ops, placement.in_order(names), strict=True):
+        if op.outputs is not outs:
+            outs = op.outputs
+            outs_key = id(outs)
+        if d is not decision:
+            decision = d
+            decision_key = id(d)
         runs = not skipped or op.name not in skipped
-        key = (id(op.outputs), id(d), op.type, op.device, runs)
+        key = (outs_key, decision_key, op.type, op.device, runs)
         tail = tails.get(key)
         if tail is None:
             text = close + _tail(op, d, placement, runs, item, head) + between

@@ -7,6 +7,7 @@ from __future__ import annotations
 import random
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -65,3 +66,19 @@ def test_the_copies_and_loads_follow_the_rule(n: int, seed: int, devices: int,
     assert (copies, loads) == _expected(graph, placement)
     if devices == 1:
         assert copies == []
+
+
+def test_an_input_no_op_of_the_graph_makes_is_looked_up_by_name() -> None:
+    """An input naming an op the graph lacks (its producer index is -1): its device comes
+    from the placement by name; on the reader's device it is no copy, elsewhere a KeyError
+    (as looking its op up by name gives), never another op's device."""
+    graph = Graph((Op("a", "add", outputs=OUTPUTS[0]),
+                   Op("b", "add", (TensorRef("gone"), TensorRef("a")), outputs=OUTPUTS[0])), ())  # fmt: skip
+    here = {"a": Decision(DEVICES[1], "default", "r"), "b": Decision(DEVICES[0], "default", "r")}
+    same = Placement({**here, "gone": Decision(DEVICES[0], "default", "r")}, DEVICES)
+    copies, _ = copies_and_loads(graph, same)
+    assert copies == _expected(graph, same)[0]
+    assert [c.tensor for c in copies] == ["a"]
+    apart = Placement({**here, "gone": Decision(DEVICES[2], "default", "r")}, DEVICES)
+    with pytest.raises(KeyError, match="gone"):
+        copies_and_loads(graph, apart)
