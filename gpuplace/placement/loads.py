@@ -41,6 +41,8 @@ def copies_and_loads(graph: Graph, placement: Placement) -> tuple[list[PlannedCo
     sizes: dict[tuple[tuple[int, ...], str], int] = {}  # bytes per (shape, dtype), once each
     last: tuple[TensorSpec, ...] = ()  # the previous op's outputs, and the bytes they make
     made = 0
+    run: str | None = None  # the device of the run of neighbours being counted
+    run_ops = run_bytes = 0  # and their ops and bytes, added to the device's when it ends
     for op, dst in zip(graph.ops, devices, strict=True):
         specs = op.outputs
         if specs is not last:  # neighbours mostly share a tuple: looked up only on a change
@@ -53,8 +55,12 @@ def copies_and_loads(graph: Graph, placement: Placement) -> tuple[list[PlannedCo
                     size = sizes.get(key)
                     made += sizes.setdefault(key, s.nbytes) if size is None else size
                 made_by[id(specs)] = made
-        ops_of[dst] = ops_of.get(dst, 0) + 1
-        outputs[dst] = outputs.get(dst, 0) + made
+        if dst is not run and dst != run:
+            _add(ops_of, outputs, run, run_ops, run_bytes)
+            run, run_ops, run_bytes = dst, 0, 0
+        run_ops += 1
+        run_bytes += made
+    _add(ops_of, outputs, run, run_ops, run_bytes)
     used = [d for d, count in ops_of.items() if count]
     copies = _copies(graph, placement, devices) if len(used) > 1 else []  # else none crosses
     copies_in: dict[str, tuple[int, int]] = {}  # one pass over the copies, not one per device
@@ -63,6 +69,14 @@ def copies_and_loads(graph: Graph, placement: Placement) -> tuple[list[PlannedCo
         copies_in[c.dst] = (count + 1, nbytes + c.nbytes)
     loads = [DeviceLoad(d, ops_of[d], outputs[d], *copies_in.get(d, (0, 0))) for d in ops_of]
     return copies, loads
+
+
+def _add(ops_of: dict[str, int], outputs: dict[str, int], device: str | None, ops: int,
+         nbytes: int) -> None:  # fmt: skip
+    """Count a run of `ops` neighbours on `device` (None: none yet) making `nbytes`."""
+    if device is not None:
+        ops_of[device] = ops_of.get(device, 0) + ops
+        outputs[device] = outputs.get(device, 0) + nbytes
 
 
 def _copies(graph: Graph, placement: Placement, devices: list[str]) -> list[PlannedCopy]:
