@@ -25,6 +25,9 @@ from .scope import UNCONSTRAINED, Names, Scope, SpecError
 from .walk import NAME_RULE, Entry, Walker, is_op_name
 
 Inputs = list[tuple[int, int]]  # (entry index, output index) per input
+# An int argument of a function resolve.pxd declares: compiled, a plain `int` annotation is
+# Cython's own exact int type, which the declaration (an object) contradicts.
+Int = int
 
 
 class Lookup:
@@ -221,7 +224,7 @@ def new_op(
     attrs: Mapping[str, Any],
     outputs: tuple[TensorSpec, ...],
     colocate_with: str | None,
-    line: int | None,
+    line: Int | None,
     module: str = "",
 ) -> Op:
     """`Op(name, type_, inputs, device, attrs, outputs, colocate_with, line, module)`."""
@@ -239,7 +242,7 @@ def new_op(
     return op  # type: ignore[return-value]
 
 
-def new_ref(op: str, index: int = 0) -> TensorRef:
+def new_ref(op: str, index: Int = 0) -> TensorRef:
     """`TensorRef(op, index)`."""
     ref = _NewRef()
     ref.op = op
