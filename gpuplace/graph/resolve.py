@@ -11,7 +11,7 @@ flat list of ops whose inputs name ops above them); anything else goes the gener
 
 from __future__ import annotations
 
-import re
+import string
 import sys
 from collections import deque
 from collections.abc import Mapping, Sequence
@@ -22,7 +22,7 @@ from ..echo import ITEMS, sample, show
 from .model import Op, TensorRef, TensorSpec
 from .ops import EMPTY, REGISTRY, OpDef, suggest
 from .scope import UNCONSTRAINED, Names, Scope, SpecError
-from .walk import NAME_RULE, Entry, Walker, is_op_name
+from .walk import Entry, Walker, is_op_name
 
 Inputs = list[tuple[int, int]]  # (entry index, output index) per input
 # An int argument of a function resolve.pxd declares: compiled, a plain `int` annotation is
@@ -459,15 +459,26 @@ def _plain(kind: Any, item: Any, walker: Walker, plain: dict[Any, _Plain]) -> _P
     return found
 
 
-_NAMES = re.compile(f"{NAME_RULE}(?:\n{NAME_RULE})*")  # names, one a line
+# The characters of TF's rule for op names (walk.NAME_RULE), as bytes to delete
+# (`bytes.translate`), and those it allows only after the first (a test checks `_bad_names`
+# against `is_op_name`)
+_NAME_BYTES = (string.ascii_letters + string.digits + "_.-/>").encode("ascii")
+_NOT_FIRST = ("_", "-", "/", ">", "\n")  # "\n": no empty name
 
 
 def _bad_names(names: Mapping[str, int]) -> bool:
     """Whether one of `names` (distinct) breaks TF's rule for op names (`is_op_name`), or two
-    are equal but for case; checked on their lines joined, in one call each (the rule has no
-    newline in a name), and compared only when some name has a capital letter."""
+    are equal but for case; checked on their lines joined, in a few calls that each run in C
+    over all of them (a regex would step through each character): deleting the rule's
+    characters must leave just the newlines between names, and no line may start with one
+    the rule allows only after the first (the rule has no newline in a name). Names are
+    compared only when some name has a capital letter."""
     text = "\n".join(names)
-    if _NAMES.fullmatch(text) is None or text.count("\n") != len(names) - 1:
+    if not text.isascii() or text[:1] in ("", *_NOT_FIRST) or text[-1] == "\n":
+        return True
+    if text.encode("ascii").translate(None, _NAME_BYTES) != b"\n" * (len(names) - 1):
+        return True
+    if any("\n" + c in text for c in _NOT_FIRST):
         return True
     low = text.lower()
     return low != text and len(set(low.split("\n"))) < len(names)
