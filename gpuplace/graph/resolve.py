@@ -14,7 +14,7 @@ from __future__ import annotations
 import string
 import sys
 from collections import deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import fields
 from typing import Any, NamedTuple, NoReturn
 
@@ -330,9 +330,9 @@ def _direct(
                 found = _plain(kind, item, walker, plain)
                 if found is None:
                     return None
-            opdef, tf_type, given, low, high = found
-            if opdef.tf_type_of is not None:
-                tf_type = opdef.tf_type_of(item)
+            opdef, type_name, tf_type, tf_type_of, given, low, high = found
+            if tf_type_of is not None:
+                tf_type = tf_type_of(item)
             if name is None:
                 name = names.unique(tf_type)
             elif type(name) is not str:  # the rule for names is checked at the end, at once
@@ -355,6 +355,7 @@ def _direct(
             if head is None:
                 return None
             opdef, tf_type, name, device, attrs = head
+            type_name = opdef.name
             low = opdef.min_inputs
             high = sys.maxsize if opdef.max_inputs is None else opdef.max_inputs
             shared = False
@@ -406,7 +407,7 @@ def _direct(
         numbers.append(number)
         arity.append(count)
         line = None if get_line is None else get_line(id(item))
-        ops.append(new_op(name, opdef.name, tuple(refs), device, attrs, out, colocate, line))
+        ops.append(new_op(name, type_name, tuple(refs), device, attrs, out, colocate, line))
         i += 1  # noqa: SIM113
     if _bad_names(index):
         return None  # a name against TF's rule, or two equal but for case (TF renames one)
@@ -439,8 +440,11 @@ def _canonical(
     return tuple(made), first
 
 
-# opdef, TF type, attrs (None: made per op, a seed from its name), fewest and most inputs
-_Plain = tuple[OpDef, str, Mapping[str, Any] | None, int, int]
+# opdef, its name and TF type, and its `tf_type_of` (kept here: an attribute read costs more
+# than a tuple's item), attrs (None: made per op, a seed from its name), fewest and most inputs
+_Plain = tuple[
+    OpDef, str, str, Callable[[Mapping[str, Any]], str] | None, Mapping[str, Any] | None, int, int
+]
 
 
 def _plain(kind: Any, item: Any, walker: Walker, plain: dict[Any, _Plain]) -> _Plain | None:
@@ -455,7 +459,15 @@ def _plain(kind: Any, item: Any, walker: Walker, plain: dict[Any, _Plain]) -> _P
     elif opdef.attrs:
         attrs = opdef.normalize("", item, walker.base, walker.writes)  # the name is in no value
     high = sys.maxsize if opdef.max_inputs is None else opdef.max_inputs
-    found = plain[kind] = (opdef, opdef.tf_type, attrs, opdef.min_inputs, high)
+    found = plain[kind] = (
+        opdef,
+        opdef.name,
+        opdef.tf_type,
+        opdef.tf_type_of,
+        attrs,
+        opdef.min_inputs,
+        high,
+    )
     return found
 
 
