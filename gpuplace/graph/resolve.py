@@ -11,10 +11,10 @@ flat list of ops whose inputs name ops above them); anything else goes the gener
 
 from __future__ import annotations
 
-import re
+import string
 import sys
 from collections import deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import fields
 from typing import Any, NamedTuple, NoReturn
 
@@ -22,9 +22,12 @@ from ..echo import ITEMS, sample, show
 from .model import Op, TensorRef, TensorSpec
 from .ops import EMPTY, REGISTRY, OpDef, suggest
 from .scope import UNCONSTRAINED, Names, Scope, SpecError
-from .walk import NAME_RULE, Entry, Walker, is_op_name
+from .walk import Entry, Walker, is_op_name
 
 Inputs = list[tuple[int, int]]  # (entry index, output index) per input
+# An int argument of a function resolve.pxd declares: compiled, a plain `int` annotation is
+# Cython's own exact int type, which the declaration (an object) contradicts.
+Int = int
 
 
 class Lookup:
@@ -221,7 +224,7 @@ def new_op(
     attrs: Mapping[str, Any],
     outputs: tuple[TensorSpec, ...],
     colocate_with: str | None,
-    line: int | None,
+    line: Int | None,
     module: str = "",
 ) -> Op:
     """`Op(name, type_, inputs, device, attrs, outputs, colocate_with, line, module)`."""
@@ -239,7 +242,7 @@ def new_op(
     return op  # type: ignore[return-value]
 
 
-def new_ref(op: str, index: int = 0) -> TensorRef:
+def new_ref(op: str, index: Int = 0) -> TensorRef:
     """`TensorRef(op, index)`."""
     ref = _NewRef()
     ref.op = op
@@ -327,9 +330,9 @@ def _direct(
                 found = _plain(kind, item, walker, plain)
                 if found is None:
                     return None
-            opdef, tf_type, given, low, high = found
-            if opdef.tf_type_of is not None:
-                tf_type = opdef.tf_type_of(item)
+            opdef, type_name, tf_type, tf_type_of, given, low, high = found
+            if tf_type_of is not None:
+                tf_type = tf_type_of(item)
             if name is None:
                 name = names.unique(tf_type)
             elif type(name) is not str:  # the rule for names is checked at the end, at once
@@ -352,6 +355,7 @@ def _direct(
             if head is None:
                 return None
             opdef, tf_type, name, device, attrs = head
+            type_name = opdef.name
             low = opdef.min_inputs
             high = sys.maxsize if opdef.max_inputs is None else opdef.max_inputs
             shared = False
@@ -403,7 +407,7 @@ def _direct(
         numbers.append(number)
         arity.append(count)
         line = None if get_line is None else get_line(id(item))
-        ops.append(new_op(name, opdef.name, tuple(refs), device, attrs, out, colocate, line))
+        ops.append(new_op(name, type_name, tuple(refs), device, attrs, out, colocate, line))
         i += 1  # noqa: SIM113
     if _bad_names(index):
         return None  # a name against TF's rule, or two equal but for case (TF renames one)
@@ -436,8 +440,11 @@ def _canonical(
     return tuple(made), first
 
 
-# opdef, TF type, attrs (None: made per op, a seed from its name), fewest and most inputs
-_Plain = tuple[OpDef, str, Mapping[str, Any] | None, int, int]
+# opdef, its name and TF type, and its `tf_type_of` (kept here: an attribute read costs more
+# than a tuple's item), attrs (None: made per op, a seed from its name), fewest and most inputs
+_Plain = tuple[
+    OpDef, str, str, Callable[[Mapping[str, Any]], str] | None, Mapping[str, Any] | None, int, int
+]
 
 
 def _plain(kind: Any, item: Any, walker: Walker, plain: dict[Any, _Plain]) -> _Plain | None:
@@ -452,19 +459,38 @@ def _plain(kind: Any, item: Any, walker: Walker, plain: dict[Any, _Plain]) -> _P
     elif opdef.attrs:
         attrs = opdef.normalize("", item, walker.base, walker.writes)  # the name is in no value
     high = sys.maxsize if opdef.max_inputs is None else opdef.max_inputs
-    found = plain[kind] = (opdef, opdef.tf_type, attrs, opdef.min_inputs, high)
+    found = plain[kind] = (
+        opdef,
+        opdef.name,
+        opdef.tf_type,
+        opdef.tf_type_of,
+        attrs,
+        opdef.min_inputs,
+        high,
+    )
     return found
 
 
-_NAMES = re.compile(f"{NAME_RULE}(?:\n{NAME_RULE})*")  # names, one a line
+# The characters of TF's rule for op names (walk.NAME_RULE), as bytes to delete
+# (`bytes.translate`), and those it allows only after the first (a test checks `_bad_names`
+# against `is_op_name`)
+_NAME_BYTES = (string.ascii_letters + string.digits + "_.-/>").encode("ascii")
+_NOT_FIRST = ("_", "-", "/", ">", "\n")  # "\n": no empty name
 
 
 def _bad_names(names: Mapping[str, int]) -> bool:
     """Whether one of `names` (distinct) breaks TF's rule for op names (`is_op_name`), or two
-    are equal but for case; checked on their lines joined, in one call each (the rule has no
-    newline in a name), and compared only when some name has a capital letter."""
+    are equal but for case; checked on their lines joined, in a few calls that each run in C
+    over all of them (a regex would step through each character): deleting the rule's
+    characters must leave just the newlines between names, and no line may start with one
+    the rule allows only after the first (the rule has no newline in a name). Names are
+    compared only when some name has a capital letter."""
     text = "\n".join(names)
-    if _NAMES.fullmatch(text) is None or text.count("\n") != len(names) - 1:
+    if not text.isascii() or text[:1] in ("", *_NOT_FIRST) or text[-1] == "\n":
+        return True
+    if text.encode("ascii").translate(None, _NAME_BYTES) != b"\n" * (len(names) - 1):
+        return True
+    if any("\n" + c in text for c in _NOT_FIRST):
         return True
     low = text.lower()
     return low != text and len(set(low.split("\n"))) < len(names)

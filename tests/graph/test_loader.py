@@ -22,8 +22,9 @@ from gpuplace.errors import BadInput
 from gpuplace.graph import Graph, Op, TensorRef, TensorSpec, load, loads
 from gpuplace.graph.loader import new_op, new_ref
 from gpuplace.graph.model import wiring
+from gpuplace.graph.resolve import _bad_names
 from gpuplace.graph.scope import Device, Scope
-from gpuplace.graph.walk import Walker
+from gpuplace.graph.walk import Walker, is_op_name
 
 GUIDE = Path(__file__).resolve().parents[2] / "examples" / "guide"
 
@@ -276,6 +277,16 @@ def test_new_op_and_new_ref_equal_the_dataclasses() -> None:
     assert new_ref("s", 1) == TensorRef("s", 1)
     assert [getattr(new_ref("s", 1), f.name) for f in fields(TensorRef)] == ["s", 1]
     assert new_ref("s") == TensorRef("s")
+
+
+NAME_TEXT = st.text(alphabet="aZ09._-/>\n é", max_size=4)
+
+
+@given(st.lists(NAME_TEXT, min_size=1, max_size=4, unique=True))
+def test_bad_names_is_the_rule_for_each_name_and_their_case(names: list[str]) -> None:
+    # the direct pass's check on all names at once, against the rule written out plainly
+    plain = any(not is_op_name(n) for n in names) or len({n.lower() for n in names}) < len(names)
+    assert _bad_names(dict.fromkeys(names, 0)) is plain
 
 
 def test_importing_the_graph_package_does_not_import_numpy() -> None:
