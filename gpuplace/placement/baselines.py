@@ -118,9 +118,9 @@ def lower_bounds(
 def by_label(labels: Sequence[int], count: int) -> list[Any]:
     """The positions holding each label 0..count-1 (int arrays, ascending): one stable sort,
     not a scan of every position per label (20,000 logical GPUs are 20,000 labels)."""
-    n = len(labels)
-    order = np.argsort(np.fromiter(labels, np.intp, n), kind="stable")
-    ends = np.cumsum(np.bincount(np.fromiter(labels, np.intp, n), minlength=count))
+    label = np.fromiter(labels, np.intp, len(labels))
+    order = np.argsort(label, kind="stable")
+    ends = np.cumsum(np.bincount(label, minlength=count))
     return np.split(order, ends[:-1])
 
 
@@ -134,10 +134,8 @@ def _fastest(flat: Flat, choices: Sequence[Sequence[DeviceModel]],
              pick: Sequence[int]) -> tuple[list[float], list[int]]:  # fmt: skip
     """Per op: its fastest time on the devices it may use (`choices[pick[op]]`), and where it
     must run (1: a GPU, 2: the CPU, 0: either), over arrays (`times_on`)."""
-    n = len(pick)
-    flops = np.fromiter(flat.flops, np.float64, n)
-    nbytes = np.fromiter(flat.nbytes, np.float64, n)  # as `int / float` converts an int
-    w = np.empty(n)
+    flops, nbytes = flat.cost_arrays
+    w = np.empty(len(pick))
     kinds = []
     for opts, sel in zip(choices, by_label(pick, len(choices)), strict=True):
         f, b = flops[sel], nbytes[sel]
