@@ -395,9 +395,14 @@ class _Stages:
         each op within its stage (`stage`), `k` the stage before `cut`."""
         first: dict[int, int] = {}  # each producer's first output read, and its others
         more: dict[int, set[int]] = {}
-        for p, out in _pairs_of(self.flat.reads, cut):
-            if stage[p] == k and first.setdefault(p, out) != out:
-                more.setdefault(p, {first[p]}).add(out)
+        reads = self.flat.reads
+        a, b = reads.offsets[cut : cut + 2].tolist()
+        if reads.output[a:b].any():
+            for p, out in _pairs_of(reads, cut):
+                if stage[p] == k and first.setdefault(p, out) != out:
+                    more.setdefault(p, {first[p]}).add(out)
+        else:  # every read is an output 0 (a fan-in): no other output, the producers in order
+            first = dict.fromkeys([p for p in reads.producer[a:b].tolist() if stage[p] == k], 0)
         if not first:
             return 0.0
         w, out_bytes, link = self.w, self.flat.out_bytes, self.link
@@ -417,7 +422,10 @@ class _Stages:
         local, remote = 0.0, min([longest[p] for p in first]) + sum(copies)
         # the producers by copy time per second of work, most first (a stable sort, as
         # `sorted` by -copy / max(work, 1e-30))
-        ratio = -np.array(copies) / np.maximum(np.array(works), 1e-30)
+        count = len(works)  # (fromiter: no type to find out, as np.array's)
+        ratio = -np.fromiter(copies, np.float64, count) / np.maximum(
+            np.fromiter(works, np.float64, count), 1e-30
+        )
         order: list[int] = np.argsort(ratio, kind="stable").tolist()
         for i in order:
             work, copy = works[i], copies[i]
