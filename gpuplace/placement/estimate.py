@@ -204,14 +204,15 @@ def _replay(flat: Flat, dev: Sequence[int], models: Sequence[DeviceModel],
 
 
 def _steps(dev: Sequence[int], producer: Any, output: Any, offsets: Any,
-           is_print: Sequence[bool], seconds: Sequence[float], first: Sequence[int],
-           home_size: Sequence[int], home_last: MutableSequence[int],
+           is_print: Sequence[bool], seconds: Sequence[float], first: Any,
+           home_size: Sequence[int], home_last: Any,
            done: MutableSequence[float], free_at: MutableSequence[float],
            copies: MutableSequence[Any], copied: Mapping[tuple[int, int, int], int],
            forwarded: MutableMapping[int, list[tuple[int, int, float]]],
            copy_of: Callable[[int, int, int, int, float, int, int], int]) -> None:  # fmt: skip
     """`_replay`'s pass over the ops in graph order: each op's reads (`Reads`' int arrays
-    `producer`, `output`, `offsets`; a copy where its input is on another device: `copy_of`),
+    `producer`, `output`, `offsets`; a copy where its input is on another device: `copy_of`;
+    each op's first home slot and each home slot's last step are int arrays too),
     its end on its device, a print's forwarded slots. Its loops run on C integers and doubles
     where compiled, over the arrays' memory (estimate.pxd)."""
     n, homes = len(dev), len(home_size)  # slots from `homes` on are copies

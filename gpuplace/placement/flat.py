@@ -262,12 +262,14 @@ def _fetched(
 ) -> tuple[tuple[int, int], ...]:
     """(op, output) of every fetched tensor; BadInput for one no op makes. Looked up and
     checked over all of them at once (C loops); the first wrong one found again in words."""
-    found = list(map(index.get, map(_REF_OP, graph.fetch)))
+    found: list[Any] = list(map(index.get, map(_REF_OP, graph.fetch)))  # None: no such op
     outputs = list(map(_REF_INDEX, graph.fetch))
-    if None not in found and min(outputs, default=0) >= 0 and all(
-        map(lt, outputs, map(width.__getitem__, found))
+    if (
+        None not in found
+        and min(outputs, default=0) >= 0
+        and all(map(lt, outputs, map(width.__getitem__, found)))
     ):
-        return tuple(zip(found, outputs))
+        return tuple(zip(found, outputs, strict=True))
     fetch = []
     for ref in graph.fetch:
         i = index.get(ref.op)
