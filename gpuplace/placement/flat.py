@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from itertools import accumulate, chain, compress, islice, pairwise, repeat
 from math import prod
-from operator import add, attrgetter, lt, mul
+from operator import add, attrgetter, mul
 from typing import Any
 
 import numpy as np
@@ -260,16 +260,7 @@ def _grouped(items: Sequence[Any], counts: Sequence[int]) -> list[tuple[Any, ...
 def _fetched(
     graph: Graph, index: Mapping[str, int], width: Sequence[int]
 ) -> tuple[tuple[int, int], ...]:
-    """(op, output) of every fetched tensor; BadInput for one no op makes. Looked up and
-    checked over all of them at once (C loops); the first wrong one found again in words."""
-    found: list[Any] = list(map(index.get, map(_REF_OP, graph.fetch)))  # None: no such op
-    outputs = list(map(_REF_INDEX, graph.fetch))
-    if (
-        None not in found
-        and min(outputs, default=0) >= 0
-        and all(map(lt, outputs, map(width.__getitem__, found)))
-    ):
-        return tuple(zip(found, outputs, strict=True))
+    """(op, output) of every fetched tensor; BadInput for one no op makes."""
     fetch = []
     for ref in graph.fetch:
         i = index.get(ref.op)
@@ -338,7 +329,8 @@ def _flops(ops: Sequence[Op], types: Sequence[str], metas: Mapping[str, OpMeta],
 
             counts = counted_flops_of(t, metas[t], list(map(ops.__getitem__, these)),
                                       list(map(elements.__getitem__, these)), inputs, firsts)  # fmt: skip
-            list(map(flops.__setitem__, these, counts))  # each op's count at its place (a C loop)
+            for j, f in zip(these, counts, strict=True):
+                flops[j] = f
     same: dict[float, float] = {}
     out: list[float] = list(map(same.setdefault, flops, flops))
     return out
