@@ -118,9 +118,9 @@ def lower_bounds(
 def by_label(labels: Sequence[int], count: int) -> list[Any]:
     """The positions holding each label 0..count-1 (int arrays, ascending): one stable sort,
     not a scan of every position per label (20,000 logical GPUs are 20,000 labels)."""
-    n = len(labels)
-    order = np.argsort(np.fromiter(labels, np.intp, n), kind="stable")
-    ends = np.cumsum(np.bincount(np.fromiter(labels, np.intp, n), minlength=count))
+    label = np.fromiter(labels, np.intp, len(labels))
+    order = np.argsort(label, kind="stable")
+    ends = np.cumsum(np.bincount(label, minlength=count))
     return np.split(order, ends[:-1])
 
 
@@ -134,10 +134,8 @@ def _fastest(flat: Flat, choices: Sequence[Sequence[DeviceModel]],
              pick: Sequence[int]) -> tuple[list[float], list[int]]:  # fmt: skip
     """Per op: its fastest time on the devices it may use (`choices[pick[op]]`), and where it
     must run (1: a GPU, 2: the CPU, 0: either), over arrays (`times_on`)."""
-    n = len(pick)
-    flops = np.fromiter(flat.flops, np.float64, n)
-    nbytes = np.fromiter(flat.nbytes, np.float64, n)  # as `int / float` converts an int
-    w = np.empty(n)
+    flops, nbytes = flat.cost_arrays
+    w = np.empty(len(pick))
     kinds = []
     for opts, sel in zip(choices, by_label(pick, len(choices)), strict=True):
         f, b = flops[sel], nbytes[sel]
@@ -397,9 +395,14 @@ class _Stages:
         each op within its stage (`stage`), `k` the stage before `cut`."""
         first: dict[int, int] = {}  # each producer's first output read, and its others
         more: dict[int, set[int]] = {}
-        for p, out in _pairs_of(self.flat.reads, cut):
-            if stage[p] == k and first.setdefault(p, out) != out:
-                more.setdefault(p, {first[p]}).add(out)
+        reads = self.flat.reads
+        a, b = reads.offsets[cut : cut + 2].tolist()
+        if reads.output[a:b].any():
+            for p, out in _pairs_of(reads, cut):
+                if stage[p] == k and first.setdefault(p, out) != out:
+                    more.setdefault(p, {first[p]}).add(out)
+        else:  # every read is an output 0 (a fan-in): no other output, the producers in order
+            first = dict.fromkeys([p for p in reads.producer[a:b].tolist() if stage[p] == k], 0)
         if not first:
             return 0.0
         w, out_bytes, link = self.w, self.flat.out_bytes, self.link
@@ -419,7 +422,10 @@ class _Stages:
         local, remote = 0.0, min([longest[p] for p in first]) + sum(copies)
         # the producers by copy time per second of work, most first (a stable sort, as
         # `sorted` by -copy / max(work, 1e-30))
-        ratio = -np.array(copies) / np.maximum(np.array(works), 1e-30)
+        count = len(works)  # (fromiter: no type to find out, as np.array's)
+        ratio = -np.fromiter(copies, np.float64, count) / np.maximum(
+            np.fromiter(works, np.float64, count), 1e-30
+        )
         order: list[int] = np.argsort(ratio, kind="stable").tolist()
         for i in order:
             work, copy = works[i], copies[i]

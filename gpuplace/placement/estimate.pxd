@@ -6,5 +6,6 @@ import cython
                d=Py_ssize_t, p=Py_ssize_t, k=Py_ssize_t, slot=Py_ssize_t, source=Py_ssize_t,
                printing=bint, ready=double, there=double, end=double)
 cpdef _steps(dev, const Py_ssize_t[:] producer, const Py_ssize_t[:] output,
-             const Py_ssize_t[:] offsets, is_print, seconds, first, home_size, home_last, done,
-             free_at, copies, copied, forwarded, copy_of)
+             const Py_ssize_t[:] offsets, is_print, seconds, const Py_ssize_t[:] first,
+             home_size, Py_ssize_t[:] home_last, done, free_at, copies, copied, forwarded,
+             copy_of)

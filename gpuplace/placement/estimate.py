@@ -12,7 +12,7 @@ what `cost.py` says, each device runs its ops in graph order, copies use the lin
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, MutableMapping, MutableSequence, Sequence
-from itertools import accumulate, chain
+from itertools import chain
 from operator import attrgetter
 from typing import Any, NamedTuple
 
@@ -122,10 +122,8 @@ def simulate_on_timeline(flat: Flat, dev: Sequence[int], models: Sequence[Device
 
 def op_seconds(flat: Flat, dev: Sequence[int], models: Sequence[DeviceModel]) -> list[float]:
     """`work_time` of each op on its device, over arrays (`baselines.times_on`)."""
-    n = len(dev)
-    flops = np.fromiter(flat.flops, np.float64, n)
-    nbytes = np.fromiter(flat.nbytes, np.float64, n)  # as `int / float` converts an int
-    seconds = np.empty(n)
+    flops, nbytes = flat.cost_arrays
+    seconds = np.empty(len(dev))
     for m, on in zip(models, by_label(dev, len(models)), strict=True):
         seconds[on] = times_on(flops[on], nbytes[on], m)
     out: list[float] = seconds.tolist()
@@ -141,9 +139,11 @@ def _replay(flat: Flat, dev: Sequence[int], models: Sequence[DeviceModel],
     n, devices = len(dev), len(models)
     seconds = op_seconds(flat, dev, models)
     reads, sizes, is_print, out_bytes = flat.reads, flat.sizes, flat.is_print, flat.out_bytes
-    first = list(accumulate(map(len, sizes), initial=0))  # each op's first home slot
-    homes = first.pop()
-    owner = [i for i, made in enumerate(sizes) for _ in made]  # each home slot's op
+    width = np.fromiter(map(len, sizes), np.intp, n)
+    first = np.zeros(n + 1, np.intp)  # each op's first home slot (an int array), then the end
+    np.cumsum(width, out=first[1:])
+    homes = int(first[n])
+    owner = np.repeat(np.arange(n, dtype=np.intp), width)  # each home slot's op
     home_last = owner.copy()  # read by no later op: freed after its own step
     home_size = list(chain.from_iterable(sizes))
     done, free_at = [0.0] * n, [0.0] * devices
@@ -204,14 +204,15 @@ def _replay(flat: Flat, dev: Sequence[int], models: Sequence[DeviceModel],
 
 
 def _steps(dev: Sequence[int], producer: Any, output: Any, offsets: Any,
-           is_print: Sequence[bool], seconds: Sequence[float], first: Sequence[int],
-           home_size: Sequence[int], home_last: MutableSequence[int],
+           is_print: Sequence[bool], seconds: Sequence[float], first: Any,
+           home_size: Sequence[int], home_last: Any,
            done: MutableSequence[float], free_at: MutableSequence[float],
            copies: MutableSequence[Any], copied: Mapping[tuple[int, int, int], int],
            forwarded: MutableMapping[int, list[tuple[int, int, float]]],
            copy_of: Callable[[int, int, int, int, float, int, int], int]) -> None:  # fmt: skip
     """`_replay`'s pass over the ops in graph order: each op's reads (`Reads`' int arrays
-    `producer`, `output`, `offsets`; a copy where its input is on another device: `copy_of`),
+    `producer`, `output`, `offsets`; a copy where its input is on another device: `copy_of`;
+    each op's first home slot and each home slot's last step are int arrays too),
     its end on its device, a print's forwarded slots. Its loops run on C integers and doubles
     where compiled, over the arrays' memory (estimate.pxd)."""
     n, homes = len(dev), len(home_size)  # slots from `homes` on are copies
@@ -254,42 +255,39 @@ def _steps(dev: Sequence[int], producer: Any, output: Any, offsets: Any,
         op += 1
 
 
-def _slot_peaks(dev: Sequence[int], devices: int, owner: list[int], home_size: list[int],
-                home_last: list[int], copies: list[list[Any]]) -> list[int]:  # fmt: skip
-    """`_peaks` of `_replay`'s slots: at each step its device holds what it allocated up to
-    that step less what was freed before it (after each slot's last step). In int64 arrays
-    when the sizes' total fits one, else as `_peaks` counts (Python's integers)."""
+def _slot_peaks(dev: Sequence[int], devices: int, owner: Any, home_size: list[int],
+                home_last: Any, copies: list[list[Any]]) -> list[int]:  # fmt: skip
+    """`_peaks` of `_replay`'s slots (the home slots' ops `owner` and last steps `home_last`
+    as int arrays): at each step its device holds what it allocated up to that step less what
+    was freed before it (after each slot's last step). A slot is allocated on the device of
+    its step (a home slot on its op's, a copy on its reader's). In int64 arrays when the
+    sizes' total fits one, else as `_peaks` counts (Python's integers)."""
     n = len(dev)
-    columns = [
-        [dev[i] for i in owner] + [c[0] for c in copies],
-        home_size + [c[1] for c in copies],
-        owner + [c[2] for c in copies],
-        home_last + [c[3] for c in copies],
-    ]
-    if sum(columns[1]) >= 1 << 62:
-        slots = [Slot(d, size, step, last, 0.0)
-                 for d, size, step, last in zip(*columns, strict=True)]  # fmt: skip
+    sizes = home_size + [c[1] for c in copies]
+    steps = [owner, np.fromiter([c[2] for c in copies], np.intp, len(copies))]
+    lasts = [home_last, np.fromiter([c[3] for c in copies], np.intp, len(copies))]
+    step, last = np.concatenate(steps), np.concatenate(lasts)
+    if sum(sizes) >= 1 << 62:
+        slots = [Slot(dev[s], size, s, e, 0.0)
+                 for size, s, e in zip(sizes, step.tolist(), last.tolist(), strict=True)]  # fmt: skip
         return _peak_counts(slots, dev, devices)
-    device, size, step, last = (np.fromiter(c, np.int64, len(c)) for c in columns)
-    # events per device in time order: each slot's size at its step and back after its last
-    # one, each step's check (0) after the events at its time; the events of each device sum
-    # to nothing, so one running sum over them all is each device's own
-    check = np.arange(n, dtype=np.int64)
-    where = np.fromiter(dev, np.int64, n)
-    at = np.concatenate([device, device, where])
-    time = np.concatenate([step, last + 1, check])
-    kind = np.concatenate([np.zeros(2 * len(size), np.int64), np.ones(n, np.int64)])
+    size = np.fromiter(sizes, np.int64, len(sizes))
+    where = np.fromiter(dev, np.intp, n)
+    # events per device in time order, as one sort key (device, time, kind): each slot's size
+    # at its step and back after its last one, each step's check (kind 1, value 0) after the
+    # events at its time; the events of each device sum to nothing, so one running sum over
+    # them all is each device's own (events of one key: their order changes no check's sum)
+    span = 2 * (n + 1)
+    at = where[step] * span
+    key = np.concatenate([at + 2 * step, at + 2 * (last + 1), where * span + 2 * np.arange(n) + 1])
+    order = np.argsort(key)
     value = np.concatenate([size, -size, np.zeros(n, np.int64)])
-    order = np.lexsort((kind, time, at))
-    held = np.cumsum(value[order])[kind[order] == 1]  # at each step, in (device, step) order
-    peaks = [0] * devices
-    if n:
-        checked = at[order][kind[order] == 1]
-        starts = np.flatnonzero(np.r_[True, checked[1:] != checked[:-1]])
-        for d, top in zip(checked[starts].tolist(), np.maximum.reduceat(held, starts).tolist(),
-                          strict=True):  # fmt: skip
-            peaks[d] = max(top, 0)
-    return peaks
+    is_check = (key[order] & 1) == 1
+    held = np.cumsum(value[order])[is_check]  # at each step, in (device, step) order
+    peaks = np.zeros(devices, np.int64)  # a device's peak: at least 0
+    np.maximum.at(peaks, key[order][is_check] // span, held)
+    out: list[int] = peaks.tolist()
+    return out
 
 
 def judge(timeline: Timeline, dev: Sequence[int], models: Sequence[DeviceModel],

@@ -96,6 +96,14 @@ class Flat:
         return tuple(map(keep.setdefault, ends, ends))
 
     @cached_property
+    def cost_arrays(self) -> tuple[Any, Any]:
+        """`flops` and `nbytes` as float64 arrays (an int converted as `int / float` does),
+        built on first use: the estimate's op times and the lower bounds' fastest times both
+        work over them (`baselines.times_on`), and the strategies never read them."""
+        n = len(self.names)
+        return np.fromiter(self.flops, np.float64, n), np.fromiter(self.nbytes, np.float64, n)
+
+    @cached_property
     def first_reader(self) -> tuple[int, ...]:
         """First op reading any output of each op, -1 if none (worked out on first use)."""
         return tuple(self.reads.first_readers())

@@ -9,13 +9,14 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from gpuplace.devices.names import placer_spec
 from gpuplace.graph import Graph, Op, TensorRef, TensorSpec, get_op
 from gpuplace.placement import baselines, place
-from gpuplace.placement.cost import LinkModel, work_time
+from gpuplace.placement.cost import LinkModel, copy_time, work_time
 from gpuplace.placement.estimate import _replay, simulate_on_timeline
 from gpuplace.placement.flat import (
     Flat,
@@ -81,6 +82,50 @@ def test_fastest_times_are_work_time(case: tuple[Graph, list[int]]) -> None:
         for f, b, k in zip(flat.flops, flat.nbytes, pick, strict=True)
     ]
     assert where == [(1, 1, 0, 2)[k] for k in pick]
+
+
+def _fan_in_pair_by_pair(stages: baselines._Stages, cut: int, longest: list[float],
+                         stage: list[int], k: int) -> float:  # fmt: skip
+    """`_Stages._fan_in` as it was written before its path for reads of outputs 0 only:
+    pair by pair, every copy time worked out, the ratios over `np.array`."""
+    flat, w, link = stages.flat, stages.w, stages.link
+    first: dict[int, int] = {}
+    more: dict[int, set[int]] = {}
+    for p, out in flat.inputs[cut]:
+        if stage[p] == k and first.setdefault(p, out) != out:
+            more.setdefault(p, {first[p]}).add(out)
+    if not first:
+        return 0.0
+    works = [w[p] for p in first]
+    copies = [sum([copy_time(flat.out_bytes[p][o], link) for o in more[p]]) if p in more
+              else copy_time(flat.out_bytes[p][out], link) for p, out in first.items()]  # fmt: skip
+    local, remote = 0.0, min([longest[p] for p in first]) + sum(copies)
+    ratio = -np.array(copies) / np.maximum(np.array(works), 1e-30)
+    for i in np.argsort(ratio, kind="stable").tolist():
+        work, copy = works[i], copies[i]
+        if local + work <= remote - copy:
+            local, remote = local + work, remote - copy
+            continue
+        return min(sum(works), local + work * (remote - local) / (work + copy))
+    return local
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(placed_flats(), st.sampled_from(LINKS), st.data())
+def test_fan_in_equals_pair_by_pair(case: tuple[Graph, list[int]], link: LinkModel,
+                                    data: st.DataObject) -> None:  # fmt: skip
+    """Any op as the cut, any stages and chains: the fan-in bound to the last bit."""
+    flat = flatten(case[0])
+    n = len(flat.names)
+    times = st.floats(0.0, 1e-3, allow_subnormal=False)
+    w = data.draw(st.lists(times, min_size=n, max_size=n))
+    longest = data.draw(st.lists(times, min_size=n, max_size=n))
+    stage = data.draw(st.lists(st.integers(-1, 2), min_size=n, max_size=n))
+    stages = baselines._Stages(flat, w, [1] * n, 2, link)
+    for k in range(3):
+        for cut in range(n):
+            want = _fan_in_pair_by_pair(stages, cut, longest, stage, k)
+            assert stages._fan_in(cut, longest, stage, k) == want
 
 
 def _free_groups_op_by_op(flat: Flat, tf: Placement, num_gpus: int) -> tuple[Any, Any]:
