@@ -9,9 +9,17 @@ short process, its large phases (load, place, run) pause it already, and the res
 flags, printing) makes no cyclic garbage worth tracing; tracing the modules as they load costs
 a small command about 10% of its start-up. And when nothing is registered to run at exit, the
 process ends without the interpreter's teardown, which costs as much again.
+
+OpenBLAS's worker threads, which start when numpy is imported, wait for work by spinning for
+2**28 cycles (about 0.1 s) before they sleep; on a 2-core machine that spin cost a 3-op `plan`
+25 ms of its 150 (`bench/bench_startup.py`, issue 17, session 11), though the command calls no
+BLAS. The command line shortens it to 2**20 cycles (`quiet_blas`), unless the user set it:
+long enough that back-to-back BLAS calls find the threads awake (a 2048^2 matmul is unchanged).
 """
 
+import os
 import sys
+from collections.abc import MutableMapping
 
 INTERRUPTED = 130  # 128 + SIGINT
 
@@ -19,6 +27,7 @@ INTERRUPTED = 130  # 128 + SIGINT
 def entry() -> None:  # pragma: no cover - the console script; tests run it in a subprocess
     """Run the command line and exit with its code."""
     try:
+        quiet_blas(os.environ)  # before numpy starts OpenBLAS's threads
         from .gc_pause import gc_paused
 
         with gc_paused():  # see the module's docstring
@@ -37,15 +46,17 @@ def entry() -> None:  # pragma: no cover - the console script; tests run it in a
         # Nothing is left to clean up. And an import the interrupt cut short can leave the
         # interpreter sure the interrupt went unhandled: it would exit by SIGINT, not by 130.
         _write_stderr("")
-        import os
-
         os._exit(code)
     if _nothing_at_exit():
         _write_stderr("")
-        import os
-
         os._exit(code)  # the interpreter's teardown: ~15% of a small command, for nothing
     sys.exit(code)
+
+
+def quiet_blas(environ: MutableMapping[str, str]) -> None:
+    """OpenBLAS's idle threads spin 2**20 cycles, not 2**28, before they sleep (see the
+    module's docstring); a value already in `environ` is kept."""
+    environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "20")
 
 
 def _interrupt(exc: BaseException) -> bool:

@@ -113,3 +113,26 @@ def test_the_console_script_exits_with_the_code_and_every_byte_written(tmp_path:
 def test_a_simulated_uuid_is_uuid5_of_its_position_and_product(position: int, product: str) -> None:
     name = f"gpuplace-sim/{position}/{product}"
     assert sim_uuid(position, product) == f"GPU-{uuid.uuid5(uuid.NAMESPACE_URL, name)}"
+
+
+def test_the_command_line_shortens_openblas_idle_spin_unless_the_user_set_it() -> None:
+    from gpuplace.__main__ import quiet_blas
+
+    environ: dict[str, str] = {}
+    quiet_blas(environ)
+    assert environ == {"OPENBLAS_THREAD_TIMEOUT": "20"}
+    mine = {"OPENBLAS_THREAD_TIMEOUT": "28"}
+    quiet_blas(mine)
+    assert mine == {"OPENBLAS_THREAD_TIMEOUT": "28"}
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_THREAD_TIMEOUT"}
+    code = (
+        "import atexit, os, sys\n"
+        "sys.argv = ['gpuplace', '--machine', '4xK520', 'devices', '--json']\n"
+        "atexit.register(lambda: print(os.environ.get('OPENBLAS_THREAD_TIMEOUT'), file=sys.stderr))\n"
+        "from gpuplace.__main__ import entry\n"
+        "entry()\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                          check=False, timeout=120)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.splitlines()[-1] == "20"
