@@ -17,9 +17,10 @@ BLAS. The command line shortens it to 2**20 cycles (`quiet_blas`), unless the us
 long enough that back-to-back BLAS calls find the threads awake (a 2048^2 matmul is unchanged).
 """
 
-import os
+from __future__ import annotations
+
+import os  # loaded with the interpreter: importing it here imports nothing
 import sys
-from collections.abc import MutableMapping
 
 INTERRUPTED = 130  # 128 + SIGINT
 
@@ -53,7 +54,7 @@ def entry() -> None:  # pragma: no cover - the console script; tests run it in a
     sys.exit(code)
 
 
-def quiet_blas(environ: MutableMapping[str, str]) -> None:
+def quiet_blas(environ: os._Environ[str] | dict[str, str]) -> None:
     """OpenBLAS's idle threads spin 2**20 cycles, not 2**28, before they sleep (see the
     module's docstring); a value already in `environ` is kept."""
     environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "20")
