@@ -37,7 +37,7 @@ from typing import Any, NamedTuple, Protocol
 
 from ..errors import BadInput
 from ..gc_pause import gc_paused
-from ..graph.model import Graph, Op, TensorRef, TensorSpec, wiring
+from ..graph.model import Graph, Op, TensorRef, TensorSpec, name_wiring, wiring
 from ..graph.opdef import OpDef
 from ..memory.ledger import HUGE, Charges, allocation_size
 from .backends import Backend, NumpyBackend
@@ -325,18 +325,9 @@ class _Planner:
             if len(wired.index) == len(ops):  # each name once: its op is the one it names
                 self.by_name = wired.index
                 return wired.producers, wired.arity, wired.outputs
-        index: dict[str, int] = {}
-        producers: list[int] = []
-        arity: list[int] = []
-        outputs: list[int] = []
-        for i, op in enumerate(ops):  # a name read means the last op of that name so far
-            arity.append(len(op.inputs))
-            for ref in op.inputs:
-                producers.append(index.get(ref.op, -1))
-                outputs.append(ref.index)
-            index[op.name] = i
-        self.by_name = index
-        return producers, arity, outputs
+        wired = name_wiring(tuple(ops), running=True)  # a name: the last op of it so far
+        self.by_name = wired.index
+        return wired.producers, wired.arity, wired.outputs
 
     def _devices(self, ops: Sequence[Op]) -> list[int | None]:
         """Each op's device index (None: none, or one without a backend).

@@ -115,21 +115,29 @@ def wiring(graph: Graph) -> Wiring:
     found = graph.wiring
     if found is not None and found.ops is graph.ops:
         return found
-    ops = graph.ops
-    index = {op.name: i for i, op in enumerate(ops)}
+    found = name_wiring(graph.ops)
+    object.__setattr__(graph, "wiring", found)  # a cache: the graph's value is unchanged
+    return found
+
+
+def name_wiring(ops: tuple[Op, ...], running: bool = False) -> Wiring:
+    """The Wiring of `ops` worked out from their names: an input's producer is the op of its
+    name (the last of that name), or with `running` the last of that name before the reader
+    (-1 if none yet: a run of some of a graph's ops, `execute/schedule.py`)."""
+    index: dict[str, int] = {} if running else {op.name: i for i, op in enumerate(ops)}
     producers: list[int] = []
     outputs: list[int] = []
     arity: list[int] = []
     get = index.get
-    for op in ops:
+    for i, op in enumerate(ops):
         refs = op.inputs
         arity.append(len(refs))
         for ref in refs:
             producers.append(get(ref.op, -1))
             outputs.append(ref.index)
-    found = Wiring(ops, index, producers, arity, outputs if any(outputs) else None)
-    object.__setattr__(graph, "wiring", found)  # a cache: the graph's value is unchanged
-    return found
+        if running:
+            index[op.name] = i
+    return Wiring(ops, index, producers, arity, outputs if any(outputs) else None)
 
 
 @dataclass(frozen=True, slots=True)
