@@ -12,9 +12,10 @@ A device's row of steps is made only when a check needs it: until its tensors to
 exceed its limit, a sum is enough. So a graph with a small tensor on each of 20,000 logical
 GPUs keeps 20,000 sums and interval lists, not a 20,000 x steps matrix. Once it has a row,
 tensors still wait in the list, `high` growing by their sizes from the row's peak, until a
-check needs the row again (or 4,096 wait): then they are added one by one, or, when there
-are more than a row of that length rebuilds faster (`_BULK`), all at once (`Steps.merge`). A
-device far under its limit thus pays a list append per tensor, not the row's upkeep.
+check needs the row again (or 4,096 wait): then they are added at once (`Steps.merge`), over
+the blocks they cover (the steps being placed: a merge costs what it adds, not the row's length,
+so the work stays linear in the steps), or one by one where they are too few for that to pay.
+A device far under its limit thus pays a list append per tensor, not the row's upkeep.
 """
 
 from __future__ import annotations
@@ -25,7 +26,8 @@ from collections.abc import Sequence
 import numpy as np
 
 BLOCK = 512  # steps per block of a device's row (`Steps`)
-_BULK = 1024  # a row of n steps is rebuilt rather than added to span by span above n / _BULK spans
+_BULK = 1024  # n steps are rebuilt rather than added to span by span above n / _BULK spans
+_FAR = 4 * BLOCK  # a pending tensor living more steps is added on its own (`Steps.merge`)
 _HELD = 3 * 4096  # at most this many numbers wait for a device's row once it has one
 
 
@@ -62,14 +64,31 @@ class Steps:
         return int(self.top[b0 : b1 + 1].max())
 
     def merge(self, spans: np.ndarray) -> None:
-        """Add every (lo, hi, size) row of `spans` at once: the row is rebuilt (O(steps))."""
-        row, lazy, steps = self.base, self.lazy, len(self.base)
-        whole = steps // BLOCK * BLOCK  # in place: a row of 1,000,000 steps is 8 MB
-        row[:whole].reshape(-1, BLOCK)[:] += lazy[: whole // BLOCK, None]
-        row[whole:] += lazy[-1]
-        row += _sums(spans, steps)
-        lazy[:] = 0
-        self.top = np.maximum.reduceat(row, np.arange(0, steps, BLOCK))
+        """Add every (lo, hi, size) row of `spans`: those living over `_FAR` steps one by one
+        (`add`), the others at once, the blocks they cover rebuilt (O(steps covered)), or one
+        by one when they are at most 1 / `_BULK` of those steps. Tensors pending together come
+        from the ops being placed, so the blocks they cover are a few, not the row: rebuilding
+        the whole row at every merge made a row of 1,000,000 steps cost quadratic time."""
+        far = spans[:, 1] - spans[:, 0] > _FAR
+        if far.any():
+            for lo, hi, size in spans[far].tolist():
+                self.add(lo, hi, size)
+            spans = spans[~far]
+        if not len(spans):
+            return
+        b0, b1 = int(spans[:, 0].min()) // BLOCK, int(spans[:, 1].max()) // BLOCK + 1
+        first, end = b0 * BLOCK, min(b1 * BLOCK, len(self.base))
+        if len(spans) <= (end - first) // _BULK:
+            for lo, hi, size in spans.tolist():
+                self.add(lo, hi, size)
+            return
+        row, lazy = self.base[first:end], self.lazy  # a view: changed in place
+        whole = (end - first) // BLOCK * BLOCK
+        row[:whole].reshape(-1, BLOCK)[:] += lazy[b0 : b0 + whole // BLOCK, None]
+        row[whole:] += lazy[b1 - 1]  # the row's last block, when it is short
+        row += _sums(spans - np.array([first, first, 0]), end - first)
+        lazy[b0:b1] = 0
+        self.top[b0:b1] = np.maximum.reduceat(row, np.arange(0, end - first, BLOCK))
 
     def peak(self, lo: int, hi: int) -> int:
         """The most bytes in use at any step of lo..hi."""
@@ -107,11 +126,8 @@ class Occupancy:
         spans = np.frombuffer(pending, dtype=np.int64).reshape(-1, 3)
         if row is None:
             row = self.rows[d] = Steps(_sums(spans, self.steps))
-        elif len(spans) > self.steps // _BULK:
-            row.merge(spans)
         else:
-            for lo, hi, size in spans.tolist():
-                row.add(lo, hi, size)
+            row.merge(spans)
         self.pending[d] = array("q")
         self.high[d] = int(row.top.max())
         return row

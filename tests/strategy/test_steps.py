@@ -52,19 +52,27 @@ def test_a_tensor_to_the_end_touches_a_number_per_block_not_every_step() -> None
 
 @settings(max_examples=200, deadline=None)
 @given(st.sampled_from([1, 4, 512]), st.sampled_from([1, 8, 10**6]), st.sampled_from([3, 12, 10**9]),
-       st.integers(1, 100), st.integers(0, 2**42),
+       st.sampled_from([0, 5, 10**6]), st.integers(1, 100), st.integers(0, 2**42),
        st.lists(st.one_of(spans, st.tuples(st.integers(0, 99), st.integers(0, 99))),
                 max_size=60))  # fmt: skip
 def test_occupancy_answers_as_a_plain_row_whenever_its_pending_tensors_are_merged(
-    block: int, bulk: int, held: int, steps: int, limit: int, calls: list[tuple[int, ...]]
+    block: int,
+    bulk: int,
+    held: int,
+    far: int,
+    steps: int,
+    limit: int,
+    calls: list[tuple[int, ...]],
 ) -> None:
     """Adds and checks interleaved: tensors pending while the device is under its limit (at
-    most `_HELD` numbers), then merged one by one or all at once (`_BULK`): every peak, room
-    and fit is the plain row's."""
+    most `_HELD` numbers), then merged one by one or all at once over the blocks they cover
+    (`_BULK`), long-lived ones on their own (`_FAR`): every peak, room and fit is the plain
+    row's."""
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(occupancy, "BLOCK", block)
         patch.setattr(occupancy, "_BULK", bulk)
         patch.setattr(occupancy, "_HELD", held)
+        patch.setattr(occupancy, "_FAR", far)
         occupied, plain = Occupancy([limit, None], steps), np.zeros(steps, dtype=np.int64)
         for call in calls:
             lo, hi = sorted((call[0] % steps, call[1] % steps))
@@ -115,4 +123,64 @@ def test_a_device_with_a_row_far_under_its_limit_adds_to_the_list_until_a_check_
     assert calls == {"add": 0, "merge": 1} and not occupied.pending[0]  # 1,000 spans: one rebuild
     assert occupied.peak(0, 0, 99_999) == occupied.high[0] == 6_001
     occupied.add(0, 7, 9, 5)
-    assert occupied.peak(0, 8, 8) == 6_006 and calls == {"add": 1, "merge": 1}  # one: added
+    occupied.add(0, 99_000, 99_010, 5)  # two over the whole row: added one by one
+    assert occupied.peak(0, 8, 8) == 6_006 and calls == {"add": 2, "merge": 2}
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.sampled_from([1, 3, 4, 7, 512]), st.sampled_from([1, 8, 10**6]), st.sampled_from([0, 5, 10**6]),
+       st.integers(1, 100), st.lists(spans, max_size=10), st.lists(spans, min_size=1, max_size=30))  # fmt: skip
+def test_steps_merge_adds_as_a_plain_row_and_keeps_each_blocks_peak(
+    block: int,
+    bulk: int,
+    far: int,
+    steps: int,
+    before: list[tuple[int, int, int]],
+    merged: list[tuple[int, int, int]],
+) -> None:
+    """`Steps.merge` after adds (pending adds over whole blocks): every step and every block's
+    peak (`top`, what `high` and `peak` read) as the plain row, whichever way it merges."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(occupancy, "BLOCK", block)
+        patch.setattr(occupancy, "_BULK", bulk)
+        patch.setattr(occupancy, "_FAR", far)
+        start = np.arange(steps, dtype=np.int64) * 1000
+        row, plain = Steps(start.copy()), start.copy()
+        for a, b, size in before:
+            lo, hi = sorted((a % steps, b % steps))
+            row.add(lo, hi, size)
+            plain[lo : hi + 1] += size
+        rows = [(*sorted((a % steps, b % steps)), size) for a, b, size in merged]
+        for lo, hi, size in rows:
+            plain[lo : hi + 1] += size
+        row.merge(np.array(rows, dtype=np.int64).reshape(-1, 3))
+        blocks = np.arange(steps) // block
+        assert (row.base + row.lazy[blocks] == plain).all()
+        assert row.top.tolist() == [int(plain[b * block : (b + 1) * block].max())
+                                    for b in range(len(row.top))]  # fmt: skip
+
+
+def test_a_merge_rebuilds_the_blocks_its_tensors_cover_not_the_row() -> None:
+    """4,096 short-lived tensors pending at steps 500,000-504,095 of 1,000,000 (what placing
+    those ops leaves): the merge leaves every other block as it was (its pending add too), so
+    merging costs what it adds, and a pass over n ops stays linear, not n / 4,096 rebuilds of
+    n steps."""
+    occupied = Occupancy([100], steps=1_000_000)
+    occupied.add(0, 0, 999_999, 60)
+    occupied.add(0, 0, 999_999, 60)  # over the limit together: the row of steps is made
+    assert occupied.peak(0, 0, 0) == 120
+    row = occupied.rows[0]
+    assert row is not None
+    row.add(0, 999_999, 1)  # a pending add over the whole blocks
+    base, lazy = row.base.copy(), row.lazy.copy()
+    for step in range(500_000, 504_096):
+        occupied.add(0, step, step + 3, 1)
+    occupied.add(0, 10, 999_990, 1)  # long-lived: added on its own
+    assert occupied.peak(0, 500_003, 500_003) == 121 + 4 + 1
+    first, end = 500_000 // occupancy.BLOCK, 504_099 // occupancy.BLOCK + 1
+    outside = np.ones(len(lazy), dtype=bool)
+    outside[first:end] = False
+    outside[[0, -1]] = False  # the long-lived tensor's end blocks
+    steps = np.repeat(outside, occupancy.BLOCK)[:1_000_000]
+    assert (row.base[steps] == base[steps]).all() and (row.lazy[outside] == lazy[outside] + 1).all()
+    assert occupied.peak(0, 0, 999_999) == occupied.high[0] == 126
