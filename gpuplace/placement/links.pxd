@@ -19,3 +19,13 @@ cdef class Link:
                link=Link, ends=list, starts=list, i=cython.Py_ssize_t, n=cython.Py_ssize_t,
                k=cython.Py_ssize_t, count=cython.Py_ssize_t, clean=cython.Py_ssize_t)
 cpdef walk(Link out, Link into, double ready, double length, Link held, known)
+
+
+@cython.locals(hi=cython.Py_ssize_t, step=cython.Py_ssize_t, k=cython.Py_ssize_t,
+               mid=cython.Py_ssize_t, value=cython.double)
+cpdef Py_ssize_t _right(list values, double x, Py_ssize_t lo)
+
+
+@cython.locals(lo=cython.Py_ssize_t, hi=cython.Py_ssize_t, step=cython.Py_ssize_t,
+               k=cython.Py_ssize_t, mid=cython.Py_ssize_t, value=cython.double)
+cpdef Py_ssize_t _left(list values, double x)

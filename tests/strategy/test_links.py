@@ -5,7 +5,7 @@ it visited every busy block of every list in order of start, once per copy)."""
 from __future__ import annotations
 
 import random
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Sequence
 from itertools import pairwise
 
@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gpuplace.placement.links import Link, Piece, transfer
+from gpuplace.placement.links import Link, Piece, _left, _right, transfer
 
 
 def sweep(
@@ -184,3 +184,16 @@ def test_a_known_busy_stretch_is_crossed_in_one_jump() -> None:
     with_known = reads_of(lambda: transfer(out, into, 0.0, 1.0, None, known))
     without = reads_of(lambda: transfer(out, into, 0.0, 1.0))
     assert with_known <= 100 and without >= 2000  # a few bisections vs a read per block
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from([0.0, 0.5, 1.0, 1.5, 2.0, 2.5, 3.0]), max_size=40),
+       st.sampled_from([-1.0, 0.0, 0.25, 1.0, 1.5, 2.75, 3.0, 4.0]), st.integers(0, 45))  # fmt: skip
+def test_the_searches_from_the_end_find_what_bisect_finds(
+    values: list[float], x: float, lo: int
+) -> None:
+    """`_right` and `_left` (searched from a list's end back) are bisect's, repeats included."""
+    values.sort()
+    lo = min(lo, len(values))
+    assert _right(values, x, lo) == bisect_right(values, x, lo)
+    assert _left(values, x) == bisect_left(values, x)
