@@ -7,7 +7,6 @@ Work is counted, never timed: steps through the links' busy blocks (`link_reads`
 from __future__ import annotations
 
 import math
-from bisect import bisect_left, bisect_right
 from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
@@ -66,23 +65,23 @@ def wide(n: int, width: int = 16) -> Graph:
 
 def link_reads(graph: Graph, monkeypatch: pytest.MonkeyPatch) -> int:
     """Steps through every link's busy blocks while `graph` is placed on 8 GPUs: each block
-    read by index, and each bisection as one step (its log(blocks) probes are not counted)."""
+    read by index, and each search (`_right`, `_left`) as one step (its probes not counted)."""
 
     def counting_init(self: links.Link) -> None:
         self.starts, self.ends = Counted(), Counted()
 
     def one_step(real: Callable[..., int]) -> Callable[..., int]:
-        def bisect(*args: Any) -> int:
+        def search(*args: Any) -> int:
             reads = Counted.reads
             found = real(*args)
             Counted.reads = reads + 1
             return found
 
-        return bisect
+        return search
 
     monkeypatch.setattr(links.Link, "__init__", counting_init)
-    monkeypatch.setattr(links, "bisect_right", one_step(bisect_right))
-    monkeypatch.setattr(links, "bisect_left", one_step(bisect_left))
+    monkeypatch.setattr(links, "_right", one_step(links._right))
+    monkeypatch.setattr(links, "_left", one_step(links._left))
     before = Counted.reads
     place_balanced(graph, models(8))
     return Counted.reads - before
