@@ -102,7 +102,7 @@ class _Balancer:
         # the GPUs, and the CPU:0 of each task (one on one host; across hosts, one per task)
         self.gpus = tuple(i for i, m in enumerate(models) if m.kind == "GPU")
         self.cpus = frozenset(i for i, m in enumerate(models) if m.kind == "CPU")
-        self.tf = [tf.decisions[name] for name in flat.names]
+        self.tf = tf.in_order(flat.names)  # a walk of its decisions, no lookup by name
         self.tf_device = device_index(tf, flat, models)
         self.groups, self.free = groups, free
         self.occupancy = Occupancy([d.memory_limit for d in models], ops)
@@ -322,7 +322,7 @@ class _Balancer:
         drafting each one: what does not depend on the device is looked up once (`tensors`:
         `_tensors(reads)`)."""
         timeline, times = self.timeline, self.times
-        done, copied, sent = timeline.done, timeline.copied, timeline.sent
+        done, sent = timeline.done, timeline.sent
         generators = [times[producer] for producer, _, slot in reads if slot is None]
         placed = [tensor for tensor in tensors if tensor is not None]
         seconds, free_at, network = times[op], timeline.free_at, self.network
@@ -359,7 +359,7 @@ class _Balancer:
                 start += generator[device]
             for home, at, producer, output, length in placed:
                 if home != device:
-                    copy = copied.get((producer, output, device))
+                    copy = timeline.copy_of(producer, output, device)
                     if copy is None and network is not None:  # the route's, across hosts
                         length = self._copy_seconds(producer, output, home, device)
                     at = at + length if copy is None else max(done[producer], copy.ready)
@@ -372,7 +372,7 @@ class _Balancer:
                tensors: Sequence[Tensor | None]) -> Draft:  # fmt: skip
         """`op` on `device`, planned cheaply (see Draft; `tensors`: `_tensors(reads)`)."""
         flat, timeline, times = self.flat, self.timeline, self.times
-        copied, done, sent = timeline.copied, timeline.done, timeline.sent
+        done = timeline.done
         # typed: C doubles (and C types' slots) where compiled
         start: float = timeline.free_at[device]
         ready: float = 0.0
@@ -394,7 +394,7 @@ class _Balancer:
                 continue
             home, at, _, _, seconds = tensor
             if home != device:
-                copy = copied.get((producer, output, device)) if sent[producer] else None
+                copy = timeline.copy_of(producer, output, device)
                 if copy is None:
                     if self.network is not None:  # the route's, across hosts
                         seconds = self._copy_seconds(producer, output, home, device)
