@@ -14,8 +14,8 @@ from collections.abc import Sequence
 
 Piece = tuple[float, float]
 _INF = float("inf")
-# The argument types of the searches links.pxd declares (a list, a C integer): compiled, a plain
-# `int` or `list[float]` annotation is a Cython type of its own, which the declaration contradicts
+# The argument types of functions a .pxd declares (a list, a C integer, an object): compiled, a
+# plain `int` or `list[float]` annotation is a Cython type of its own, which they contradict
 Int = int
 Times = list[float]
 

@@ -29,3 +29,9 @@ cdef class Timeline:
     cdef public list outbound
     cdef public list inbound
     cdef public dict solid
+
+    @cython.locals(mask=long)
+    cpdef copy_of(self, producer, output, Py_ssize_t device)
+
+
+cdef long _BITS

@@ -23,10 +23,12 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from .cost import LinkModel, copy_time
 from .flat import Flat
-from .links import Link, walk
+from .links import Int, Link, walk
 
 if TYPE_CHECKING:
     from .occupancy import Occupancy
+
+_BITS = 30  # bits of `Timeline.sent` per op: small ints (devices past 30 share bits)
 
 
 @dataclass
@@ -70,7 +72,8 @@ class Timeline:
         self.done = [0.0] * len(flat.names)  # when each op has run
         self.home: list[tuple[Slot, ...]] = [()] * len(flat.names)  # outputs (print: forwarded)
         self.copied: dict[tuple[int, int, int], Slot] = {}  # (producer, output, device) -> copy
-        self.sent = [0] * len(flat.names)  # how many copies of each op's outputs were made
+        # the devices each op's outputs were copied to, a bit per device (`copy_of`); 0: none
+        self.sent = [0] * len(flat.names)
         self.slots: list[Slot] = []  # every slot made, for the estimate's peaks
         self.free_at = [0.0] * devices  # when each device has run its ops so far
         self.outbound = [Link() for _ in range(devices)]
@@ -81,7 +84,7 @@ class Timeline:
         """Run `op` on `device` for `seconds` once the device is free and its inputs are there
         (each copied in on its first reader there); when it ends. Its outputs are charged to
         the occupancy unless `charge` is False (the caller reserved them before)."""
-        flat, done, home, copied = self.flat, self.done, self.home, self.copied
+        flat, done, home = self.flat, self.done, self.home
         ready: float = 0.0  # typed: a C double where compiled (timeline.pxd)
         slot: Slot
         copy: Slot | None
@@ -90,7 +93,7 @@ class Timeline:
             if slot.last < op:
                 self.extend(slot, op)
             if slot.device != device:
-                copy = copied.get((producer, output, device))
+                copy = self.copy_of(producer, output, device)
                 if copy is None:
                     copy = self._copy(producer, output, slot, device, op)
                 elif copy.last < op:
@@ -119,6 +122,15 @@ class Timeline:
         home[op] = outputs
         self.slots += outputs
         return end
+
+    def copy_of(self, producer: Int, output: Int, device: Int) -> Slot | None:
+        """The copy of `producer`'s output `output` on `device`, None if none was made. Looked
+        up only where `sent` has the device's bit (device d sets bit d % _BITS): most asks are
+        of devices without one, and a dict of every copy misses the caches at 1,000,000 ops."""
+        mask = self.sent[producer]  # (a C long where compiled, timeline.pxd)
+        if mask >> device % _BITS & 1:
+            return self.copied.get((producer, output, device))
+        return None
 
     def _read(self, op: int, device: int) -> list[Slot]:
         """The slots `op` on `device` reads, one per input (after `run` made its copies)."""
@@ -160,7 +172,7 @@ class Timeline:
         solid.cover(start, end)  # both links are busy from `start` to `end` now
         end += hop  # the runtime's cost per cross-task hand-over (a Dask task), off the links
         copy = self.copied[producer, output, device] = Slot(device, source.size, step, step, end)
-        self.sent[producer] += 1
+        self.sent[producer] |= 1 << device % _BITS
         self.slots.append(copy)
         if self.occupancy is not None:
             self.occupancy.add(device, step, step, source.size)

@@ -27,6 +27,7 @@ from gpuplace.placement.flat import (
     free_groups,
 )
 from gpuplace.placement.model import Placement
+from gpuplace.placement.timeline import Timeline
 from tests.strategy.helpers import models
 
 TYPES = ("random_normal", "variable", "matmul", "add", "relu", "print", "neg", "add_n")
@@ -210,3 +211,21 @@ def test_free_groups_and_options_equal_op_by_op(case: tuple[Graph, list[int]],
     gpus, cpu = devices[:-1], devices[-1]
     got = baselines._options(flat, tf, gpus, cpu, {m.name: m for m in devices}, num_gpus)
     assert got == _options_op_by_op(flat, tf, gpus, cpu, num_gpus)
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(placed_flats(), st.lists(st.integers(0, 69), min_size=30, max_size=30))
+def test_a_timeline_s_copy_of_is_its_dict_of_copies(
+    case: tuple[Graph, list[int]], devices: list[int]
+) -> None:
+    """`Timeline.copy_of` (looked up only where the op's bit for the device is set, devices
+    past 30 sharing bits) finds exactly the copies its dict holds, and None elsewhere."""
+    flat = flatten(case[0])
+    timeline = Timeline(flat, 70, LinkModel())
+    for op in range(len(flat.names)):
+        timeline.run(op, devices[op], 1e-3)
+    for producer, outputs in enumerate(flat.out_bytes):
+        for output in range(len(outputs)):
+            for device in range(70):
+                found = timeline.copied.get((producer, output, device))
+                assert timeline.copy_of(producer, output, device) is found
