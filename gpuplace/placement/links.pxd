@@ -21,11 +21,7 @@ cdef class Link:
 cpdef walk(Link out, Link into, double ready, double length, Link held, known)
 
 
+
 @cython.locals(hi=cython.Py_ssize_t, step=cython.Py_ssize_t, k=cython.Py_ssize_t,
                mid=cython.Py_ssize_t, value=cython.double)
-cpdef Py_ssize_t _right(list values, double x, Py_ssize_t lo)
-
-
-@cython.locals(lo=cython.Py_ssize_t, hi=cython.Py_ssize_t, step=cython.Py_ssize_t,
-               k=cython.Py_ssize_t, mid=cython.Py_ssize_t, value=cython.double)
-cpdef Py_ssize_t _left(list values, double x)
+cpdef Py_ssize_t _search(list values, double x, Py_ssize_t lo, bint right)

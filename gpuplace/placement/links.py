@@ -5,7 +5,7 @@ transfer at a time at the link's bandwidth, as in Baechi's channel model. A copy
 its tensor is ready and uses the time both of its links are idle, in as many pieces as needed
 (DMA engines interleave transfers in small packets), so a large copy asked for late still
 uses a link that sat idle, and short copies cannot starve it. Busy time is kept as sorted,
-disjoint, merged blocks per link, searched from their latest end (`_right`, `_left`).
+disjoint, merged blocks per link, searched from their latest end (`_search`).
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ class Link:
                     starts.append(start)
                     ends.append(end)
                 continue
-            i = _right(starts, start, 0)
+            i = _search(starts, start, 0, True)
             if i and ends[i - 1] >= start:
                 i -= 1
                 ends[i] = max(ends[i], end)
@@ -57,7 +57,7 @@ class Link:
         if end <= start:
             return
         starts, ends = self.starts, self.ends
-        i, j = _left(ends, start), _right(starts, end, 0)  # blocks i..j-1 touch it
+        i, j = _search(ends, start, 0, False), _search(starts, end, 0, True)  # i..j-1 touch it
         if i < j:
             start, end = min(start, starts[i]), max(end, ends[j - 1])
         starts[i:j], ends[i:j] = (start,), (end,)
@@ -92,7 +92,7 @@ def walk(
     at: list[int] = []
     for link in (*known, out, into, held) if held is not None else (*known, out, into):
         ends = link.ends
-        i = _right(ends, t, 0)
+        i = _search(ends, t, 0, True)
         if i < len(ends):
             starts_of.append(link.starts)
             ends_of.append(ends)
@@ -104,7 +104,7 @@ def walk(
             ends, i = ends_of[k], at[k]
             end = ends[i]  # (times are read into locals: C doubles where compiled, links.pxd)
             if end <= t:
-                i = at[k] = _right(ends, t, i + 1)
+                i = at[k] = _search(ends, t, i + 1, True)
             n = len(ends)
             if i < n:
                 starts = starts_of[k]
@@ -139,44 +139,24 @@ def walk(
     return t + need, pieces
 
 
-def _right(values: Times, x: float, lo: Int) -> int:
-    """`bisect.bisect_right(values, x, lo)` (values sorted): the first index from `lo` on whose
-    value is above x, or len(values). Searched from the end back, in steps that double, then
-    halved: a link is asked mostly about its latest time, so this reads a few numbers near its
-    end, where bisect halving 100,000 blocks from the middle reads numbers out of the caches."""
+def _search(values: Times, x: float, lo: Int, right: bool) -> int:
+    """`bisect.bisect_right(values, x, lo)` where `right`, else `bisect_left` (values sorted):
+    the first index from `lo` on whose value is above x (at least x, not `right`), or
+    len(values). Searched from the end back, in steps that double, then halved: a link is asked
+    mostly about its latest time, so this reads a few numbers near its end, where bisect
+    halving 100,000 blocks from the middle reads numbers out of the caches."""
     hi, step = len(values), 1
-    while hi > lo:  # values[hi] > x (or hi is the end)
+    while hi > lo:  # values[hi] lies past x (or hi is the end)
         k = max(hi - step, lo)
         value = values[k]  # (read into a local: a C double where compiled, links.pxd)
-        if value <= x:
+        if value < x or (right and value == x):
             lo = k + 1
             break
         hi, step = k, step * 2
     while lo < hi:
         mid = (lo + hi) // 2
         value = values[mid]
-        if x < value:
-            hi = mid
-        else:
-            lo = mid + 1
-    return lo
-
-
-def _left(values: Times, x: float) -> int:
-    """`bisect.bisect_left(values, x)` (values sorted): the first index whose value is at least
-    x, or len(values); searched from the end back as `_right` is."""
-    lo, hi, step = 0, len(values), 1
-    while hi > lo:  # values[hi] >= x (or hi is the end)
-        k = max(hi - step, lo)
-        value = values[k]
-        if value < x:
-            lo = k + 1
-            break
-        hi, step = k, step * 2
-    while lo < hi:
-        mid = (lo + hi) // 2
-        value = values[mid]
-        if value < x:
+        if value < x or (right and value == x):
             lo = mid + 1
         else:
             hi = mid

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gpuplace.placement.links import Link, Piece, _left, _right, transfer
+from gpuplace.placement.links import Link, Piece, _search, transfer
 
 
 def sweep(
@@ -192,8 +192,8 @@ def test_a_known_busy_stretch_is_crossed_in_one_jump() -> None:
 def test_the_searches_from_the_end_find_what_bisect_finds(
     values: list[float], x: float, lo: int
 ) -> None:
-    """`_right` and `_left` (searched from a list's end back) are bisect's, repeats included."""
+    """`_search` (from a list's end back) finds what bisect finds, repeats included."""
     values.sort()
     lo = min(lo, len(values))
-    assert _right(values, x, lo) == bisect_right(values, x, lo)
-    assert _left(values, x) == bisect_left(values, x)
+    assert _search(values, x, lo, True) == bisect_right(values, x, lo)
+    assert _search(values, x, lo, False) == bisect_left(values, x, lo)

@@ -65,7 +65,7 @@ def wide(n: int, width: int = 16) -> Graph:
 
 def link_reads(graph: Graph, monkeypatch: pytest.MonkeyPatch) -> int:
     """Steps through every link's busy blocks while `graph` is placed on 8 GPUs: each block
-    read by index, and each search (`_right`, `_left`) as one step (its probes not counted)."""
+    read by index, and each search (`_search`) as one step (its probes not counted)."""
 
     def counting_init(self: links.Link) -> None:
         self.starts, self.ends = Counted(), Counted()
@@ -80,8 +80,7 @@ def link_reads(graph: Graph, monkeypatch: pytest.MonkeyPatch) -> int:
         return search
 
     monkeypatch.setattr(links.Link, "__init__", counting_init)
-    monkeypatch.setattr(links, "_right", one_step(links._right))
-    monkeypatch.setattr(links, "_left", one_step(links._left))
+    monkeypatch.setattr(links, "_search", one_step(links._search))
     before = Counted.reads
     place_balanced(graph, models(8))
     return Counted.reads - before
