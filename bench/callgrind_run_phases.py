@@ -72,11 +72,12 @@ def _dump_number(path: Path) -> list[int]:
 def instructions(argv: list[str], env: dict[str, str]) -> list[int]:
     """The instructions of each dump callgrind writes (one per counted phase), in order."""
     with tempfile.TemporaryDirectory() as tmp:
+        # cwd: not the repository's root, which `python -c` would put on sys.path before --base
         subprocess.run(
             ["valgrind", "--tool=callgrind", "--collect-atstart=no",
              "--toggle-collect=functools_reduce", "--dump-after=functools_reduce",
              f"--callgrind-out-file={tmp}/cg.%p", *argv],
-            capture_output=True, text=True, env=env, check=True,
+            capture_output=True, text=True, env=env, check=True, cwd=tmp,
         )  # fmt: skip
         dumps = sorted(Path(tmp).glob("cg.*"), key=_dump_number)
         totals = []
