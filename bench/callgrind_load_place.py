@@ -50,9 +50,10 @@ os._exit(0)
 
 def instructions(argv: list[str], env: dict[str, str]) -> int:
     with tempfile.TemporaryDirectory() as tmp:
+        # cwd: not the repository's root, which `python -c` would put on sys.path before --base
         out = subprocess.run(
             ["valgrind", "--tool=callgrind", f"--callgrind-out-file={tmp}/cg", *argv],
-            capture_output=True, text=True, env=env, check=True,
+            capture_output=True, text=True, env=env, check=True, cwd=tmp,
         ).stderr  # fmt: skip
     found = re.search(r"Collected : (\d+)", out)
     assert found, out

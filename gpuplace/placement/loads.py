@@ -3,6 +3,7 @@ Send/Recv pairs) and each device's ops, output bytes and incoming copies."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import NamedTuple
 
 from ..graph.model import Graph, TensorSpec, wiring
@@ -79,7 +80,7 @@ def _add(ops_of: dict[str, int], outputs: dict[str, int], device: str | None, op
         outputs[device] = outputs.get(device, 0) + nbytes
 
 
-def _copies(graph: Graph, placement: Placement, devices: list[str]) -> list[PlannedCopy]:
+def _copies(graph: Graph, placement: Placement, devices: Sequence[str]) -> list[PlannedCopy]:
     """The cross-device edges, one per (tensor, destination), in the order the ops read them:
     each input's producer by index (`Wiring`), by name only where no op of the graph has
     the name (a KeyError if that edge crosses, as looking its op up by name would give)."""

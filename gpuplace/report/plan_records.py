@@ -64,28 +64,30 @@ def _text(graph: Graph, placement: Placement, skipped: frozenset[str], depth: in
     between = "," + item + head + start
     # the record after its name, per all but the name: keyed by the outputs tuple's identity
     # (the loader shares one per distinct outputs; equal tuples apart give the same text) and
-    # its decision's, which costs no hashing of shapes per op; each identity is taken (`id`)
-    # only where it differs from the previous op's (neighbours mostly share them)
+    # its decision's, which costs no hashing of shapes per op. A graph's ops share a few
+    # decisions, each mostly with one type, device and outputs: per decision (`seen`, by its
+    # identity, taken only where it differs from the previous op's) the last of those it went
+    # with and their text, reused while an op's are those very objects (no key built per op)
     tails: dict[tuple[Any, ...], bytes] = {}
+    seen: dict[int, tuple[Any, ...]] = {}
     after: list[bytes] = []
-    outs: tuple[Any, ...] = ()
-    outs_key = id(outs)
     decision: Decision | None = None
-    decision_key = 0
+    known: tuple[Any, ...] | None = None  # seen[id(decision)]
     for op, d in zip(ops, placement.in_order(names), strict=True):
-        if op.outputs is not outs:
-            outs = op.outputs
-            outs_key = id(outs)
         if d is not decision:
             decision = d
-            decision_key = id(d)
+            known = seen.get(id(d))
         runs = not skipped or op.name not in skipped
-        key = (outs_key, decision_key, op.type, op.device, runs)
-        tail = tails.get(key)
-        if tail is None:
-            text = close + _tail(op, d, placement, runs, item, head) + between
-            tail = tails[key] = text.encode()
-        after.append(tail)
+        outs, op_type, device = op.outputs, op.type, op.device
+        if (known is None or known[0] is not outs or known[1] is not op_type
+                or known[2] is not device or known[3] is not runs):  # fmt: skip
+            key = (id(outs), id(d), op_type, device, runs)
+            tail = tails.get(key)
+            if tail is None:
+                text = close + _tail(op, d, placement, runs, item, head) + between
+                tail = tails[key] = text.encode()
+            known = seen[id(d)] = (outs, op_type, device, runs, tail)
+        after.append(known[4])
     last = after[-1][: -len(between)] + (item[:-2] + "]").encode()
     after[-1] = last
     parts: list[bytes] = [b""] * (2 * len(names) + 1)
