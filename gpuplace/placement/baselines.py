@@ -118,10 +118,24 @@ def lower_bounds(
 def by_label(labels: Sequence[int], count: int) -> list[Any]:
     """The positions holding each label 0..count-1 (int arrays, ascending): one stable sort,
     not a scan of every position per label (20,000 logical GPUs are 20,000 labels)."""
-    label = np.fromiter(labels, np.intp, len(labels))
+    label = int_array(labels)
     order = np.argsort(label, kind="stable")
     ends = np.cumsum(np.bincount(label, minlength=count))
     return np.split(order, ends[:-1])
+
+
+def int_array(values: Sequence[int]) -> Any:
+    """`values` (a list or tuple of ints or bools) as an intp array, in one C loop where
+    compiled (baselines.pxd): `np.fromiter` takes each item through numpy's generic scalar
+    conversion, several times the work."""
+    n = len(values)
+    out = np.empty(n, np.intp)
+    into = out  # a view of its memory where compiled
+    i = 0
+    while i < n:
+        into[i] = values[i]
+        i += 1
+    return out
 
 
 def times_on(flops: Any, nbytes: Any, device: DeviceModel) -> Any:
@@ -133,19 +147,53 @@ def times_on(flops: Any, nbytes: Any, device: DeviceModel) -> Any:
 def _fastest(flat: Flat, choices: Sequence[Sequence[DeviceModel]],
              pick: Sequence[int]) -> tuple[list[float], list[int]]:  # fmt: skip
     """Per op: its fastest time on the devices it may use (`choices[pick[op]]`), and where it
-    must run (1: a GPU, 2: the CPU, 0: either), over arrays (`times_on`)."""
+    must run (1: a GPU, 2: the CPU, 0: either), over arrays (`times_on`). A few lists over a
+    few rates (`RATE_TABLE`): each list's fastest time of every op, then each op's own
+    (`np.choose`), with no sort of the ops by list; else the ops of each list apart."""
     flops, nbytes = flat.cost_arrays
-    w = np.empty(len(pick))
-    kinds = []
-    for opts, sel in zip(choices, by_label(pick, len(choices)), strict=True):
-        f, b = flops[sel], nbytes[sel]
-        best = None
-        for m in opts:
-            t = times_on(f, b, m)
-            best = t if best is None else np.minimum(best, t)
-        w[sel] = best
-        kinds.append(1 if all(m.kind == "GPU" for m in opts) else 2 if len(opts) == 1 else 0)
+    kinds = [1 if all(m.kind == "GPU" for m in opts) else 2 if len(opts) == 1 else 0
+             for opts in choices]  # fmt: skip
+    table = None
+    if 0 < len(choices) <= RATE_TABLE:
+        table = rate_table(flops, nbytes, [m for opts in choices for m in opts])
+    if table is not None:
+        rows, which = table
+        at = 0
+        bests = []
+        for opts in choices:  # the minimum in each list's order, as below
+            best = rows[which[at]]
+            for i in range(at + 1, at + len(opts)):
+                best = np.minimum(best, rows[which[i]])
+            bests.append(best)
+            at += len(opts)
+        w = np.choose(int_array(pick), bests)
+    else:
+        w = np.empty(len(pick))
+        for opts, sel in zip(choices, by_label(pick, len(choices)), strict=True):
+            f, b = flops[sel], nbytes[sel]
+            best = None
+            for m in opts:
+                t = times_on(f, b, m)
+                best = t if best is None else np.minimum(best, t)
+            w[sel] = best
     return w.tolist(), [kinds[k] for k in pick]
+
+
+RATE_TABLE = 4  # up to this many rates (or lists of devices), times are found for every op
+
+
+def rate_table(flops: Any, nbytes: Any,
+               models: Sequence[DeviceModel]) -> tuple[list[Any], list[int]] | None:  # fmt: skip
+    """`times_on` of every op (`flops`, `nbytes`) at each rate (FLOP/s, bandwidth, overhead)
+    of `models`, where they have at most `RATE_TABLE` rates between them: each rate's times
+    found once (the same numbers, the same float operations), with each model's rate (an
+    index into them); else None."""
+    index: dict[tuple[float, float, float], int] = {}
+    which = [index.setdefault((m.flops, m.bandwidth, m.overhead), len(index)) for m in models]
+    if len(index) > RATE_TABLE:
+        return None
+    firsts = {k: m for k, m in zip(which, models, strict=True)}  # each rate's last model
+    return [times_on(flops, nbytes, firsts[k]) for k in range(len(index))], which
 
 
 def _critical_path(reads: Reads, w: Sequence[float], where: Sequence[int],
@@ -205,7 +253,7 @@ def _cuts(reads: Reads, keep: Sequence[bool]) -> list[int]:
     sources as cumulative sums."""
     n = len(keep)
     producer, reader = reads.producer, reads.reader
-    kept = np.fromiter(keep, bool, n)
+    kept = int_array(keep) != 0
     edge = np.sort(reader[kept[producer]] * n + producer[kept[producer]])
     edge = edge[np.r_[True, edge[1:] != edge[:-1]]] if len(edge) else edge  # np.unique's,
     # without the hash table numpy 2 builds first (ten times the sort here)
@@ -340,7 +388,7 @@ class _Stages:
         at = np.searchsorted(np.array(cuts, dtype=np.intp), np.arange(n), side="right")
         cut = np.zeros(n, dtype=bool)
         cut[cuts] = True
-        stage_of = np.where(np.fromiter(self.keep, bool, n) & ~cut, at, -1)
+        stage_of = np.where((int_array(self.keep) != 0) & ~cut, at, -1)
         stage: list[int] = stage_of.tolist()
         members: list[int] = np.flatnonzero(stage_of >= 0).tolist()  # in graph order
         # per stage, in one pass over its ops: the longest chain ending at each op over
