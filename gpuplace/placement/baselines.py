@@ -293,8 +293,10 @@ def _stage_pass(members: Sequence[int], stage: Sequence[int], before: Sequence[i
                 if longest[p] > best:
                     best = longest[p]
             elif p == previous:
-                found = readers.setdefault(p, [])
-                if not found or found[-1] != j:
+                found = readers.get(p)  # (not setdefault(p, []): no new list per read)
+                if found is None:
+                    readers[p] = [j]
+                elif found[-1] != j:
                     found.append(j)
         here = longest[j] = w[j] + best
         if here > path[mine]:
