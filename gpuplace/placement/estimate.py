@@ -22,7 +22,14 @@ from ..errors import BadInput
 from ..gc_pause import gc_paused
 from ..graph.model import Graph, OpMeta
 from .baselines import (
-    Bounds, by_label, int_array, lower_bounds, rate_table, round_robin, stage_bound, times_on,
+    Bounds,
+    by_label,
+    int_array,
+    lower_bounds,
+    rate_table,
+    round_robin,
+    stage_bound,
+    times_on,
 )
 from .cost import DeviceModel, LinkModel, copy_time, split_devices, work_time
 from .flat import Flat, flatten
@@ -273,7 +280,6 @@ def _slot_peaks(dev: Sequence[int], devices: int, owner: Any, home_size: list[in
     was freed before it (after each slot's last step). A slot is allocated on the device of
     its step (a home slot on its op's, a copy on its reader's). In int64 arrays when the
     sizes' total fits one (`_held_peaks`), else as `_peak_counts` counts (Python's integers)."""
-    n = len(dev)
     sizes = home_size + [c[1] for c in copies]
     steps = [owner, int_array([c[2] for c in copies])]
     lasts = [home_last, int_array([c[3] for c in copies])]
