@@ -13,11 +13,21 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from ..devices.names import full_name
+from ..devices.names import full_name, placer_spec
 from ..graph.model import Graph, OpMeta
 from . import place
 from .cost import DeviceModel, LinkModel, copy_time, split_devices
-from .flat import Flat, Reads, default_meta, flatten, free_candidates, free_groups
+from .flat import (
+    SOFT,
+    Flat,
+    Reads,
+    _alone,
+    _matching_gpus,
+    default_meta,
+    flatten,
+    free_candidates,
+    free_groups,
+)
 from .model import Decision, Placement
 
 
@@ -27,19 +37,39 @@ def _options(flat: Flat, tf: Placement, gpus: Sequence[DeviceModel], cpu: Device
     """The devices each op may end up on under any strategy that honours TF's pins: TF's
     device for a pinned op; the group's GPUs for a free op, plus the CPU for an unrequested
     generator with a CPU kernel (it may follow a consumer there, as TF's heuristic A does).
-    As (the distinct lists, each op's index into them): ops share a few lists."""
-    every = free_candidates(flat, tf, num_gpus)  # per op: its group's, None when pinned
-    choices: list[list[DeviceModel]] = []
-    known: dict[Any, int] = {}  # a list's index: by device (pinned), by candidates (free)
+    As (the distinct lists, each op's index into them): ops share a few lists.
+
+    Where each op is a group of its own (most graphs), an op's GPUs are worked out in this
+    one pass, as `free_groups` finds them: its request's GPUs (once per request), when there
+    are more than one, it has a GPU kernel and soft placement did not move it; else by
+    group (`free_candidates`)."""
     decisions, ops, kernels, generator = tf.decisions, flat.graph.ops, flat.kernels, flat.generator
     names = flat.names
+    every = None if _alone(flat.graph, flat.distinct) else free_candidates(flat, tf, num_gpus)
+    everyone = tuple(range(num_gpus))
+    movable: dict[str, Any] = {}  # per request: its GPUs (more than one), else None
+    choices: list[list[DeviceModel]] = []
+    known: dict[Any, int] = {}  # a list's index: by device (pinned), by candidates (free)
     decided = list(decisions.values()) if tuple(decisions) == names else None  # in graph order
     pick: list[int] = []
     last: Any = pick  # the op before's device (pinned) or candidates (free), and its flag: an
     last_flag = False  # op with the very same ones has its list (no key, no lookup)
     k = -1
-    j = 0  # a counter, not enumerate(): compiled, a C integer
-    for cands in every:
+    j, n = 0, len(names)  # a counter, not enumerate(): compiled, a C integer
+    while j < n:
+        if every is None:  # a group of its own
+            cands = movable.get(ops[j].device, pick)  # (`pick`: not yet known)
+            if cands is pick:
+                request = ops[j].device
+                found_gpus = _matching_gpus(placer_spec(request), everyone)
+                cands = movable[request] = found_gpus if len(found_gpus) > 1 else None
+            if cands is not None and (
+                "GPU" not in kernels[j]
+                or (decisions[names[j]] if decided is None else decided[j]).kind == SOFT
+            ):
+                cands = None
+        else:
+            cands = every[j]
         if cands is None:
             here: Any = (decisions[names[j]] if decided is None else decided[j]).device
             flag = False
@@ -58,7 +88,7 @@ def _options(flat: Flat, tf: Placement, gpus: Sequence[DeviceModel], cpu: Device
                     )
             k, last, last_flag = found, here, flag
         pick.append(k)
-        j += 1  # noqa: SIM113
+        j += 1
     return choices, pick
 
 

@@ -491,31 +491,10 @@ def free_groups(
 
 def free_candidates(flat: Flat, tf: Placement, num_gpus: int) -> list[tuple[int, ...] | None]:
     """Per op, the GPU indices its group may use when it is free, else None (pinned): what
-    `free_groups` says of each op, on one host. Where each op is a group of its own, straight
-    from each op's request (the GPUs it matches, when more than one) and, where some kernel
-    set lacks a GPU kernel, its kernels (no mapping by group, no key per op)."""
-    if not _alone(flat.graph, flat.distinct):
-        groups, free = free_groups(flat, tf, num_gpus)
-        return list(map(free.get, groups))
-    every = tuple(range(num_gpus))
-    requests = list(map(_DEVICE, flat.graph.ops))
-    movable: dict[str, tuple[int, ...] | None] = {}
-    for request in dict.fromkeys(requests):
-        gpus = _matching_gpus(placer_spec(request), every)
-        movable[request] = gpus if len(gpus) > 1 else None
-    per_op: list[tuple[int, ...] | None]
-    if len(movable) == 1:  # one request
-        per_op = [movable[requests[0]]] * len(requests)
-    else:
-        per_op = list(map(movable.__getitem__, requests))
-    kernels = flat.kernels
-    cpu_only = {k for k in set(kernels) if "GPU" not in k}  # (ops share their sets)
-    if cpu_only:  # no GPU kernel: pinned, whatever it asks for
-        for i in compress(range(len(kernels)), map(cpu_only.__contains__, kernels)):
-            per_op[i] = None
-    for i in _soft_split(flat, tf):
-        per_op[i] = None
-    return per_op
+    `free_groups` says of each op, on one host (`baselines._options` works it out in its own
+    pass where each op is a group of its own)."""
+    groups, free = free_groups(flat, tf, num_gpus)
+    return list(map(free.get, groups))
 
 
 def _kinds(
