@@ -18,3 +18,6 @@ cpdef _outputs_read(const Py_ssize_t[:] producer, const Py_ssize_t[:] output,
 
 @cython.locals(n=Py_ssize_t, i=Py_ssize_t, into="Py_ssize_t[:]")
 cpdef int_array(values)
+
+@cython.locals(n=Py_ssize_t, i=Py_ssize_t, into="double[:]")
+cpdef float_array(values)

@@ -168,6 +168,18 @@ def int_array(values: Sequence[int]) -> Any:
     return out
 
 
+def float_array(values: Sequence[float]) -> Any:
+    """`values` (a list or tuple of floats) as a float64 array, as `int_array` fills one."""
+    n = len(values)
+    out = np.empty(n, np.float64)
+    into = out  # a view of its memory where compiled
+    i = 0
+    while i < n:
+        into[i] = values[i]
+        i += 1
+    return out
+
+
 def times_on(flops: Any, nbytes: Any, device: DeviceModel) -> Any:
     """`work_time` of arrays of FLOPs and bytes on `device`: numpy's float64 division,
     maximum and addition are Python's, so each time is `work_time`'s to the last bit."""
@@ -502,10 +514,7 @@ class _Stages:
         local, remote = 0.0, min([longest[p] for p in first]) + sum(copies)
         # the producers by copy time per second of work, most first (a stable sort, as
         # `sorted` by -copy / max(work, 1e-30))
-        count = len(works)  # (fromiter: no type to find out, as np.array's)
-        ratio = -np.fromiter(copies, np.float64, count) / np.maximum(
-            np.fromiter(works, np.float64, count), 1e-30
-        )
+        ratio = -float_array(copies) / np.maximum(float_array(works), 1e-30)
         order: list[int] = np.argsort(ratio, kind="stable").tolist()
         for i in order:
             work, copy = works[i], copies[i]
