@@ -13,11 +13,21 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from ..devices.names import full_name
+from ..devices.names import full_name, placer_spec
 from ..graph.model import Graph, OpMeta
 from . import place
 from .cost import DeviceModel, LinkModel, copy_time, split_devices
-from .flat import Flat, Reads, default_meta, flatten, free_candidates, free_groups
+from .flat import (
+    SOFT,
+    Flat,
+    Reads,
+    _alone,
+    _matching_gpus,
+    default_meta,
+    flatten,
+    free_candidates,
+    free_groups,
+)
 from .model import Decision, Placement
 
 
@@ -27,19 +37,39 @@ def _options(flat: Flat, tf: Placement, gpus: Sequence[DeviceModel], cpu: Device
     """The devices each op may end up on under any strategy that honours TF's pins: TF's
     device for a pinned op; the group's GPUs for a free op, plus the CPU for an unrequested
     generator with a CPU kernel (it may follow a consumer there, as TF's heuristic A does).
-    As (the distinct lists, each op's index into them): ops share a few lists."""
-    every = free_candidates(flat, tf, num_gpus)  # per op: its group's, None when pinned
-    choices: list[list[DeviceModel]] = []
-    known: dict[Any, int] = {}  # a list's index: by device (pinned), by candidates (free)
+    As (the distinct lists, each op's index into them): ops share a few lists.
+
+    Where each op is a group of its own (most graphs), an op's GPUs are worked out in this
+    one pass, as `free_groups` finds them: its request's GPUs (once per request), when there
+    are more than one, it has a GPU kernel and soft placement did not move it; else by
+    group (`free_candidates`)."""
     decisions, ops, kernels, generator = tf.decisions, flat.graph.ops, flat.kernels, flat.generator
     names = flat.names
+    every = None if _alone(flat.graph, flat.distinct) else free_candidates(flat, tf, num_gpus)
+    everyone = tuple(range(num_gpus))
+    movable: dict[str, Any] = {}  # per request: its GPUs (more than one), else None
+    choices: list[list[DeviceModel]] = []
+    known: dict[Any, int] = {}  # a list's index: by device (pinned), by candidates (free)
     decided = list(decisions.values()) if tuple(decisions) == names else None  # in graph order
     pick: list[int] = []
     last: Any = pick  # the op before's device (pinned) or candidates (free), and its flag: an
     last_flag = False  # op with the very same ones has its list (no key, no lookup)
     k = -1
-    j = 0  # a counter, not enumerate(): compiled, a C integer
-    for cands in every:
+    j, n = 0, len(names)  # a counter, not enumerate(): compiled, a C integer
+    while j < n:
+        if every is None:  # a group of its own
+            cands = movable.get(ops[j].device, pick)  # (`pick`: not yet known)
+            if cands is pick:
+                request = ops[j].device
+                found_gpus = _matching_gpus(placer_spec(request), everyone)
+                cands = movable[request] = found_gpus if len(found_gpus) > 1 else None
+            if cands is not None and (
+                "GPU" not in kernels[j]
+                or (decisions[names[j]] if decided is None else decided[j]).kind == SOFT
+            ):
+                cands = None
+        else:
+            cands = every[j]
         if cands is None:
             here: Any = (decisions[names[j]] if decided is None else decided[j]).device
             flag = False
@@ -58,7 +88,7 @@ def _options(flat: Flat, tf: Placement, gpus: Sequence[DeviceModel], cpu: Device
                     )
             k, last, last_flag = found, here, flag
         pick.append(k)
-        j += 1  # noqa: SIM113
+        j += 1
     return choices, pick
 
 
@@ -118,10 +148,36 @@ def lower_bounds(
 def by_label(labels: Sequence[int], count: int) -> list[Any]:
     """The positions holding each label 0..count-1 (int arrays, ascending): one stable sort,
     not a scan of every position per label (20,000 logical GPUs are 20,000 labels)."""
-    label = np.fromiter(labels, np.intp, len(labels))
+    label = int_array(labels)
     order = np.argsort(label, kind="stable")
     ends = np.cumsum(np.bincount(label, minlength=count))
     return np.split(order, ends[:-1])
+
+
+def int_array(values: Sequence[int]) -> Any:
+    """`values` (a list or tuple of ints or bools) as an intp array, in one C loop where
+    compiled (baselines.pxd): `np.fromiter` takes each item through numpy's generic scalar
+    conversion, several times the work."""
+    n = len(values)
+    out = np.empty(n, np.intp)
+    into = out  # a view of its memory where compiled
+    i = 0
+    while i < n:
+        into[i] = values[i]
+        i += 1
+    return out
+
+
+def float_array(values: Sequence[float]) -> Any:
+    """`values` (a list or tuple of floats) as a float64 array, as `int_array` fills one."""
+    n = len(values)
+    out = np.empty(n, np.float64)
+    into = out  # a view of its memory where compiled
+    i = 0
+    while i < n:
+        into[i] = values[i]
+        i += 1
+    return out
 
 
 def times_on(flops: Any, nbytes: Any, device: DeviceModel) -> Any:
@@ -133,19 +189,53 @@ def times_on(flops: Any, nbytes: Any, device: DeviceModel) -> Any:
 def _fastest(flat: Flat, choices: Sequence[Sequence[DeviceModel]],
              pick: Sequence[int]) -> tuple[list[float], list[int]]:  # fmt: skip
     """Per op: its fastest time on the devices it may use (`choices[pick[op]]`), and where it
-    must run (1: a GPU, 2: the CPU, 0: either), over arrays (`times_on`)."""
+    must run (1: a GPU, 2: the CPU, 0: either), over arrays (`times_on`). A few lists over a
+    few rates (`RATE_TABLE`): each list's fastest time of every op, then each op's own
+    (`np.choose`), with no sort of the ops by list; else the ops of each list apart."""
     flops, nbytes = flat.cost_arrays
-    w = np.empty(len(pick))
-    kinds = []
-    for opts, sel in zip(choices, by_label(pick, len(choices)), strict=True):
-        f, b = flops[sel], nbytes[sel]
-        best = None
-        for m in opts:
-            t = times_on(f, b, m)
-            best = t if best is None else np.minimum(best, t)
-        w[sel] = best
-        kinds.append(1 if all(m.kind == "GPU" for m in opts) else 2 if len(opts) == 1 else 0)
+    kinds = [1 if all(m.kind == "GPU" for m in opts) else 2 if len(opts) == 1 else 0
+             for opts in choices]  # fmt: skip
+    table = None
+    if 0 < len(choices) <= RATE_TABLE:
+        table = rate_table(flops, nbytes, [m for opts in choices for m in opts])
+    if table is not None:
+        rows, which = table
+        at = 0
+        bests = []
+        for opts in choices:  # the minimum in each list's order, as below
+            best = rows[which[at]]
+            for i in range(at + 1, at + len(opts)):
+                best = np.minimum(best, rows[which[i]])
+            bests.append(best)
+            at += len(opts)
+        w = np.choose(int_array(pick), bests)
+    else:
+        w = np.empty(len(pick))
+        for opts, sel in zip(choices, by_label(pick, len(choices)), strict=True):
+            f, b = flops[sel], nbytes[sel]
+            best = None
+            for m in opts:
+                t = times_on(f, b, m)
+                best = t if best is None else np.minimum(best, t)
+            w[sel] = best
     return w.tolist(), [kinds[k] for k in pick]
+
+
+RATE_TABLE = 4  # up to this many rates (or lists of devices), times are found for every op
+
+
+def rate_table(flops: Any, nbytes: Any,
+               models: Sequence[DeviceModel]) -> tuple[list[Any], list[int]] | None:  # fmt: skip
+    """`times_on` of every op (`flops`, `nbytes`) at each rate (FLOP/s, bandwidth, overhead)
+    of `models`, where they have at most `RATE_TABLE` rates between them: each rate's times
+    found once (the same numbers, the same float operations), with each model's rate (an
+    index into them); else None."""
+    index: dict[tuple[float, float, float], int] = {}
+    which = [index.setdefault((m.flops, m.bandwidth, m.overhead), len(index)) for m in models]
+    if len(index) > RATE_TABLE:
+        return None
+    firsts = {k: m for k, m in zip(which, models, strict=True)}  # each rate's last model
+    return [times_on(flops, nbytes, firsts[k]) for k in range(len(index))], which
 
 
 def _critical_path(reads: Reads, w: Sequence[float], where: Sequence[int],
@@ -205,7 +295,7 @@ def _cuts(reads: Reads, keep: Sequence[bool]) -> list[int]:
     sources as cumulative sums."""
     n = len(keep)
     producer, reader = reads.producer, reads.reader
-    kept = np.fromiter(keep, bool, n)
+    kept = int_array(keep) != 0
     edge = np.sort(reader[kept[producer]] * n + producer[kept[producer]])
     edge = edge[np.r_[True, edge[1:] != edge[:-1]]] if len(edge) else edge  # np.unique's,
     # without the hash table numpy 2 builds first (ten times the sort here)
@@ -245,8 +335,10 @@ def _stage_pass(members: Sequence[int], stage: Sequence[int], before: Sequence[i
                 if longest[p] > best:
                     best = longest[p]
             elif p == previous:
-                found = readers.setdefault(p, [])
-                if not found or found[-1] != j:
+                found = readers.get(p)  # (not setdefault(p, []): no new list per read)
+                if found is None:
+                    readers[p] = [j]
+                elif found[-1] != j:
                     found.append(j)
         here = longest[j] = w[j] + best
         if here > path[mine]:
@@ -340,7 +432,7 @@ class _Stages:
         at = np.searchsorted(np.array(cuts, dtype=np.intp), np.arange(n), side="right")
         cut = np.zeros(n, dtype=bool)
         cut[cuts] = True
-        stage_of = np.where(np.fromiter(self.keep, bool, n) & ~cut, at, -1)
+        stage_of = np.where((int_array(self.keep) != 0) & ~cut, at, -1)
         stage: list[int] = stage_of.tolist()
         members: list[int] = np.flatnonzero(stage_of >= 0).tolist()  # in graph order
         # per stage, in one pass over its ops: the longest chain ending at each op over
@@ -422,10 +514,7 @@ class _Stages:
         local, remote = 0.0, min([longest[p] for p in first]) + sum(copies)
         # the producers by copy time per second of work, most first (a stable sort, as
         # `sorted` by -copy / max(work, 1e-30))
-        count = len(works)  # (fromiter: no type to find out, as np.array's)
-        ratio = -np.fromiter(copies, np.float64, count) / np.maximum(
-            np.fromiter(works, np.float64, count), 1e-30
-        )
+        ratio = -float_array(copies) / np.maximum(float_array(works), 1e-30)
         order: list[int] = np.argsort(ratio, kind="stable").tolist()
         for i in order:
             work, copy = works[i], copies[i]

@@ -9,3 +9,9 @@ cpdef _steps(dev, const Py_ssize_t[:] producer, const Py_ssize_t[:] output,
              const Py_ssize_t[:] offsets, is_print, seconds, const Py_ssize_t[:] first,
              home_size, Py_ssize_t[:] home_last, done, free_at, copies, copied, forwarded,
              copy_of)
+
+@cython.locals(n=Py_ssize_t, count=Py_ssize_t, s=Py_ssize_t, t=Py_ssize_t, d=Py_ssize_t,
+               allocated="long long[:]", head="Py_ssize_t[:]", below="Py_ssize_t[:]",
+               in_use="long long[:]", peak="long long[:]")
+cpdef _held_peaks(const Py_ssize_t[:] where, devices, const Py_ssize_t[:] step,
+                  const Py_ssize_t[:] last, const long long[:] size)

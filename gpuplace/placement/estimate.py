@@ -21,7 +21,16 @@ import numpy as np
 from ..errors import BadInput
 from ..gc_pause import gc_paused
 from ..graph.model import Graph, OpMeta
-from .baselines import Bounds, by_label, lower_bounds, round_robin, stage_bound, times_on
+from .baselines import (
+    Bounds,
+    by_label,
+    int_array,
+    lower_bounds,
+    rate_table,
+    round_robin,
+    stage_bound,
+    times_on,
+)
 from .cost import DeviceModel, LinkModel, copy_time, split_devices, work_time
 from .flat import Flat, flatten
 from .links import Link, transfer
@@ -121,11 +130,20 @@ def simulate_on_timeline(flat: Flat, dev: Sequence[int], models: Sequence[Device
 
 
 def op_seconds(flat: Flat, dev: Sequence[int], models: Sequence[DeviceModel]) -> list[float]:
-    """`work_time` of each op on its device, over arrays (`baselines.times_on`)."""
+    """`work_time` of each op on its device, over arrays (`baselines.times_on`): each op's own
+    of every op's times at each rate (`rate_table`, a few rates), else the ops of each device
+    apart."""
     flops, nbytes = flat.cost_arrays
-    seconds = np.empty(len(dev))
-    for m, on in zip(models, by_label(dev, len(models)), strict=True):
-        seconds[on] = times_on(flops[on], nbytes[on], m)
+    n = len(dev)
+    table = rate_table(flops, nbytes, models) if n else None
+    if table is not None:
+        rows, which = table
+        rate = int_array(which)[int_array(dev)]
+        seconds = np.choose(rate, rows) if len(rows) > 1 else rows[0]
+    else:
+        seconds = np.empty(n)
+        for m, on in zip(models, by_label(dev, len(models)), strict=True):
+            seconds[on] = times_on(flops[on], nbytes[on], m)
     out: list[float] = seconds.tolist()
     return out
 
@@ -139,7 +157,7 @@ def _replay(flat: Flat, dev: Sequence[int], models: Sequence[DeviceModel],
     n, devices = len(dev), len(models)
     seconds = op_seconds(flat, dev, models)
     reads, sizes, is_print, out_bytes = flat.reads, flat.sizes, flat.is_print, flat.out_bytes
-    width = np.fromiter(map(len, sizes), np.intp, n)
+    width = int_array(list(map(len, sizes)))
     first = np.zeros(n + 1, np.intp)  # each op's first home slot (an int array), then the end
     np.cumsum(width, out=first[1:])
     homes = int(first[n])
@@ -261,31 +279,48 @@ def _slot_peaks(dev: Sequence[int], devices: int, owner: Any, home_size: list[in
     as int arrays): at each step its device holds what it allocated up to that step less what
     was freed before it (after each slot's last step). A slot is allocated on the device of
     its step (a home slot on its op's, a copy on its reader's). In int64 arrays when the
-    sizes' total fits one, else as `_peaks` counts (Python's integers)."""
-    n = len(dev)
+    sizes' total fits one (`_held_peaks`), else as `_peak_counts` counts (Python's integers)."""
     sizes = home_size + [c[1] for c in copies]
-    steps = [owner, np.fromiter([c[2] for c in copies], np.intp, len(copies))]
-    lasts = [home_last, np.fromiter([c[3] for c in copies], np.intp, len(copies))]
+    steps = [owner, int_array([c[2] for c in copies])]
+    lasts = [home_last, int_array([c[3] for c in copies])]
     step, last = np.concatenate(steps), np.concatenate(lasts)
     if sum(sizes) >= 1 << 62:
         slots = [Slot(dev[s], size, s, e, 0.0)
                  for size, s, e in zip(sizes, step.tolist(), last.tolist(), strict=True)]  # fmt: skip
         return _peak_counts(slots, dev, devices)
-    size = np.fromiter(sizes, np.int64, len(sizes))
-    where = np.fromiter(dev, np.intp, n)
-    # events per device in time order, as one sort key (device, time, kind): each slot's size
-    # at its step and back after its last one, each step's check (kind 1, value 0) after the
-    # events at its time; the events of each device sum to nothing, so one running sum over
-    # them all is each device's own (events of one key: their order changes no check's sum)
-    span = 2 * (n + 1)
-    at = where[step] * span
-    key = np.concatenate([at + 2 * step, at + 2 * (last + 1), where * span + 2 * np.arange(n) + 1])
-    order = np.argsort(key)
-    value = np.concatenate([size, -size, np.zeros(n, np.int64)])
-    is_check = (key[order] & 1) == 1
-    held = np.cumsum(value[order])[is_check]  # at each step, in (device, step) order
+    size = int_array(sizes).astype(np.int64, copy=False)  # (intp is int64 here)
+    return _held_peaks(int_array(dev), devices, step, last, size)
+
+
+def _held_peaks(where: Any, devices: Any, step: Any, last: Any, size: Any) -> list[int]:
+    """`_peak_counts` over int arrays: each step's device (`where`), and each slot's step,
+    last step and size (their total below 2**62: no int64 overflows). Each step adds what it
+    allocated on its device, checks the device's peak, then frees the slots it read last (a
+    list per step, linked through the arrays `head` and `below`); in C loops where compiled
+    (estimate.pxd), over the arrays' memory."""
+    n, count = len(where), len(size)
+    allocated = np.zeros(n, np.int64)
+    head = np.full(n, -1, np.intp)  # per step: a slot whose last step it is, -1 for none
+    below = np.empty(count, np.intp)  # the next slot of the same last step, -1 after the last
+    s = 0
+    while s < count:
+        allocated[step[s]] += size[s]
+        below[s] = head[last[s]]
+        head[last[s]] = s
+        s += 1
     peaks = np.zeros(devices, np.int64)  # a device's peak: at least 0
-    np.maximum.at(peaks, key[order][is_check] // span, held)
+    in_use, peak = np.zeros(devices, np.int64), peaks  # (`peak`: a view where compiled)
+    t = 0
+    while t < n:
+        d = where[t]
+        in_use[d] += allocated[t]
+        if in_use[d] > peak[d]:
+            peak[d] = in_use[d]
+        s = head[t]
+        while s >= 0:
+            in_use[where[step[s]]] -= size[s]
+            s = below[s]
+        t += 1
     out: list[int] = peaks.tolist()
     return out
 

@@ -491,30 +491,10 @@ def free_groups(
 
 def free_candidates(flat: Flat, tf: Placement, num_gpus: int) -> list[tuple[int, ...] | None]:
     """Per op, the GPU indices its group may use when it is free, else None (pinned): what
-    `free_groups` says of each op, on one host. Where each op is a group of its own, straight
-    from the kinds of ops (no mapping by group)."""
-    if not _alone(flat.graph, flat.distinct):
-        groups, free = free_groups(flat, tf, num_gpus)
-        return list(map(free.get, groups))
-    every = tuple(range(num_gpus))
-    requests = dict.fromkeys(map(_DEVICE, flat.graph.ops))
-    per_op: list[tuple[int, ...] | None]
-    if len(requests) == 1:  # one request: an op's kind is its kernels
-        gpus = _matching_gpus(placer_spec(next(iter(requests))), every)
-        movable = len(gpus) > 1
-        by_kernels = {k: gpus if movable and "GPU" in k else None for k in set(flat.kernels)}
-        alike = set(by_kernels.values())
-        if len(alike) == 1:  # every op the same
-            per_op = [alike.pop()] * len(flat.names)
-        else:
-            per_op = list(map(by_kernels.__getitem__, flat.kernels))
-    else:
-        kinds, gpus_of = _kinds(flat, every, _matching_gpus, {})
-        own = {kind: gpus if len(gpus) > 1 else None for kind, gpus in gpus_of.items()}
-        per_op = list(map(own.__getitem__, kinds))
-    for i in _soft_split(flat, tf):
-        per_op[i] = None
-    return per_op
+    `free_groups` says of each op, on one host (`baselines._options` works it out in its own
+    pass where each op is a group of its own)."""
+    groups, free = free_groups(flat, tf, num_gpus)
+    return list(map(free.get, groups))
 
 
 def _kinds(

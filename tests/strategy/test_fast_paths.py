@@ -16,8 +16,14 @@ from hypothesis import strategies as st
 from gpuplace.devices.names import placer_spec
 from gpuplace.graph import Graph, Op, TensorRef, TensorSpec, get_op
 from gpuplace.placement import baselines, place
-from gpuplace.placement.cost import LinkModel, copy_time, work_time
-from gpuplace.placement.estimate import _replay, simulate_on_timeline
+from gpuplace.placement.cost import DeviceModel, LinkModel, copy_time, work_time
+from gpuplace.placement.estimate import (
+    _held_peaks,
+    _peak_counts,
+    _replay,
+    op_seconds,
+    simulate_on_timeline,
+)
 from gpuplace.placement.flat import (
     Flat,
     _groups,
@@ -27,7 +33,7 @@ from gpuplace.placement.flat import (
     free_groups,
 )
 from gpuplace.placement.model import Placement
-from gpuplace.placement.timeline import Timeline
+from gpuplace.placement.timeline import Slot, Timeline
 from tests.strategy.helpers import models
 
 TYPES = ("random_normal", "variable", "matmul", "add", "relu", "print", "neg", "add_n")
@@ -83,6 +89,57 @@ def test_fastest_times_are_work_time(case: tuple[Graph, list[int]]) -> None:
         for f, b, k in zip(flat.flops, flat.nbytes, pick, strict=True)
     ]
     assert where == [(1, 1, 0, 2)[k] for k in pick]
+
+
+def _rated(count: int) -> list[DeviceModel]:
+    """`count` GPUs of as many rates, then the CPU of `models`: more rates than
+    `baselines.RATE_TABLE` when `count` is 5."""
+    gpus = [DeviceModel(f"GPU:{i}", "GPU", 1e12 / (i + 1), 1e11 * (i % 3 + 1), None, 1e-6 * i)
+            for i in range(count)]  # fmt: skip
+    return [*gpus, models(0)[-1]]
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(placed_flats(), st.integers(1, 5), st.integers(1, 7), st.data())
+def test_op_and_fastest_times_are_work_time_at_any_rates(
+    case: tuple[Graph, list[int]], rates: int, lists: int, data: st.DataObject,
+) -> None:  # fmt: skip
+    """Few rates and lists (a table of every op's times: `rate_table`) or many (the ops of
+    each apart): each op's time on its device, and its fastest on its list, are `work_time`'s
+    to the last bit."""
+    flat, devices = flatten(case[0]), _rated(rates)
+    n = len(flat.names)
+    dev = data.draw(st.lists(st.integers(0, rates), min_size=n, max_size=n))
+    want = [
+        work_time(f, b, devices[d]) for f, b, d in zip(flat.flops, flat.nbytes, dev, strict=True)
+    ]
+    assert op_seconds(flat, dev, devices) == want
+    choices = [data.draw(st.lists(st.sampled_from(devices), min_size=1, max_size=3))
+               for _ in range(lists)]  # fmt: skip
+    pick = data.draw(st.lists(st.integers(0, lists - 1), min_size=n, max_size=n))
+    w, _ = baselines._fastest(flat, choices, pick)
+    assert w == [
+        min(work_time(f, b, m) for m in choices[k])
+        for f, b, k in zip(flat.flops, flat.nbytes, pick, strict=True)
+    ]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(1, 4), st.data())
+def test_held_peaks_equal_the_slot_walk(devices: int, data: st.DataObject) -> None:
+    """The ledgers' peaks over int arrays, linked per step, as `_peak_counts` walks the
+    slots sorted by their last step."""
+    steps = data.draw(st.integers(1, 12))
+    dev = data.draw(st.lists(st.integers(0, devices - 1), min_size=steps, max_size=steps))
+    slots = []
+    for _ in range(data.draw(st.integers(0, 20))):
+        step = data.draw(st.integers(0, steps - 1))
+        last = data.draw(st.integers(step, steps - 1))
+        slots.append(Slot(dev[step], data.draw(st.integers(0, 2**40)), step, last, 0.0))
+    got = _held_peaks(np.array(dev, np.intp), devices, np.array([s.step for s in slots], np.intp),
+                      np.array([s.last for s in slots], np.intp),
+                      np.array([s.size for s in slots], np.int64))  # fmt: skip
+    assert got == _peak_counts(slots, dev, devices)
 
 
 def _fan_in_pair_by_pair(stages: baselines._Stages, cut: int, longest: list[float],
