@@ -371,7 +371,6 @@ class _Placer:
         n = len(self.ops)
         names: list[str] = self.names
         generator: list[bool] = self.generator
-        first = [i for i in range(n) if not generator[i]]
         second = [i for i in range(n) if generator[i]]
         made: list[Decision | None] = [None] * n
         self._first_pass(made)
@@ -383,7 +382,11 @@ class _Placer:
         return Placement(
             decisions=dict(zip(names, placed, strict=True)),
             devices=tuple(d.name for d in self.table.devices),
-            order=tuple([names[i] for i in first + second] if second else names),
+            order=tuple(
+                [names[i] for i in range(n) if not generator[i]] + [names[i] for i in second]
+                if second
+                else names
+            ),
         )
 
     def _collect_consumers(self) -> None:
