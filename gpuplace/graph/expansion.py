@@ -17,6 +17,8 @@ from typing import Any
 from ..limits import OPS_ENV
 from .scope import SpecError
 
+_SPLITS = frozenset(("split", "Split"))  # TF's and ONNX's
+
 
 def count_ops(items: list[Any], num_gpus: int | None, limit: int) -> int:
     """The ops `items` expands to (a split's outputs past its first count as ops); SpecError
@@ -46,18 +48,18 @@ class _Counter:
         count = self.memo.get(id(items))
         if count is not None:
             return count
-        count = 0
+        # one per item, corrected where an item is a block or a split: most items of a large
+        # spec are neither, and cost a lookup and a set test (the kind's hash, which the
+        # loader's own lookups of it reuse), no arithmetic
+        count = len(items)
         for item in items:
-            kind: Any = 1
             if type(item) is dict:
                 op: dict[str, Any] = item  # a typed dict: compiled, `get` is a C call
                 kind = op.get("op")
-            if kind is None:
-                count += self.block(item)
-            elif kind == "split" or kind == "Split":  # TF's and ONNX's
-                count += _split_outputs(item, self.limit)
-            else:
-                count += 1
+                if kind is None:
+                    count += self.block(item) - 1
+                elif type(kind) is str and kind in _SPLITS:
+                    count += _split_outputs(item, self.limit) - 1
         self.memo[id(items)] = count
         return count
 

@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from ..devices.model import Host, LogicalGpu
 from ..devices.names import full_name
 from ..errors import Message, RuntimeFailure, Term
-from ..graph.model import Graph
+from ..graph.model import Graph, Op
 from ..placement.model import Placement
 from ..units import human
 
@@ -29,7 +29,7 @@ def check_fits(graph: Graph, placement: Placement, limits: Mapping[str, int | No
     smallest = min((limit for limit in limits.values() if limit is not None), default=None)
     if smallest is None:
         return
-    if all(spec.nbytes <= smallest for op in graph.ops for spec in op.outputs):
+    if _all_within(graph.ops, smallest):
         return
     for op in graph.ops:
         device = placement.decisions[op.name].device
@@ -41,6 +41,20 @@ def check_fits(graph: Graph, placement: Placement, limits: Mapping[str, int | No
                     f"{human(spec.nbytes)}, larger than all {human(limit)} {device} may use; nothing "
                     "was allocated. Place it on a device with more memory or make the tensor smaller"
                 )
+
+
+def _all_within(ops: Sequence[Op], smallest: int) -> bool:
+    """Whether no output of `ops` is larger than `smallest` bytes. A spec that is the very
+    object checked before it is not sized again: the loader gives equal specs one object, so
+    most ops of a large graph cost an identity test, not `nbytes` (a Python property)."""
+    last = None
+    for op in ops:
+        for spec in op.outputs:
+            if spec is not last:
+                if spec.nbytes > smallest:
+                    return False
+                last = spec
+    return True
 
 
 def check_host_memory(nbytes: int, op: str, available: int | None) -> None:

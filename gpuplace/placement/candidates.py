@@ -102,20 +102,27 @@ def _collect(
     generator: Sequence[bool],
     assigned: Sequence[LocalDevice | None],
 ) -> None:
-    """`Consumers.collect`'s walk, on C integers where compiled (candidates.pxd)."""
+    """`Consumers.collect`'s walk, on C integers where compiled (candidates.pxd). Op j is
+    made a Python int once, at its first input that reads a generator (compiled, `j` is a C
+    integer, which each use as an object would box again), and only then."""
     first, count, device = consumers.first, consumers.count, consumers.device
     mixed, last = consumers.mixed, consumers.last
     at = 0
     for j in range(len(arity)):
         end = at + arity[j]
+        reader = None  # j as an object
         while at < end:
             g = producers[at]
             at += 1
-            if g < 0 or not generator[g] or last[g] == j:
+            if g < 0 or not generator[g]:
                 continue
-            last[g] = j
+            if reader is None:
+                reader = j
+            elif last[g] == reader:  # read twice by this op: one consumer
+                continue
+            last[g] = reader
             if not count[g]:
-                first[g], device[g] = j, assigned[j]
+                first[g], device[g] = reader, assigned[j]
             elif assigned[j] is not device[g]:  # one LocalDevice object per device
                 mixed[g] = True
             count[g] += 1

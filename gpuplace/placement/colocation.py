@@ -106,7 +106,9 @@ class ColocationGraph:
         self.ops = ops
         self.tf_type = tf_type or (lambda i: ops[i].type)
         self._members: dict[int, list[int]] | None = None
-        self.requesters: dict[int, str | None] = {}  # roots of merged groups; see requester()
+        # the roots of merged groups (see requester()); empty: no group was merged, every op
+        # is alone in its own
+        self.requesters: dict[int, str | None] = {}
         self.ignored: dict[int, str] = {}
         if not distinct_names or any(op.colocate_with is not None for op in ops):
             self._colocate_all(ops)  # else every op founds its own group, and stays alone

@@ -91,11 +91,17 @@ def kernels_of(meta: OpMeta, op: Op, source: str | None = None) -> frozenset[str
 
 
 def generator_flags(
-    ops: Sequence[Op], metas: Mapping[str, OpMeta], residents: bool = False
+    ops: Sequence[Op],
+    metas: Mapping[str, OpMeta],
+    residents: bool = False,
+    types: Sequence[str] | None = None,
+    arity: Sequence[int] | None = None,
 ) -> list[bool]:
     """Per op, `IsGeneratorNode` as TF's placer sees the op TF builds for it (`generator_for`,
     else the type's `generator` flag less `resident` ops); always False for an op with inputs.
-    With `residents`, variables count too (the strategies defer them with generators)."""
+    With `residents`, variables count too (the strategies defer them with generators).
+    `types` and `arity` (`Wiring.arity`), where the caller has them, are each op's type and
+    number of inputs: read from lists, not from every op's attributes."""
     fixed: dict[str, bool] = {}
     tests: dict[str, Callable[[Mapping[str, object]], bool]] = {}
     for t, m in metas.items():
@@ -107,7 +113,10 @@ def generator_flags(
             fixed[t] = bool(once) or (residents and m.resident)
             if once is None and m.generator:
                 tests[t] = test
-    flags = [fixed[op.type] and not op.inputs for op in ops]
+    if types is None or arity is None:
+        flags = [fixed[op.type] and not op.inputs for op in ops]
+    else:
+        flags = [fixed[t] and not a for t, a in zip(types, arity, strict=True)]
     if tests:  # types whose answer depends on the attrs (tf.zeros: Const or Fill)
         for i, op in enumerate(ops):
             test = tests.get(op.type)
@@ -225,6 +234,7 @@ class _Placer:
         types: list[frozenset[str]] = []
         own: list[DeviceSpec | None] = []
         names: list[str] = []
+        devices: list[str] = []  # each op's request as written: the first pass's key
         malformed = False  # some request is None (`_requested`): checked below, in TF's order
         for op in ops:
             kind, device = op.type, op.device
@@ -241,6 +251,7 @@ class _Placer:
             types.append(supported[kind])
             own.append(spec)
             names.append(op.name)
+            devices.append(device)
         self.meta = meta
         # kinds: what an op's device and reason depend on besides its request (the alone
         # cache's key): its type, and its dtypes where the registry answers by dtype
@@ -250,6 +261,7 @@ class _Placer:
         self.narrowed: dict[int, KernelMatch] = {}
         self.matches: dict[int, KernelMatch] = {}  # op -> its registry match, where it has none
         self.names = names
+        self.devices = devices
         self.index = wired.index  # repeated: last op
         narrow = {t: m for t, m in metas.items() if getattr(m, "kernel_match", None) is not None}
         if narrow:
@@ -266,7 +278,7 @@ class _Placer:
         )
         # `IsGeneratorNode`: no inputs, one output that is not a ref. A resident op is a TF 1
         # variable (VariableV2), whose output is a ref: placed in the first pass like any op.
-        self.generator = generator_flags(ops, metas)
+        self.generator = generator_flags(ops, metas, types=op_types, arity=wired.arity)
         self.assigned: list[LocalDevice | None] = [None] * len(ops)
         self.pinned: list[LocalDevice | None] = [None] * len(ops)  # by group root
         self.pinned_by = [-1] * len(ops)  # the op that pinned the group
@@ -359,7 +371,6 @@ class _Placer:
         n = len(self.ops)
         names: list[str] = self.names
         generator: list[bool] = self.generator
-        first = [i for i in range(n) if not generator[i]]
         second = [i for i in range(n) if generator[i]]
         made: list[Decision | None] = [None] * n
         self._first_pass(made)
@@ -371,7 +382,11 @@ class _Placer:
         return Placement(
             decisions=dict(zip(names, placed, strict=True)),
             devices=tuple(d.name for d in self.table.devices),
-            order=tuple([names[i] for i in first + second] if second else names),
+            order=tuple(
+                [names[i] for i in range(n) if not generator[i]] + [names[i] for i in second]
+                if second
+                else names
+            ),
         )
 
     def _collect_consumers(self) -> None:
@@ -390,7 +405,7 @@ class _Placer:
         Most ops of a large graph are alone: one dict lookup each instead of `_place`.
         No other op reads a lone op's pin, so only its assignment is recorded.
         """
-        ops = self.ops
+        devices: list[str] = self.devices
         assigned: list[LocalDevice | None] = self.assigned
         kinds: list[str] = self.kinds
         alone: dict[str, dict[str, tuple[LocalDevice, Decision]]] = self.alone
@@ -400,12 +415,15 @@ class _Placer:
         sources: dict[int, int] = self.identities.source
         matched: set[int] = self.identities.matched
         special = bool(ignored or matched or sources)  # else no op needs those looked up
+        merged = bool(self.groups.requesters)  # else every op is alone in its group
         generator: list[bool] = self.generator
         for i in range(len(made)):  # compiled, a C integer: the lists are indexed in C
             if generator[i]:
                 continue
-            if parent[i] == i and size[i] == 1 and not (special and (i in ignored or i in matched)):
-                by_kind = alone.get(ops[i].device)
+            if (not merged or (parent[i] == i and size[i] == 1)) and not (
+                special and (i in ignored or i in matched)
+            ):
+                by_kind = alone.get(devices[i])
                 found = None if by_kind is None else by_kind.get(kinds[i])
                 device, decision = found or self._alone(i)
                 if (

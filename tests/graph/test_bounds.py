@@ -8,9 +8,12 @@ import os
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 import gpuplace
 from gpuplace.echo import clip_middle as clip
@@ -205,3 +208,40 @@ def test_a_fifo_is_read_as_cat_reads_it(tmp_path: Path) -> None:
         assert [op.name for op in load(fifo).ops] == ["a"]
     finally:
         writer.join(timeout=60)
+
+
+def _count_item_by_item(items: list[Any], limit: int) -> int:
+    """count_ops' rule written out plainly for a list without blocks: one op per item, a
+    split as many as its outputs (num_split, else its sizes' length, else one)."""
+    total = 0
+    for item in items:
+        if type(item) is dict and item.get("op") in ("split", "Split"):
+            pieces = item.get("num_split", item.get("num_outputs"))
+            if type(pieces) is not int:
+                sizes = item.get("sizes", item.get("split"))
+                pieces = len(sizes) if type(sizes) is list else 1
+            total += max(pieces, 1)
+        else:
+            total += 1
+    return total
+
+
+_ITEMS = st.one_of(
+    st.none(),
+    st.integers(),
+    st.lists(st.integers(), max_size=2),
+    st.fixed_dictionaries(
+        {"op": st.sampled_from(["relu", "split", "Split", "spl", 3, ["split"]])},
+        optional={
+            "num_split": st.integers(-2, 5),
+            "num_outputs": st.integers(-2, 5),
+            "sizes": st.lists(st.integers(1, 3), max_size=4),
+            "split": st.one_of(st.lists(st.integers(1, 3), max_size=4), st.none()),
+        },
+    ),
+)
+
+
+@given(st.lists(_ITEMS, max_size=12))
+def test_the_count_of_a_flat_list_is_the_count_item_by_item(items: list[Any]) -> None:
+    assert count_ops(items, None, 1000) == _count_item_by_item(items, 1000)

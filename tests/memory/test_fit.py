@@ -51,3 +51,28 @@ def test_a_tensor_past_the_gpu_limit_fits_on_the_cpu() -> None:
     graph, placement = placed([(10, CPU), (1000, GPU)])
     with pytest.raises(RuntimeFailure, match=r"larger than all 64 B .*GPU:0 may use"):
         check_fits(graph, placement, {CPU: 1 << 20, GPU: 64})
+
+
+@given(
+    st.lists(st.lists(st.integers(0, 3), max_size=3), max_size=8),
+    st.lists(st.integers(0, 64), min_size=4, max_size=4),
+    st.integers(0, 256),
+)
+def test_shared_specs_are_checked_as_the_plain_rule_checks_them(
+    outputs: list[list[int]], elements: list[int], limit: int
+) -> None:
+    """Ops whose outputs are the same few spec objects (as the loader shares equal specs), in
+    any order: refused exactly when some output, sized one by one, is larger than the limit."""
+    pool = [TensorSpec((n,)) for n in elements]  # distinct objects, some of them equal
+    ops = tuple(
+        Op(f"op{i}", "ones", outputs=tuple(pool[k] for k in picks))
+        for i, picks in enumerate(outputs)
+    )
+    graph = Graph(ops, ())
+    placement = Placement({op.name: Decision(GPU, "default", "") for op in ops}, (GPU, CPU))
+    too_large = any(spec.nbytes > limit for op in ops for spec in op.outputs)
+    if not too_large:
+        check_fits(graph, placement, {CPU: None, GPU: limit})
+        return
+    with pytest.raises(RuntimeFailure, match="larger than all"):
+        check_fits(graph, placement, {CPU: None, GPU: limit})

@@ -8,6 +8,8 @@ from hypothesis import strategies as st
 from gpuplace.devices.names import parse_device
 from gpuplace.graph.model import Graph, Op
 from gpuplace.placement import KINDS, Placement, PlacementError
+from gpuplace.placement.candidates import Consumers
+from gpuplace.placement.tf import generator_flags
 
 from .helpers import graph, meta, op, run
 
@@ -97,3 +99,40 @@ def test_colocated_ops_share_a_device(g: Graph, gpus: int) -> None:
     for o in g.ops:
         if o.colocate_with is not None:
             assert p.decisions[o.name].device == p.decisions[o.colocate_with].device
+
+
+@settings(max_examples=100, deadline=None)
+@given(graphs(colocate=False))
+def test_generator_flags_from_the_callers_lists_are_those_from_the_ops(g: Graph) -> None:
+    """The placer hands generator_flags each op's type and number of inputs (`Wiring.arity`):
+    the same flags as read from the ops themselves."""
+    metas = {o.type: meta(o.type) for o in g.ops}
+    types, arity = [o.type for o in g.ops], [len(o.inputs) for o in g.ops]
+    assert generator_flags(g.ops, metas, types=types, arity=arity) == generator_flags(g.ops, metas)
+
+
+@given(
+    st.lists(st.lists(st.integers(-1, 5), max_size=4), min_size=1, max_size=8),
+    st.lists(st.booleans(), min_size=6, max_size=6),
+    st.data(),
+)
+def test_consumers_are_those_of_the_rule_written_out(
+    inputs: list[list[int]], generator: list[bool], data: st.DataObject
+) -> None:
+    """Per generator: its first consumer, how many ops read it (an op reading it twice counts
+    once) and the one device they all sit on (else mixed), as a plain loop over each op's set
+    of inputs finds them."""
+    ops = max(len(inputs), 6)
+    devices = [object(), object()]  # LocalDevices are compared by identity
+    assigned = [data.draw(st.sampled_from(devices)) for _ in range(ops)]
+    arity = [len(ins) for ins in inputs]
+    consumers = Consumers(ops)
+    consumers.collect([p for ins in inputs for p in ins], arity, generator, assigned)  # type: ignore[arg-type]
+    for g in range(6):
+        readers = [j for j, ins in enumerate(inputs) if g in ins and generator[g]]
+        assert consumers.count[g] == len(readers)
+        if readers:
+            assert consumers.first[g] == readers[0]
+            on = {id(assigned[j]) for j in readers}
+            assert consumers.mixed[g] == (len(on) > 1)
+            assert consumers.one_device(g) is (None if len(on) > 1 else assigned[readers[0]])
