@@ -126,43 +126,99 @@ def flatten(graph: Graph, op_meta: Callable[[str], OpMeta] | None = None) -> Fla
     wired = graph.wiring if graph.wiring is not None and graph.wiring.ops is ops else None
     index = dict(zip(names, range(n), strict=True)) if wired is None else wired.index
     types = list(map(_TYPE, ops))
-    metas = {t: meta_of(t) for t in set(types)}
-    outs = list(map(_OUTPUTS, ops))
-    specs = list(chain.from_iterable(outs))  # every output, op by op: a slot each
-    width = list(map(len, outs))
-    single = len(specs) == n and width.count(1) == n  # one output each: slot i is op i's
-    first_slot: Sequence[int] = range(n) if single else list(accumulate(width, initial=0))
-    dtypes = list(map(_DTYPE, specs))
-    counts = list(map(prod, map(_SHAPE, specs)))
-    slot_bytes = list(map(mul, counts, map(DTYPES.__getitem__, dtypes)))
+    type_names, type_of = _coded(types)  # each op's type as its index in `metas`
+    metas = {t: meta_of(t) for t in type_names}
+    outs = Outputs(ops)
     shared: dict[Any, Any] = {}  # equal tuples and sets are kept once (most ops repeat them)
-    keep = shared.setdefault
-    if single:
-        elements, made = counts, list(zip(slot_bytes))
+    made = [shared.setdefault(b, b) for b in outs.kind_bytes]  # exact sizes, per kind
+    out_bytes = outs.per_op(made)
+    slot_bytes = list(chain.from_iterable(out_bytes))
+    if outs.single:  # one output each: slot i is op i's
+        first_slot: Sequence[int] = range(n)
+        specs = outs.per_op([o[0] for o in outs.kinds])
+        dtype_names, kind_dtype = _coded([o[0].dtype for o in outs.kinds])
+        slot_dtype = kind_dtype[outs.kind]
     else:
-        spans = list(pairwise(first_slot))
-        elements = [sum(counts[a:b]) for a, b in spans]
-        made = [tuple(slot_bytes[a:b]) for a, b in spans]
-    out_bytes = list(map(keep, made, made))
-    reads = Reads.of(ops, index, width, first_slot, wired)
-    resident = list(map({t: m.resident for t, m in metas.items()}.__getitem__, types))
-    is_print = list(map(PRINT.__eq__, types))
-    fetch = _fetched(graph, index, width)
+        first_slot = list(accumulate(outs.width.tolist(), initial=0))
+        specs = list(chain.from_iterable(outs.outs))  # every output, op by op: a slot each
+        dtype_names, slot_dtype = _coded(list(map(_DTYPE, specs)))
+    reads = Reads.of(ops, index, outs.width, first_slot, wired)
+    resident = _by_type([m.resident for m in metas.values()], type_of)
+    is_print = _by_type([t == PRINT for t in metas], type_of)
+    fetch = _fetched(graph, index, outs.width)
     return Flat(
         graph=graph,
         names=names,
-        flops=tuple(_flops(ops, types, metas, elements, specs, reads)),
-        nbytes=tuple(_moved(types, slot_bytes, out_bytes, single, reads)),
-        sizes=tuple(_sizes(out_bytes, is_print)),
+        flops=tuple(_flops(ops, types, metas, type_of, outs, specs, reads)),
+        nbytes=tuple(_moved(types, slot_bytes, out_bytes, outs.single, reads)),
+        sizes=tuple(_sizes(outs, made, is_print)),
         out_bytes=tuple(out_bytes),
         generator=tuple(generator_flags(ops, metas, residents=True)),
         resident=tuple(resident),
-        kernels=tuple(_kernels(ops, types, metas, dtypes, first_slot, width, reads)),
+        kernels=tuple(_kernels(ops, types, metas, type_of, (dtype_names, slot_dtype), first_slot,
+                               outs.width, reads)),  # fmt: skip
         is_print=tuple(is_print),
         fetch=fetch,
         reads=reads,
         distinct=len(index) == n,
     )
+
+
+class Outputs:
+    """The ops' `outputs` by kind: the distinct tuples (by identity: the loader gives the ops
+    of one type and shape one tuple), each op's kind (`kind`, an int array), each kind's exact
+    output sizes (`kind_bytes`) and elements (`kind_elements`), each op's number of outputs
+    (`width`, an int array). Per-op lists are gathered from per-kind ones over arrays
+    (`per_op`), not built by a pass over the ops each."""
+
+    def __init__(self, ops: Sequence[Op]) -> None:
+        self.outs = list(map(_OUTPUTS, ops))
+        by_id = dict(zip(map(id, self.outs), self.outs))
+        code = dict(zip(by_id, range(len(by_id))))
+        self.kind = np.fromiter(map(code.__getitem__, map(id, self.outs)), np.intp, len(ops))
+        self.kinds: list[tuple[TensorSpec, ...]] = list(by_id.values())
+        counts = [list(map(prod, map(_SHAPE, o))) for o in self.kinds]
+        self.kind_elements: list[int] = list(map(sum, counts))
+        self.kind_bytes = [tuple(map(mul, c, map(DTYPES.__getitem__, map(_DTYPE, o))))
+                           for c, o in zip(counts, self.kinds, strict=True)]  # fmt: skip
+        widths = np.fromiter(map(len, self.kinds), np.intp, len(self.kinds))
+        self.width = widths[self.kind]
+        self.single = bool((widths == 1).all())
+
+    def per_op(self, values: Sequence[Any], at: Any = None) -> list[Any]:
+        """Each op's kind's item of `values` (one per kind), the very objects; of the ops at
+        the int array `at` only, when given."""
+        return _gathered(values, self.kind if at is None else self.kind[at])
+
+
+def _gathered(values: Sequence[Any], codes: Any) -> list[Any]:
+    """`values[c]` for each c of the int array `codes`, the very objects, over numpy."""
+    table = np.empty(len(values), dtype=object)
+    for k, value in enumerate(values):  # one by one: a tuple is an item, not a row
+        table[k] = value
+    out: list[Any] = table[codes].tolist()
+    return out
+
+
+def _coded(values: Sequence[Any]) -> tuple[list[Any], Any]:
+    """(the distinct `values` in the order first seen, each value's index there as an int
+    array): values as codes, for numpy to work over."""
+    distinct = list(dict.fromkeys(values))
+    code = dict(zip(distinct, range(len(distinct))))
+    return distinct, np.fromiter(map(code.__getitem__, values), np.intp, len(values))
+
+
+def _int_array(values: Sequence[int], n: int) -> Any:
+    """The first `n` of `values` as an int array (a range's without a pass over it)."""
+    if isinstance(values, range):
+        return np.arange(values.start, values.start + n * values.step, values.step, dtype=np.intp)
+    return np.fromiter(values, np.intp, n) if n else np.zeros(0, np.intp)
+
+
+def _by_type(flags: Sequence[bool], type_of: Any) -> list[bool]:
+    """Each op's type's flag (`flags`, in type code order; `type_of`: each op's code)."""
+    out: list[bool] = np.array(flags, dtype=bool)[type_of].tolist()
+    return out
 
 
 class Reads:
@@ -180,7 +236,7 @@ class Reads:
         np.cumsum(counts, out=self.offsets[1:])
         self.producer = np.fromiter(producers, np.intp, m)
         self.output = output
-        starts = np.fromiter(first_slot, np.intp, n) if n else np.zeros(0, np.intp)
+        starts = _int_array(first_slot, n)
         self.slot = starts[self.producer] + output
         self.n = n
 
@@ -209,7 +265,7 @@ class Reads:
         reads = cls(arity, producers, output, first_slot)
         p = reads.producer
         if producers and ((p < 0) | (p >= reads.reader)
-                     | (output >= np.fromiter(width, np.intp, len(width))[p])).any():  # fmt: skip
+                     | (output >= np.asarray(width, dtype=np.intp)[p])).any():  # fmt: skip
             _refuse_reads(ops, index, width)  # raises
         return reads
 
@@ -294,28 +350,31 @@ def _ends(fetch: Sequence[tuple[int, int]], reads: Reads, resident: Sequence[boo
     return [tuple(slot_ends[a:b]) for a, b in pairwise(starts)]
 
 
-def _flops(ops: Sequence[Op], types: Sequence[str], metas: Mapping[str, OpMeta],
-           elements: Sequence[int], specs: Sequence[TensorSpec], reads: Reads) -> list[float]:  # fmt: skip
+def _flops(ops: Sequence[Op], types: Sequence[str], metas: Mapping[str, OpMeta], type_of: Any,
+           outs: Outputs, specs: Sequence[TensorSpec], reads: Reads) -> list[float]:  # fmt: skip
     """`op_flops` of each op: its type's rate times its outputs' elements, else counted from
-    its inputs (`counted_flops`); equal counts kept once."""
-    rates = {t: output_rate(t, meta) for t, meta in metas.items()}  # None: counted
-    # rate x elements where the rate is not 0 (0 there: an int, no float conversion to
-    # overflow), then the ops of the other types, type by type: 0.0, or counted
-    factor = {t: r if r else 0 for t, r in rates.items()}
-    flops: list[Any] = list(map(mul, map(factor.__getitem__, types), elements))
-    others = [t for t, r in rates.items() if not r]
-    if others:
-        code = {t: i for i, t in enumerate(metas)}
-        codes = np.fromiter(map(code.__getitem__, types), np.intp, len(types))
-    for t in others:
-        if rates[t] is not None:
-            for j in np.flatnonzero(codes == code[t]).tolist():
-                flops[j] = 0.0
-    counted = [t for t in others if rates[t] is None]
-    if counted:  # type by type, over the ops of each
+    its inputs (`counted_flops`); equal counts kept once. `type_of`: each op's type as its
+    index in `metas`."""
+    rates = list(map(output_rate, metas, metas.values()))  # None: counted
+    # once per pair of a type and a kind of outputs (`Outputs`), in Python's arithmetic: rate
+    # x elements, 0.0 where the rate is 0; counted types after, type by type, over their ops
+    kinds = len(outs.kinds)
+    pairs, pair_of = np.unique(type_of * kinds + outs.kind, return_inverse=True)
+    same: dict[float, float] = {}
+    keep = same.setdefault
+    per_pair: list[Any] = []
+    for c in pairs.tolist():
+        rate = rates[c // kinds]
+        f = rate * outs.kind_elements[c % kinds] if rate else 0.0
+        per_pair.append(keep(f, f))
+    flops = _gathered(per_pair, pair_of.reshape(-1))
+    counted = [t for t, rate in zip(metas, rates, strict=True) if rate is None]
+    if counted:
         slot, offsets = reads.slot.tolist(), reads.offsets.tolist()
+        code = dict(zip(metas, range(len(metas))))
         for t in counted:
-            these: list[int] = np.flatnonzero(codes == code[t]).tolist()
+            at = np.flatnonzero(type_of == code[t])
+            these: list[int] = at.tolist()
 
             def inputs(i: int, these: list[int] = these) -> tuple[TensorSpec, ...]:
                 j = these[i]
@@ -328,12 +387,10 @@ def _flops(ops: Sequence[Op], types: Sequence[str], metas: Mapping[str, OpMeta],
                 return list(map(specs.__getitem__, reads.slot[at].tolist()))
 
             counts = counted_flops_of(t, metas[t], list(map(ops.__getitem__, these)),
-                                      list(map(elements.__getitem__, these)), inputs, firsts)  # fmt: skip
+                                      outs.per_op(outs.kind_elements, at), inputs, firsts)  # fmt: skip
             for j, f in zip(these, counts, strict=True):
-                flops[j] = f
-    same: dict[float, float] = {}
-    out: list[float] = list(map(same.setdefault, flops, flops))
-    return out
+                flops[j] = keep(f, f)
+    return flops
 
 
 def _moved(types: Sequence[str], slot_bytes: Sequence[int], out_bytes: Sequence[tuple[int, ...]],
@@ -358,49 +415,49 @@ def _moved(types: Sequence[str], slot_bytes: Sequence[int], out_bytes: Sequence[
     return list(map(same.setdefault, moved, moved))
 
 
-def _sizes(out_bytes: Sequence[tuple[int, ...]], is_print: Sequence[bool]) -> list[tuple[int, ...]]:
-    """Each op's output sizes as the allocator rounds them; () for print (it allocates none)."""
-    rounded = {made: tuple(map(allocation_size, made)) for made in set(out_bytes)}
-    sizes = list(map(rounded.__getitem__, out_bytes))
+def _sizes(outs: Outputs, made: Sequence[tuple[int, ...]], is_print: Sequence[bool]) -> list[tuple[int, ...]]:  # fmt: skip
+    """Each op's output sizes as the allocator rounds them (`made`: each kind's exact sizes; equal
+    ones rounded once); () for print (it allocates none)."""
+    rounded = {m: tuple(map(allocation_size, m)) for m in made}
+    sizes = outs.per_op(list(map(rounded.__getitem__, made)))
     if any(is_print):
         sizes = [() if p else s for s, p in zip(sizes, is_print, strict=True)]
     return sizes
 
 
-def _kernels(ops: Sequence[Op], types: Sequence[str], metas: Mapping[str, OpMeta],
-             dtypes: Sequence[str], first_slot: Sequence[int], width: Sequence[int],
+def _kernels(ops: Sequence[Op], types: Sequence[str], metas: Mapping[str, OpMeta], type_of: Any,
+             dtypes: tuple[Sequence[str], Any], first_slot: Sequence[int], width: Any,
              reads: Reads) -> list[frozenset[str]]:  # fmt: skip
     """`kernels_of` each op, looked up once per (type, output 0's dtype, input 0's dtype, TF
     type where attrs choose it): what decides an op's kernels (`OpDef.kernel_match`); the
     first op of each such key is the one asked. Without types whose TF type varies, each key
-    is one integer of codes and the ops are grouped by a stable sort of them."""
+    is one integer of codes and the ops are grouped by a stable sort of them. `type_of`: each
+    op's type as its index in `metas`; `dtypes`: (the dtypes, each slot's index there)."""
     n = len(types)
-    named = [*dtypes, None]  # slot -1: none
-    own = np.fromiter(first_slot, np.intp, n) if n else np.zeros(0, np.intp)
-    own[np.fromiter(width, np.intp, n) == 0] = -1
+    dtype_names, slot_dtype = dtypes
+    named = [*dtype_names, None]  # the last code: none (slot -1)
+    codes = np.append(slot_dtype, len(dtype_names))
+    own = _int_array(first_slot, n)
+    own[np.asarray(width) == 0] = -1
     source = np.full(n, -1, dtype=np.intp)
     has = np.flatnonzero(np.diff(reads.offsets))
     source[has] = reads.slot[reads.offsets[has]]
+    own_dtype, source_dtype = codes[own], codes[source]
     varying = {t for t, m in metas.items() if getattr(m, "tf_type_of", None) is not None}
     if n and not varying:  # each key as one integer: its type's and dtypes' codes
-        type_code = {t: i for i, t in enumerate(metas)}
-        dtype_code = {d: i for i, d in enumerate(dict.fromkeys(dtypes))}
-        base = len(dtype_code) + 1  # the last code: none (slot -1)
-        codes = np.fromiter(map(dtype_code.__getitem__, dtypes), np.intp, len(dtypes))
-        codes = np.append(codes, base - 1)
-        key = np.fromiter(map(type_code.__getitem__, types), np.intp, n) * base + codes[own]
-        key = key * base + codes[source]
+        base = len(named)
+        key = (type_of * base + own_dtype) * base + source_dtype
         order = np.argsort(key, kind="stable")  # each key's first op leads its run
         ordered = key[order]
         starts = np.r_[True, ordered[1:] != ordered[:-1]]
         group = np.empty(n, dtype=np.intp)
         group[order] = np.cumsum(starts) - 1
-        asked = [kernels_of(metas[types[j]], ops[j], named[source[j]])
+        asked = [kernels_of(metas[types[j]], ops[j], named[source_dtype[j]])
                  for j in order[starts].tolist()]  # fmt: skip
-        return list(map(asked.__getitem__, group.tolist()))
-    first_dtypes = map(named.__getitem__, own.tolist())
+        return _gathered(asked, group)
+    first_dtypes = map(named.__getitem__, own_dtype.tolist())
     keys: list[tuple[Any, ...]] = list(
-        zip(types, first_dtypes, map(named.__getitem__, source.tolist()), strict=True)
+        zip(types, first_dtypes, map(named.__getitem__, source_dtype.tolist()), strict=True)
     )
     if varying:  # zeros: Const or Fill, ...
         for j, t in enumerate(types):
