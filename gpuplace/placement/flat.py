@@ -132,7 +132,6 @@ def flatten(graph: Graph, op_meta: Callable[[str], OpMeta] | None = None) -> Fla
     shared: dict[Any, Any] = {}  # equal tuples and sets are kept once (most ops repeat them)
     made = [shared.setdefault(b, b) for b in outs.kind_bytes]  # exact sizes, per kind
     out_bytes = outs.per_op(made)
-    slot_bytes = list(chain.from_iterable(out_bytes))
     if outs.single:  # one output each: slot i is op i's
         first_slot: Sequence[int] = range(n)
         specs = outs.per_op([o[0] for o in outs.kinds])
@@ -140,23 +139,25 @@ def flatten(graph: Graph, op_meta: Callable[[str], OpMeta] | None = None) -> Fla
         slot_dtype = kind_dtype[outs.kind]
     else:
         first_slot = list(accumulate(outs.width.tolist(), initial=0))
-        specs = list(chain.from_iterable(outs.outs))  # every output, op by op: a slot each
+        specs = list(chain.from_iterable(map(_OUTPUTS, ops)))  # every output, op by op: a slot each
         dtype_names, slot_dtype = _coded(list(map(_DTYPE, specs)))
     reads = Reads.of(ops, index, outs.width, first_slot, wired)
-    resident = _by_type([m.resident for m in metas.values()], type_of)
-    is_print = _by_type([t == PRINT for t in metas], type_of)
+    resident = _by_type([m.resident for m in metas.values()], type_of).tolist()
+    is_print = _by_type([t == PRINT for t in metas], type_of).tolist()
+    variable = _by_type([t == VARIABLE for t in metas], type_of)
     fetch = _fetched(graph, index, outs.width)
+    dtypes = (dtype_names, slot_dtype)
+    kernels = _kernels(ops, types, metas, type_of, dtypes, first_slot, outs.width, reads)
     return Flat(
         graph=graph,
         names=names,
         flops=tuple(_flops(ops, types, metas, type_of, outs, specs, reads)),
-        nbytes=tuple(_moved(types, slot_bytes, out_bytes, outs.single, reads)),
+        nbytes=tuple(_moved(outs, made, out_bytes, variable, reads)),
         sizes=tuple(_sizes(outs, made, is_print)),
         out_bytes=tuple(out_bytes),
         generator=tuple(generator_flags(ops, metas, residents=True)),
         resident=tuple(resident),
-        kernels=tuple(_kernels(ops, types, metas, type_of, (dtype_names, slot_dtype), first_slot,
-                               outs.width, reads)),  # fmt: skip
+        kernels=tuple(kernels),
         is_print=tuple(is_print),
         fetch=fetch,
         reads=reads,
@@ -172,17 +173,16 @@ class Outputs:
     (`per_op`), not built by a pass over the ops each."""
 
     def __init__(self, ops: Sequence[Op]) -> None:
-        self.outs = list(map(_OUTPUTS, ops))
-        by_id = dict(zip(map(id, self.outs), self.outs))
-        code = dict(zip(by_id, range(len(by_id))))
-        self.kind = np.fromiter(map(code.__getitem__, map(id, self.outs)), np.intp, len(ops))
-        self.kinds: list[tuple[TensorSpec, ...]] = list(by_id.values())
+        ids = np.fromiter(map(id, map(_OUTPUTS, ops)), np.uint64, len(ops))  # all alive: distinct
+        _, first, kind = np.unique(ids, return_index=True, return_inverse=True)
+        self.kind = kind.reshape(-1)
+        self.kinds: list[tuple[TensorSpec, ...]] = [ops[j].outputs for j in first.tolist()]
         counts = [list(map(prod, map(_SHAPE, o))) for o in self.kinds]
         self.kind_elements: list[int] = list(map(sum, counts))
         self.kind_bytes = [tuple(map(mul, c, map(DTYPES.__getitem__, map(_DTYPE, o))))
                            for c, o in zip(counts, self.kinds, strict=True)]  # fmt: skip
         widths = np.fromiter(map(len, self.kinds), np.intp, len(self.kinds))
-        self.width = widths[self.kind]
+        self.width: Any = widths[self.kind]  # an int array: indexed as the lists it replaces
         self.single = bool((widths == 1).all())
 
     def per_op(self, values: Sequence[Any], at: Any = None) -> list[Any]:
@@ -193,18 +193,23 @@ class Outputs:
 
 def _gathered(values: Sequence[Any], codes: Any) -> list[Any]:
     """`values[c]` for each c of the int array `codes`, the very objects, over numpy."""
+    out: list[Any] = _table(values)[codes].tolist()
+    return out
+
+
+def _table(values: Sequence[Any]) -> Any:
+    """`values` as an object array of those very objects."""
     table = np.empty(len(values), dtype=object)
     for k, value in enumerate(values):  # one by one: a tuple is an item, not a row
         table[k] = value
-    out: list[Any] = table[codes].tolist()
-    return out
+    return table
 
 
 def _coded(values: Sequence[Any]) -> tuple[list[Any], Any]:
     """(the distinct `values` in the order first seen, each value's index there as an int
     array): values as codes, for numpy to work over."""
     distinct = list(dict.fromkeys(values))
-    code = dict(zip(distinct, range(len(distinct))))
+    code = dict(zip(distinct, range(len(distinct)), strict=True))
     return distinct, np.fromiter(map(code.__getitem__, values), np.intp, len(values))
 
 
@@ -215,10 +220,10 @@ def _int_array(values: Sequence[int], n: int) -> Any:
     return np.fromiter(values, np.intp, n) if n else np.zeros(0, np.intp)
 
 
-def _by_type(flags: Sequence[bool], type_of: Any) -> list[bool]:
-    """Each op's type's flag (`flags`, in type code order; `type_of`: each op's code)."""
-    out: list[bool] = np.array(flags, dtype=bool)[type_of].tolist()
-    return out
+def _by_type(flags: Sequence[bool], type_of: Any) -> Any:
+    """Each op's type's flag as a bool array (`flags`, in type code order; `type_of`: each
+    op's code)."""
+    return np.array(flags, dtype=bool)[type_of]
 
 
 class Reads:
@@ -367,52 +372,60 @@ def _flops(ops: Sequence[Op], types: Sequence[str], metas: Mapping[str, OpMeta],
         rate = rates[c // kinds]
         f = rate * outs.kind_elements[c % kinds] if rate else 0.0
         per_pair.append(keep(f, f))
-    flops = _gathered(per_pair, pair_of.reshape(-1))
     counted = [t for t, rate in zip(metas, rates, strict=True) if rate is None]
-    if counted:
-        slot, offsets = reads.slot.tolist(), reads.offsets.tolist()
-        code = dict(zip(metas, range(len(metas))))
-        for t in counted:
-            at = np.flatnonzero(type_of == code[t])
-            these: list[int] = at.tolist()
+    if not counted:
+        return _gathered(per_pair, pair_of.reshape(-1))
+    flops = _table(per_pair)[pair_of.reshape(-1)]  # an object array, the counts set below
+    slot, offsets = reads.slot.tolist(), reads.offsets.tolist()
+    code = dict(zip(metas, range(len(metas)), strict=True))
+    for t in counted:  # type by type, over the ops of each
+        at = np.flatnonzero(type_of == code[t])
+        these: list[int] = at.tolist()
 
-            def inputs(i: int, these: list[int] = these) -> tuple[TensorSpec, ...]:
-                j = these[i]
-                return tuple(map(specs.__getitem__, slot[offsets[j] : offsets[j + 1]]))
+        def inputs(i: int, these: list[int] = these) -> tuple[TensorSpec, ...]:
+            j = these[i]
+            return tuple(map(specs.__getitem__, slot[offsets[j] : offsets[j + 1]]))
 
-            def firsts(these: list[int] = these) -> list[TensorSpec]:
-                at = reads.offsets[these]
-                if (reads.offsets[np.add(these, 1)] == at).any():  # one reads nothing
-                    return [inputs(i)[0] for i in range(len(these))]  # IndexError, as op_flops
-                return list(map(specs.__getitem__, reads.slot[at].tolist()))
+        def firsts(these: list[int] = these) -> list[TensorSpec]:
+            at = reads.offsets[these]
+            if (reads.offsets[np.add(these, 1)] == at).any():  # one reads nothing
+                return [inputs(i)[0] for i in range(len(these))]  # IndexError, as op_flops
+            return list(map(specs.__getitem__, reads.slot[at].tolist()))
 
-            counts = counted_flops_of(t, metas[t], list(map(ops.__getitem__, these)),
-                                      outs.per_op(outs.kind_elements, at), inputs, firsts)  # fmt: skip
-            for j, f in zip(these, counts, strict=True):
-                flops[j] = keep(f, f)
-    return flops
+        counts = counted_flops_of(t, metas[t], list(map(ops.__getitem__, these)),
+                                  outs.per_op(outs.kind_elements, at), inputs, firsts)  # fmt: skip
+        flops[at] = np.fromiter(map(keep, counts, counts), object, len(these))
+    out: list[float] = flops.tolist()
+    return out
 
 
-def _moved(types: Sequence[str], slot_bytes: Sequence[int], out_bytes: Sequence[tuple[int, ...]],
-           single: bool, reads: Reads) -> list[int]:  # fmt: skip
+def _moved(outs: Outputs, made: Sequence[tuple[int, ...]], out_bytes: Sequence[tuple[int, ...]],
+           variable: Any, reads: Reads) -> list[int]:  # fmt: skip
     """`op_bytes` of each op (inputs read plus outputs written; a variable none), from the
-    slots' sizes: over int64 arrays where every total fits one, else Python's integers."""
-    made = slot_bytes if single else list(map(sum, out_bytes))
-    if max(slot_bytes, default=0) * (len(reads.slot) + 1) < 1 << 62:
-        sizes = np.fromiter(slot_bytes, np.int64, len(slot_bytes))
+    output sizes (`made`: each kind's, `out_bytes`: each op's; `variable`: a bool array): over
+    int64 arrays where every total fits one, else Python's integers; equal counts kept once."""
+    top = max(chain.from_iterable(made), default=0)
+    widest = max(map(len, made), default=0)
+    if top * (len(reads.slot) + widest + 1) < 1 << 62:
+        if outs.single:
+            sizes = np.array([m[0] for m in made], dtype=np.int64)[outs.kind]
+        else:
+            sizes = np.fromiter(chain.from_iterable(out_bytes), np.int64, int(outs.width.sum()))
         total = np.zeros(len(reads.slot) + 1, dtype=np.int64)  # bytes read up to each read
         np.cumsum(sizes[reads.slot], out=total[1:])
         at = total[reads.offsets]
-        read: list[int] = (at[1:] - at[:-1]).tolist()
-    else:
-        slot, offsets = reads.slot.tolist(), reads.offsets.tolist()
-        read = [sum(map(slot_bytes.__getitem__, slot[a:b])) for a, b in pairwise(offsets)]
-    moved = list(map(add, read, made))
-    if VARIABLE in types:  # a variable moves none
-        for j in compress(range(len(types)), map(VARIABLE.__eq__, types)):
-            moved[j] = 0
+        moved = at[1:] - at[:-1] + np.array(list(map(sum, made)), dtype=np.int64)[outs.kind]
+        moved[variable] = 0
+        counts, each = np.unique(moved, return_inverse=True)
+        return _gathered(counts.tolist(), each.reshape(-1))
+    slot_bytes = list(chain.from_iterable(out_bytes))
+    slot, offsets = reads.slot.tolist(), reads.offsets.tolist()
+    read = [sum(map(slot_bytes.__getitem__, slot[a:b])) for a, b in pairwise(offsets)]
+    total_moved = list(map(add, read, outs.per_op(list(map(sum, made)))))
+    for j in np.flatnonzero(variable).tolist():
+        total_moved[j] = 0
     same: dict[int, int] = {}
-    return list(map(same.setdefault, moved, moved))
+    return list(map(same.setdefault, total_moved, total_moved))
 
 
 def _sizes(outs: Outputs, made: Sequence[tuple[int, ...]], is_print: Sequence[bool]) -> list[tuple[int, ...]]:  # fmt: skip
