@@ -118,7 +118,10 @@ def flatten(graph: Graph, op_meta: Callable[[str], OpMeta] | None = None) -> Fla
 
     Each list is built over all ops at once (C loops: `map`, `zip`, numpy over the reads as
     int arrays), not op by op: the reads' checks, first readers and last steps over arrays,
-    the costs per op type (`cost.output_rate`; the others' `counted_flops`)."""
+    the costs per op type (`cost.output_rate`; the others' `counted_flops`). What depends on
+    an op's type or outputs only is worked out once per type or kind of outputs (`Outputs`:
+    ops share their tuple of outputs) and gathered per op over arrays of codes, so a graph of
+    many ops reads each op's name, type and outputs once."""
     meta_of = default_meta(op_meta)
     ops = graph.ops
     n = len(ops)
