@@ -118,7 +118,10 @@ def flatten(graph: Graph, op_meta: Callable[[str], OpMeta] | None = None) -> Fla
 
     Each list is built over all ops at once (C loops: `map`, `zip`, numpy over the reads as
     int arrays), not op by op: the reads' checks, first readers and last steps over arrays,
-    the costs per op type (`cost.output_rate`; the others' `counted_flops`)."""
+    the costs per op type (`cost.output_rate`; the others' `counted_flops`). What depends on
+    an op's type or outputs only is worked out once per type or kind of outputs (`Outputs`:
+    ops share their tuple of outputs) and gathered per op over arrays of codes, so a graph of
+    many ops reads each op's name, type and outputs once."""
     meta_of = default_meta(op_meta)
     ops = graph.ops
     n = len(ops)
@@ -126,43 +129,104 @@ def flatten(graph: Graph, op_meta: Callable[[str], OpMeta] | None = None) -> Fla
     wired = graph.wiring if graph.wiring is not None and graph.wiring.ops is ops else None
     index = dict(zip(names, range(n), strict=True)) if wired is None else wired.index
     types = list(map(_TYPE, ops))
-    metas = {t: meta_of(t) for t in set(types)}
-    outs = list(map(_OUTPUTS, ops))
-    specs = list(chain.from_iterable(outs))  # every output, op by op: a slot each
-    width = list(map(len, outs))
-    single = len(specs) == n and width.count(1) == n  # one output each: slot i is op i's
-    first_slot: Sequence[int] = range(n) if single else list(accumulate(width, initial=0))
-    dtypes = list(map(_DTYPE, specs))
-    counts = list(map(prod, map(_SHAPE, specs)))
-    slot_bytes = list(map(mul, counts, map(DTYPES.__getitem__, dtypes)))
+    type_names, type_of = _coded(types)  # each op's type as its index in `metas`
+    metas = {t: meta_of(t) for t in type_names}
+    outs = Outputs(ops)
     shared: dict[Any, Any] = {}  # equal tuples and sets are kept once (most ops repeat them)
-    keep = shared.setdefault
-    if single:
-        elements, made = counts, list(zip(slot_bytes))
+    made = [shared.setdefault(b, b) for b in outs.kind_bytes]  # exact sizes, per kind
+    out_bytes = outs.per_op(made)
+    if outs.single:  # one output each: slot i is op i's
+        first_slot: Sequence[int] = range(n)
+        specs = outs.per_op([o[0] for o in outs.kinds])
+        dtype_names, kind_dtype = _coded([o[0].dtype for o in outs.kinds])
+        slot_dtype = kind_dtype[outs.kind]
     else:
-        spans = list(pairwise(first_slot))
-        elements = [sum(counts[a:b]) for a, b in spans]
-        made = [tuple(slot_bytes[a:b]) for a, b in spans]
-    out_bytes = list(map(keep, made, made))
-    reads = Reads.of(ops, index, width, first_slot, wired)
-    resident = list(map({t: m.resident for t, m in metas.items()}.__getitem__, types))
-    is_print = list(map(PRINT.__eq__, types))
-    fetch = _fetched(graph, index, width)
+        first_slot = list(accumulate(outs.width.tolist(), initial=0))
+        specs = list(chain.from_iterable(map(_OUTPUTS, ops)))  # every output, op by op: a slot each
+        dtype_names, slot_dtype = _coded(list(map(_DTYPE, specs)))
+    reads = Reads.of(ops, index, outs.width, first_slot, wired)
+    resident = _by_type([m.resident for m in metas.values()], type_of).tolist()
+    is_print = _by_type([t == PRINT for t in metas], type_of).tolist()
+    variable = _by_type([t == VARIABLE for t in metas], type_of)
+    fetch = _fetched(graph, index, outs.width)
+    dtypes = (dtype_names, slot_dtype)
+    kernels = _kernels(ops, types, metas, type_of, dtypes, first_slot, outs.width, reads)
     return Flat(
         graph=graph,
         names=names,
-        flops=tuple(_flops(ops, types, metas, elements, specs, reads)),
-        nbytes=tuple(_moved(types, slot_bytes, out_bytes, single, reads)),
-        sizes=tuple(_sizes(out_bytes, is_print)),
+        flops=tuple(_flops(ops, types, metas, type_of, outs, specs, reads)),
+        nbytes=tuple(_moved(outs, made, out_bytes, variable, reads)),
+        sizes=tuple(_sizes(outs, made, is_print)),
         out_bytes=tuple(out_bytes),
         generator=tuple(generator_flags(ops, metas, residents=True)),
         resident=tuple(resident),
-        kernels=tuple(_kernels(ops, types, metas, dtypes, first_slot, width, reads)),
+        kernels=tuple(kernels),
         is_print=tuple(is_print),
         fetch=fetch,
         reads=reads,
         distinct=len(index) == n,
     )
+
+
+class Outputs:
+    """The ops' `outputs` by kind: the distinct tuples (by identity: the loader gives the ops
+    of one type and shape one tuple), each op's kind (`kind`, an int array), each kind's exact
+    output sizes (`kind_bytes`) and elements (`kind_elements`), each op's number of outputs
+    (`width`, an int array). Per-op lists are gathered from per-kind ones over arrays
+    (`per_op`), not built by a pass over the ops each."""
+
+    def __init__(self, ops: Sequence[Op]) -> None:
+        ids = np.fromiter(map(id, map(_OUTPUTS, ops)), np.uint64, len(ops))  # all alive: distinct
+        _, first, kind = np.unique(ids, return_index=True, return_inverse=True)
+        self.kind = kind.reshape(-1)
+        self.kinds: list[tuple[TensorSpec, ...]] = [ops[j].outputs for j in first.tolist()]
+        counts = [list(map(prod, map(_SHAPE, o))) for o in self.kinds]
+        self.kind_elements: list[int] = list(map(sum, counts))
+        self.kind_bytes = [tuple(map(mul, c, map(DTYPES.__getitem__, map(_DTYPE, o))))
+                           for c, o in zip(counts, self.kinds, strict=True)]  # fmt: skip
+        widths = np.fromiter(map(len, self.kinds), np.intp, len(self.kinds))
+        self.width: Any = widths[self.kind]  # an int array: indexed as the lists it replaces
+        self.single = bool((widths == 1).all())
+
+    def per_op(self, values: Sequence[Any], at: Any = None) -> list[Any]:
+        """Each op's kind's item of `values` (one per kind), the very objects; of the ops at
+        the int array `at` only, when given."""
+        return _gathered(values, self.kind if at is None else self.kind[at])
+
+
+def _gathered(values: Sequence[Any], codes: Any) -> list[Any]:
+    """`values[c]` for each c of the int array `codes`, the very objects, over numpy."""
+    out: list[Any] = _table(values)[codes].tolist()
+    return out
+
+
+def _table(values: Sequence[Any]) -> Any:
+    """`values` as an object array of those very objects."""
+    table = np.empty(len(values), dtype=object)
+    for k, value in enumerate(values):  # one by one: a tuple is an item, not a row
+        table[k] = value
+    return table
+
+
+def _coded(values: Sequence[Any]) -> tuple[list[Any], Any]:
+    """(the distinct `values` in the order first seen, each value's index there as an int
+    array): values as codes, for numpy to work over."""
+    distinct = list(dict.fromkeys(values))
+    code = dict(zip(distinct, range(len(distinct)), strict=True))
+    return distinct, np.fromiter(map(code.__getitem__, values), np.intp, len(values))
+
+
+def _int_array(values: Sequence[int], n: int) -> Any:
+    """The first `n` of `values` as an int array (a range's without a pass over it)."""
+    if isinstance(values, range):
+        return np.arange(values.start, values.start + n * values.step, values.step, dtype=np.intp)
+    return np.fromiter(values, np.intp, n) if n else np.zeros(0, np.intp)
+
+
+def _by_type(flags: Sequence[bool], type_of: Any) -> Any:
+    """Each op's type's flag as a bool array (`flags`, in type code order; `type_of`: each
+    op's code)."""
+    return np.array(flags, dtype=bool)[type_of]
 
 
 class Reads:
@@ -180,7 +244,7 @@ class Reads:
         np.cumsum(counts, out=self.offsets[1:])
         self.producer = np.fromiter(producers, np.intp, m)
         self.output = output
-        starts = np.fromiter(first_slot, np.intp, n) if n else np.zeros(0, np.intp)
+        starts = _int_array(first_slot, n)
         self.slot = starts[self.producer] + output
         self.n = n
 
@@ -209,7 +273,7 @@ class Reads:
         reads = cls(arity, producers, output, first_slot)
         p = reads.producer
         if producers and ((p < 0) | (p >= reads.reader)
-                     | (output >= np.fromiter(width, np.intp, len(width))[p])).any():  # fmt: skip
+                     | (output >= np.asarray(width, dtype=np.intp)[p])).any():  # fmt: skip
             _refuse_reads(ops, index, width)  # raises
         return reads
 
@@ -294,113 +358,122 @@ def _ends(fetch: Sequence[tuple[int, int]], reads: Reads, resident: Sequence[boo
     return [tuple(slot_ends[a:b]) for a, b in pairwise(starts)]
 
 
-def _flops(ops: Sequence[Op], types: Sequence[str], metas: Mapping[str, OpMeta],
-           elements: Sequence[int], specs: Sequence[TensorSpec], reads: Reads) -> list[float]:  # fmt: skip
+def _flops(ops: Sequence[Op], types: Sequence[str], metas: Mapping[str, OpMeta], type_of: Any,
+           outs: Outputs, specs: Sequence[TensorSpec], reads: Reads) -> list[float]:  # fmt: skip
     """`op_flops` of each op: its type's rate times its outputs' elements, else counted from
-    its inputs (`counted_flops`); equal counts kept once."""
-    rates = {t: output_rate(t, meta) for t, meta in metas.items()}  # None: counted
-    # rate x elements where the rate is not 0 (0 there: an int, no float conversion to
-    # overflow), then the ops of the other types, type by type: 0.0, or counted
-    factor = {t: r if r else 0 for t, r in rates.items()}
-    flops: list[Any] = list(map(mul, map(factor.__getitem__, types), elements))
-    others = [t for t, r in rates.items() if not r]
-    if others:
-        code = {t: i for i, t in enumerate(metas)}
-        codes = np.fromiter(map(code.__getitem__, types), np.intp, len(types))
-    for t in others:
-        if rates[t] is not None:
-            for j in np.flatnonzero(codes == code[t]).tolist():
-                flops[j] = 0.0
-    counted = [t for t in others if rates[t] is None]
-    if counted:  # type by type, over the ops of each
-        slot, offsets = reads.slot.tolist(), reads.offsets.tolist()
-        for t in counted:
-            these: list[int] = np.flatnonzero(codes == code[t]).tolist()
-
-            def inputs(i: int, these: list[int] = these) -> tuple[TensorSpec, ...]:
-                j = these[i]
-                return tuple(map(specs.__getitem__, slot[offsets[j] : offsets[j + 1]]))
-
-            def firsts(these: list[int] = these) -> list[TensorSpec]:
-                at = reads.offsets[these]
-                if (reads.offsets[np.add(these, 1)] == at).any():  # one reads nothing
-                    return [inputs(i)[0] for i in range(len(these))]  # IndexError, as op_flops
-                return list(map(specs.__getitem__, reads.slot[at].tolist()))
-
-            counts = counted_flops_of(t, metas[t], list(map(ops.__getitem__, these)),
-                                      list(map(elements.__getitem__, these)), inputs, firsts)  # fmt: skip
-            for j, f in zip(these, counts, strict=True):
-                flops[j] = f
+    its inputs (`counted_flops`); equal counts kept once. `type_of`: each op's type as its
+    index in `metas`."""
+    rates = list(map(output_rate, metas, metas.values()))  # None: counted
+    # once per pair of a type and a kind of outputs (`Outputs`), in Python's arithmetic: rate
+    # x elements, 0.0 where the rate is 0; counted types after, type by type, over their ops
+    kinds = len(outs.kinds)
+    pairs, pair_of = np.unique(type_of * kinds + outs.kind, return_inverse=True)
     same: dict[float, float] = {}
-    out: list[float] = list(map(same.setdefault, flops, flops))
+    keep = same.setdefault
+    per_pair: list[Any] = []
+    for c in pairs.tolist():
+        rate = rates[c // kinds]
+        f = rate * outs.kind_elements[c % kinds] if rate else 0.0
+        per_pair.append(keep(f, f))
+    counted = [t for t, rate in zip(metas, rates, strict=True) if rate is None]
+    if not counted:
+        return _gathered(per_pair, pair_of.reshape(-1))
+    flops = _table(per_pair)[pair_of.reshape(-1)]  # an object array, the counts set below
+    slot, offsets = reads.slot.tolist(), reads.offsets.tolist()
+    code = dict(zip(metas, range(len(metas)), strict=True))
+    for t in counted:  # type by type, over the ops of each
+        at = np.flatnonzero(type_of == code[t])
+        these: list[int] = at.tolist()
+
+        def inputs(i: int, these: list[int] = these) -> tuple[TensorSpec, ...]:
+            j = these[i]
+            return tuple(map(specs.__getitem__, slot[offsets[j] : offsets[j + 1]]))
+
+        def firsts(these: list[int] = these) -> list[TensorSpec]:
+            at = reads.offsets[these]
+            if (reads.offsets[np.add(these, 1)] == at).any():  # one reads nothing
+                return [inputs(i)[0] for i in range(len(these))]  # IndexError, as op_flops
+            return list(map(specs.__getitem__, reads.slot[at].tolist()))
+
+        counts = counted_flops_of(t, metas[t], list(map(ops.__getitem__, these)),
+                                  outs.per_op(outs.kind_elements, at), inputs, firsts)  # fmt: skip
+        flops[at] = np.fromiter(map(keep, counts, counts), object, len(these))
+    out: list[float] = flops.tolist()
     return out
 
 
-def _moved(types: Sequence[str], slot_bytes: Sequence[int], out_bytes: Sequence[tuple[int, ...]],
-           single: bool, reads: Reads) -> list[int]:  # fmt: skip
+def _moved(outs: Outputs, made: Sequence[tuple[int, ...]], out_bytes: Sequence[tuple[int, ...]],
+           variable: Any, reads: Reads) -> list[int]:  # fmt: skip
     """`op_bytes` of each op (inputs read plus outputs written; a variable none), from the
-    slots' sizes: over int64 arrays where every total fits one, else Python's integers."""
-    made = slot_bytes if single else list(map(sum, out_bytes))
-    if max(slot_bytes, default=0) * (len(reads.slot) + 1) < 1 << 62:
-        sizes = np.fromiter(slot_bytes, np.int64, len(slot_bytes))
+    output sizes (`made`: each kind's, `out_bytes`: each op's; `variable`: a bool array): over
+    int64 arrays where every total fits one, else Python's integers; equal counts kept once."""
+    top = max(chain.from_iterable(made), default=0)
+    widest = max(map(len, made), default=0)
+    if top * (len(reads.slot) + widest + 1) < 1 << 62:
+        if outs.single:
+            sizes = np.array([m[0] for m in made], dtype=np.int64)[outs.kind]
+        else:
+            sizes = np.fromiter(chain.from_iterable(out_bytes), np.int64, int(outs.width.sum()))
         total = np.zeros(len(reads.slot) + 1, dtype=np.int64)  # bytes read up to each read
         np.cumsum(sizes[reads.slot], out=total[1:])
         at = total[reads.offsets]
-        read: list[int] = (at[1:] - at[:-1]).tolist()
-    else:
-        slot, offsets = reads.slot.tolist(), reads.offsets.tolist()
-        read = [sum(map(slot_bytes.__getitem__, slot[a:b])) for a, b in pairwise(offsets)]
-    moved = list(map(add, read, made))
-    if VARIABLE in types:  # a variable moves none
-        for j in compress(range(len(types)), map(VARIABLE.__eq__, types)):
-            moved[j] = 0
+        moved = at[1:] - at[:-1] + np.array(list(map(sum, made)), dtype=np.int64)[outs.kind]
+        moved[variable] = 0
+        counts, each = np.unique(moved, return_inverse=True)
+        return _gathered(counts.tolist(), each.reshape(-1))
+    slot_bytes = list(chain.from_iterable(out_bytes))
+    slot, offsets = reads.slot.tolist(), reads.offsets.tolist()
+    read = [sum(map(slot_bytes.__getitem__, slot[a:b])) for a, b in pairwise(offsets)]
+    total_moved = list(map(add, read, outs.per_op(list(map(sum, made)))))
+    for j in np.flatnonzero(variable).tolist():
+        total_moved[j] = 0
     same: dict[int, int] = {}
-    return list(map(same.setdefault, moved, moved))
+    return list(map(same.setdefault, total_moved, total_moved))
 
 
-def _sizes(out_bytes: Sequence[tuple[int, ...]], is_print: Sequence[bool]) -> list[tuple[int, ...]]:
-    """Each op's output sizes as the allocator rounds them; () for print (it allocates none)."""
-    rounded = {made: tuple(map(allocation_size, made)) for made in set(out_bytes)}
-    sizes = list(map(rounded.__getitem__, out_bytes))
+def _sizes(outs: Outputs, made: Sequence[tuple[int, ...]], is_print: Sequence[bool]) -> list[tuple[int, ...]]:  # fmt: skip
+    """Each op's output sizes as the allocator rounds them (`made`: each kind's exact sizes; equal
+    ones rounded once); () for print (it allocates none)."""
+    rounded = {m: tuple(map(allocation_size, m)) for m in made}
+    sizes = outs.per_op(list(map(rounded.__getitem__, made)))
     if any(is_print):
         sizes = [() if p else s for s, p in zip(sizes, is_print, strict=True)]
     return sizes
 
 
-def _kernels(ops: Sequence[Op], types: Sequence[str], metas: Mapping[str, OpMeta],
-             dtypes: Sequence[str], first_slot: Sequence[int], width: Sequence[int],
+def _kernels(ops: Sequence[Op], types: Sequence[str], metas: Mapping[str, OpMeta], type_of: Any,
+             dtypes: tuple[Sequence[str], Any], first_slot: Sequence[int], width: Any,
              reads: Reads) -> list[frozenset[str]]:  # fmt: skip
     """`kernels_of` each op, looked up once per (type, output 0's dtype, input 0's dtype, TF
     type where attrs choose it): what decides an op's kernels (`OpDef.kernel_match`); the
     first op of each such key is the one asked. Without types whose TF type varies, each key
-    is one integer of codes and the ops are grouped by a stable sort of them."""
+    is one integer of codes and the ops are grouped by a stable sort of them. `type_of`: each
+    op's type as its index in `metas`; `dtypes`: (the dtypes, each slot's index there)."""
     n = len(types)
-    named = [*dtypes, None]  # slot -1: none
-    own = np.fromiter(first_slot, np.intp, n) if n else np.zeros(0, np.intp)
-    own[np.fromiter(width, np.intp, n) == 0] = -1
+    dtype_names, slot_dtype = dtypes
+    named = [*dtype_names, None]  # the last code: none (slot -1)
+    codes = np.append(slot_dtype, len(dtype_names))
+    own = _int_array(first_slot, n)
+    own[np.asarray(width) == 0] = -1
     source = np.full(n, -1, dtype=np.intp)
     has = np.flatnonzero(np.diff(reads.offsets))
     source[has] = reads.slot[reads.offsets[has]]
+    own_dtype, source_dtype = codes[own], codes[source]
     varying = {t for t, m in metas.items() if getattr(m, "tf_type_of", None) is not None}
     if n and not varying:  # each key as one integer: its type's and dtypes' codes
-        type_code = {t: i for i, t in enumerate(metas)}
-        dtype_code = {d: i for i, d in enumerate(dict.fromkeys(dtypes))}
-        base = len(dtype_code) + 1  # the last code: none (slot -1)
-        codes = np.fromiter(map(dtype_code.__getitem__, dtypes), np.intp, len(dtypes))
-        codes = np.append(codes, base - 1)
-        key = np.fromiter(map(type_code.__getitem__, types), np.intp, n) * base + codes[own]
-        key = key * base + codes[source]
+        base = len(named)
+        key = (type_of * base + own_dtype) * base + source_dtype
         order = np.argsort(key, kind="stable")  # each key's first op leads its run
         ordered = key[order]
         starts = np.r_[True, ordered[1:] != ordered[:-1]]
         group = np.empty(n, dtype=np.intp)
         group[order] = np.cumsum(starts) - 1
-        asked = [kernels_of(metas[types[j]], ops[j], named[source[j]])
+        asked = [kernels_of(metas[types[j]], ops[j], named[source_dtype[j]])
                  for j in order[starts].tolist()]  # fmt: skip
-        return list(map(asked.__getitem__, group.tolist()))
-    first_dtypes = map(named.__getitem__, own.tolist())
+        return _gathered(asked, group)
+    first_dtypes = map(named.__getitem__, own_dtype.tolist())
     keys: list[tuple[Any, ...]] = list(
-        zip(types, first_dtypes, map(named.__getitem__, source.tolist()), strict=True)
+        zip(types, first_dtypes, map(named.__getitem__, source_dtype.tolist()), strict=True)
     )
     if varying:  # zeros: Const or Fill, ...
         for j, t in enumerate(types):

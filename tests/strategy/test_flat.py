@@ -30,8 +30,10 @@ ATTRS: dict[str, dict[str, Any]] = {"split": {"num_split": 2}, "cast": {"dtype":
 
 @st.composite
 def graphs(draw: st.DrawFn) -> Graph:
-    """Up to 25 ops reading outputs of the 6 ops before them."""
+    """Up to 25 ops reading outputs of the 6 ops before them; ops may share one tuple of
+    outputs, as the loader's do (one per type and shape)."""
     ops: list[Op] = []
+    made: dict[tuple[int, str, int], tuple[TensorSpec, ...]] = {}
     for i in range(draw(st.integers(1, 25))):
         kind = draw(st.sampled_from(sorted(KINDS))) if ops else "random_normal"
         arity, outputs = KINDS[kind]
@@ -41,9 +43,11 @@ def graphs(draw: st.DrawFn) -> Graph:
         for _ in range(arity):
             p = ops[draw(st.integers(max(0, len(ops) - 6), len(ops) - 1))]
             inputs.append(TensorRef(p.name, draw(st.integers(0, len(p.outputs) - 1))))
-        n = draw(st.sampled_from((2, 16, 300, 2**32)))
+        n = draw(st.sampled_from((2, 16, 300, 2**32, 2**58)))  # 2**58: past int64's totals
         dtype = draw(st.sampled_from(("float32", "int64", "bool")))
         specs = tuple(TensorSpec((n, 3 + k), dtype) for k in range(outputs))
+        if draw(st.booleans()):  # the very tuple of an earlier op with these outputs
+            specs = made.setdefault((n, dtype, outputs), specs)
         given = ATTRS.get(kind, {"shape": [n, 3]} if arity == 0 else {})
         attrs = get_op(kind).normalize(f"op{i}", given)
         ops.append(Op(f"op{i}", kind, tuple(inputs), attrs=attrs, outputs=specs))
