@@ -6,11 +6,21 @@ import cython
                best=double, x=double, kind=long, gpu_work=double, cpu_work=double)
 cpdef _chains(const Py_ssize_t[:] producer, const Py_ssize_t[:] offsets, w, where)
 
-@cython.locals(j=Py_ssize_t, p=Py_ssize_t, r=Py_ssize_t, stop=Py_ssize_t, mine=Py_ssize_t,
-               previous=Py_ssize_t, kind=long, best=double, here=double)
-cpdef _stage_pass(members, stage, before, const Py_ssize_t[:] producer,
-                  const Py_ssize_t[:] offsets, w, where, longest, path, gpu_work, cpu_work, size,
-                  readers)
+@cython.locals(i=Py_ssize_t, n=Py_ssize_t, j=Py_ssize_t, p=Py_ssize_t, r=Py_ssize_t,
+               stop=Py_ssize_t, mine=Py_ssize_t, previous=Py_ssize_t, kind=long, best=double,
+               here=double)
+cpdef _stage_pass(const Py_ssize_t[:] members, const Py_ssize_t[:] stage, before,
+                  const Py_ssize_t[:] producer, const Py_ssize_t[:] offsets, w, where, longest,
+                  path, gpu_work, cpu_work, size, readers)
+
+@cython.locals(p=Py_ssize_t, out=Py_ssize_t, r=Py_ssize_t, stop=Py_ssize_t)
+cpdef _fan_in_reads(const Py_ssize_t[:] producer, const Py_ssize_t[:] output,
+                    const Py_ssize_t[:] offsets, const Py_ssize_t[:] stage, Py_ssize_t cut,
+                    Py_ssize_t k)
+
+@cython.locals(i=Py_ssize_t, n=Py_ssize_t, j=Py_ssize_t, work=double, copy=double)
+cpdef double _fan_in_split(works, copies, const Py_ssize_t[:] order, double local,
+                           double remote) except? -1.0
 
 @cython.locals(j=Py_ssize_t, r=Py_ssize_t, stop=Py_ssize_t)
 cpdef _outputs_read(const Py_ssize_t[:] producer, const Py_ssize_t[:] output,

@@ -313,7 +313,7 @@ def _cuts(reads: Reads, keep: Sequence[bool]) -> list[int]:
     return cuts
 
 
-def _stage_pass(members: Sequence[int], stage: Sequence[int], before: Sequence[int],
+def _stage_pass(members: Any, stage: Any, before: Sequence[int],
                 producer: Any, offsets: Any, w: Sequence[float],
                 where: Sequence[int], longest: MutableSequence[float],
                 path: MutableSequence[float], gpu_work: MutableSequence[float],
@@ -322,9 +322,13 @@ def _stage_pass(members: Sequence[int], stage: Sequence[int], before: Sequence[i
     """`_Stages.total`'s pass over the stages' ops (`members`, in graph order): the longest
     chain ending at each op over its stage's own edges, and per stage its critical path, its
     GPU and CPU work and its ops; per cut, the ops of the next stage that read it (`readers`).
-    The reads are `Reads`' int arrays `producer` and `offsets`. Its loops run on C integers
-    and doubles where compiled, over the arrays' memory (baselines.pxd)."""
-    for j in members:
+    The reads are `Reads`' int arrays `producer` and `offsets`; `members` and each op's
+    `stage` are int arrays too. Its loops run on C integers and doubles where compiled, over
+    the arrays' memory (baselines.pxd)."""
+    i, n = 0, len(members)  # a counter, not a for loop: compiled, a C integer
+    while i < n:
+        j = members[i]
+        i += 1
         mine = stage[j]
         previous, best = before[mine], 0.0
         r, stop = offsets[j], offsets[j + 1]
@@ -365,10 +369,41 @@ def _outputs_read(producer: Any, output: Any, offsets: Any, readers: Sequence[in
     return found
 
 
-def _pairs_of(reads: Reads, j: int) -> list[tuple[int, int]]:
-    """The (producer, output) pairs op j reads, in order."""
-    a, b = reads.offsets[j : j + 2].tolist()
-    return list(zip(reads.producer[a:b].tolist(), reads.output[a:b].tolist(), strict=True))
+def _fan_in_reads(producer: Any, output: Any, offsets: Any, stage: Any, cut: Any,
+                  k: Any) -> tuple[dict[int, int], dict[int, set[int]]]:  # fmt: skip
+    """`_Stages._fan_in`'s inputs: the ops of stage `k` (`stage`: each op's, an int array)
+    that op `cut` reads, in order of first read, each with the first output read; and those
+    read for more than one output, with every output read. Over `Reads`' int arrays
+    `producer`, `output` and `offsets`, on C integers where compiled (baselines.pxd)."""
+    first: dict[int, int] = {}
+    more: dict[int, set[int]] = {}
+    r, stop = offsets[cut], offsets[cut + 1]
+    while r < stop:
+        p, out = producer[r], output[r]
+        r += 1
+        if stage[p] == k:
+            known = first.setdefault(p, out)
+            if known != out:
+                more.setdefault(p, {known}).add(out)
+    return first, more
+
+
+def _fan_in_split(works: Sequence[float], copies: Sequence[float], order: Any, local: float,
+                  remote: float) -> float:  # fmt: skip
+    """`_Stages._fan_in`'s split: the producers (`works`, `copies`) taken in `order` (an int
+    array) move their work to the cut's device (`local`) while that stays within the copies
+    still to make (`remote`); the first that does not is split by fractions. On C doubles
+    where compiled (baselines.pxd): Python's float arithmetic, to the last bit."""
+    i, n = 0, len(order)  # a counter, not a for loop: compiled, a C integer
+    while i < n:
+        j = order[i]
+        i += 1
+        work, copy = works[j], copies[j]
+        if local + work <= remote - copy:
+            local, remote = local + work, remote - copy
+            continue
+        return min(sum(works), local + work * (remote - local) / (work + copy))
+    return local  # every producer on the cut's device: no copy at all
 
 
 class _Stages:
@@ -433,8 +468,7 @@ class _Stages:
         cut = np.zeros(n, dtype=bool)
         cut[cuts] = True
         stage_of = np.where((int_array(self.keep) != 0) & ~cut, at, -1)
-        stage: list[int] = stage_of.tolist()
-        members: list[int] = np.flatnonzero(stage_of >= 0).tolist()  # in graph order
+        members = np.flatnonzero(stage_of >= 0)  # in graph order
         # per stage, in one pass over its ops: the longest chain ending at each op over
         # the stage's own edges, its critical path, its GPU and CPU work, its ops; and per
         # cut, the ops of the next stage that read it
@@ -445,8 +479,8 @@ class _Stages:
         before = [-1, *cuts]  # the cut before each stage
         readers: dict[int, list[int]] = {}
         reads = self.flat.reads
-        _stage_pass(members, stage, before, reads.producer, reads.offsets, w, where, longest,
-                    path, gpu_work, cpu_work, size, readers)  # fmt: skip
+        _stage_pass(members, stage_of, before, reads.producer, reads.offsets, w, where,
+                    longest, path, gpu_work, cpu_work, size, readers)  # fmt: skip
         total = sum(w[c] for c in cuts)
         gpus = self.num_gpus
         for k in range(count):
@@ -454,7 +488,7 @@ class _Stages:
                 continue
             work = max(gpu_work[k] / gpus, cpu_work[k]) if gpus else gpu_work[k] + cpu_work[k]
             out = self._fan_out(cuts[k - 1], readers.get(cuts[k - 1], [])) if k else 0.0
-            into = self._fan_in(cuts[k], longest, stage, k) if k < len(cuts) else 0.0
+            into = self._fan_in(cuts[k], longest, stage_of, k) if k < len(cuts) else 0.0
             total += max(path[k], work, out, into)
         return total
 
@@ -479,22 +513,14 @@ class _Stages:
             best = min(best, (total + c * k * (k + 1) / 2) / (k + 1))
         return best
 
-    def _fan_in(self, cut: int, longest: Sequence[float], stage: Sequence[int], k: int) -> float:
+    def _fan_in(self, cut: int, longest: Sequence[float], stage: Any, k: int) -> float:
         """The stage's ops that `cut` reads run on its device (their work counts there) or send a
         copy through its inbound link, one at a time, none before the earliest of them can
         finish (m). The least over every split, relaxed to fractions (which can only lower it):
         min(all local, max(local work, m + copies)). `longest`: the longest chain ending at
-        each op within its stage (`stage`), `k` the stage before `cut`."""
-        first: dict[int, int] = {}  # each producer's first output read, and its others
-        more: dict[int, set[int]] = {}
+        each op within its stage (`stage`, an int array), `k` the stage before `cut`."""
         reads = self.flat.reads
-        a, b = reads.offsets[cut : cut + 2].tolist()
-        if reads.output[a:b].any():
-            for p, out in _pairs_of(reads, cut):
-                if stage[p] == k and first.setdefault(p, out) != out:
-                    more.setdefault(p, {first[p]}).add(out)
-        else:  # every read is an output 0 (a fan-in): no other output, the producers in order
-            first = dict.fromkeys([p for p in reads.producer[a:b].tolist() if stage[p] == k], 0)
+        first, more = _fan_in_reads(reads.producer, reads.output, reads.offsets, stage, cut, k)
         if not first:
             return 0.0
         w, out_bytes, link = self.w, self.flat.out_bytes, self.link
@@ -515,14 +541,8 @@ class _Stages:
         # the producers by copy time per second of work, most first (a stable sort, as
         # `sorted` by -copy / max(work, 1e-30))
         ratio = -float_array(copies) / np.maximum(float_array(works), 1e-30)
-        order: list[int] = np.argsort(ratio, kind="stable").tolist()
-        for i in order:
-            work, copy = works[i], copies[i]
-            if local + work <= remote - copy:
-                local, remote = local + work, remote - copy
-                continue
-            return min(sum(works), local + work * (remote - local) / (work + copy))
-        return local  # every producer on the cut's device: no copy at all
+        order = np.argsort(ratio, kind="stable")
+        return _fan_in_split(works, copies, order, local, remote)
 
 
 def round_robin(
