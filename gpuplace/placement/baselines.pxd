@@ -10,8 +10,9 @@ cpdef _chains(const Py_ssize_t[:] producer, const Py_ssize_t[:] offsets, w, wher
                stop=Py_ssize_t, mine=Py_ssize_t, previous=Py_ssize_t, kind=long, best=double,
                here=double)
 cpdef _stage_pass(const Py_ssize_t[:] members, const Py_ssize_t[:] stage, before,
-                  const Py_ssize_t[:] producer, const Py_ssize_t[:] offsets, w, where, longest,
-                  path, gpu_work, cpu_work, size, readers)
+                  const Py_ssize_t[:] producer, const Py_ssize_t[:] offsets, const double[:] w,
+                  const Py_ssize_t[:] where, double[:] longest, double[:] path,
+                  double[:] gpu_work, double[:] cpu_work, Py_ssize_t[:] size, readers)
 
 @cython.locals(p=Py_ssize_t, out=Py_ssize_t, r=Py_ssize_t, stop=Py_ssize_t)
 cpdef _fan_in_reads(const Py_ssize_t[:] producer, const Py_ssize_t[:] output,

@@ -313,18 +313,15 @@ def _cuts(reads: Reads, keep: Sequence[bool]) -> list[int]:
     return cuts
 
 
-def _stage_pass(members: Any, stage: Any, before: Sequence[int],
-                producer: Any, offsets: Any, w: Sequence[float],
-                where: Sequence[int], longest: MutableSequence[float],
-                path: MutableSequence[float], gpu_work: MutableSequence[float],
-                cpu_work: MutableSequence[float], size: MutableSequence[int],
-                readers: MutableMapping[int, list[int]]) -> None:  # fmt: skip
+def _stage_pass(members: Any, stage: Any, before: Sequence[int], producer: Any, offsets: Any,
+                w: Any, where: Any, longest: Any, path: Any, gpu_work: Any, cpu_work: Any,
+                size: Any, readers: MutableMapping[int, list[int]]) -> None:  # fmt: skip
     """`_Stages.total`'s pass over the stages' ops (`members`, in graph order): the longest
     chain ending at each op over its stage's own edges, and per stage its critical path, its
     GPU and CPU work and its ops; per cut, the ops of the next stage that read it (`readers`).
-    The reads are `Reads`' int arrays `producer` and `offsets`; `members` and each op's
-    `stage` are int arrays too. Its loops run on C integers and doubles where compiled, over
-    the arrays' memory (baselines.pxd)."""
+    The reads are `Reads`' int arrays `producer` and `offsets`; every other argument but
+    `before` and `readers` is an int or float64 array too. Its loops run on C integers and
+    doubles where compiled, over the arrays' memory (baselines.pxd)."""
     i, n = 0, len(members)  # a counter, not a for loop: compiled, a C integer
     while i < n:
         j = members[i]
@@ -472,15 +469,17 @@ class _Stages:
         # per stage, in one pass over its ops: the longest chain ending at each op over
         # the stage's own edges, its critical path, its GPU and CPU work, its ops; and per
         # cut, the ops of the next stage that read it
-        longest = [0.0] * n
+        longest = np.zeros(n)
         count = len(cuts) + 1
-        path, gpu_work, cpu_work = [0.0] * count, [0.0] * count, [0.0] * count
-        size = [0] * count
+        sums = np.zeros((3, count))  # per stage: its critical path, GPU work and CPU work
+        sizes = np.zeros(count, np.intp)
         before = [-1, *cuts]  # the cut before each stage
         readers: dict[int, list[int]] = {}
         reads = self.flat.reads
-        _stage_pass(members, stage_of, before, reads.producer, reads.offsets, w, where,
-                    longest, path, gpu_work, cpu_work, size, readers)  # fmt: skip
+        _stage_pass(members, stage_of, before, reads.producer, reads.offsets, float_array(w),
+                    int_array(where), longest, sums[0], sums[1], sums[2], sizes, readers)  # fmt: skip
+        path, gpu_work, cpu_work = sums.tolist()
+        size: list[int] = sizes.tolist()
         total = sum(w[c] for c in cuts)
         gpus = self.num_gpus
         for k in range(count):
@@ -513,31 +512,34 @@ class _Stages:
             best = min(best, (total + c * k * (k + 1) / 2) / (k + 1))
         return best
 
-    def _fan_in(self, cut: int, longest: Sequence[float], stage: Any, k: int) -> float:
+    def _fan_in(self, cut: int, longest: Any, stage: Any, k: int) -> float:
         """The stage's ops that `cut` reads run on its device (their work counts there) or send a
         copy through its inbound link, one at a time, none before the earliest of them can
         finish (m). The least over every split, relaxed to fractions (which can only lower it):
         min(all local, max(local work, m + copies)). `longest`: the longest chain ending at
-        each op within its stage (`stage`, an int array), `k` the stage before `cut`."""
+        each op within its stage (float64 array), `stage` each op's (int array), `k` the stage
+        before `cut`."""
         reads = self.flat.reads
         first, more = _fan_in_reads(reads.producer, reads.output, reads.offsets, stage, cut, k)
         if not first:
             return 0.0
         w, out_bytes, link = self.w, self.flat.out_bytes, self.link
-        times: dict[int, float] = {}  # copy_time by bytes: most outputs are one size
+        times: dict[int, float] = {}  # copy_time by bytes: most outputs are one size, so
+        last, c = -1, 0.0  # the last output's size and time come first (no lookup)
         works = [w[p] for p in first]
         copies: list[float] = []
         for p, out in first.items():
-            outs = more.get(p)
+            outs = more.get(p) if more else None
             if outs is None:
                 size = out_bytes[p][out]
-                c = times.get(size)
-                if c is None:
-                    c = times[size] = copy_time(size, link)
+                if size != last:
+                    if size not in times:
+                        times[size] = copy_time(size, link)
+                    c, last = times[size], size
                 copies.append(c)
             else:
                 copies.append(sum([copy_time(out_bytes[p][o], link) for o in outs]))
-        local, remote = 0.0, min([longest[p] for p in first]) + sum(copies)
+        local, remote = 0.0, min(longest[int_array(list(first))].tolist()) + sum(copies)
         # the producers by copy time per second of work, most first (a stable sort, as
         # `sorted` by -copy / max(work, 1e-30))
         ratio = -float_array(copies) / np.maximum(float_array(works), 1e-30)
