@@ -7,7 +7,7 @@ nor the work that must run on GPUs spread evenly over them.
 
 from __future__ import annotations
 
-from collections.abc import Callable, MutableMapping, MutableSequence, Sequence
+from collections.abc import Callable, MutableMapping, Sequence
 from itertools import pairwise
 from typing import Any, NamedTuple
 
@@ -393,7 +393,7 @@ def _fan_in_split(works: Sequence[float], copies: Sequence[float], order: Any, l
     where compiled (baselines.pxd): Python's float arithmetic, to the last bit."""
     i, n = 0, len(order)  # a counter, not a for loop: compiled, a C integer
     while i < n:
-        j = order[i]
+        j: int = order[i]
         i += 1
         work, copy = works[j], copies[j]
         if local + work <= remote - copy:
