@@ -180,10 +180,11 @@ def test_fan_in_equals_pair_by_pair(case: tuple[Graph, list[int]], link: LinkMod
     longest = data.draw(st.lists(times, min_size=n, max_size=n))
     stage = data.draw(st.lists(st.integers(-1, 2), min_size=n, max_size=n))
     stages = baselines._Stages(flat, w, [1] * n, 2, link)
+    longest_of, stage_of = np.array(longest), np.array(stage, np.intp)  # as `total` passes them
     for k in range(3):
         for cut in range(n):
             want = _fan_in_pair_by_pair(stages, cut, longest, stage, k)
-            assert stages._fan_in(cut, longest, stage, k) == want
+            assert stages._fan_in(cut, longest_of, stage_of, k) == want
 
 
 def _free_groups_op_by_op(flat: Flat, tf: Placement, num_gpus: int) -> tuple[Any, Any]:
