@@ -502,7 +502,7 @@ class _Stages:
         total = sum([w[j] for j in readers])
         reads = self.flat.reads
         read = _outputs_read(reads.producer, reads.output, reads.offsets, readers, cut)
-        sizes = set(map(made.__getitem__, read))
+        sizes = {made[o] for o in set(read)}  # the outputs first: most reads are of one
         if not sizes:
             return 0.0
         c = copy_time(min(sizes), self.link)
