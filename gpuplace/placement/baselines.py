@@ -478,17 +478,14 @@ class _Stages:
         reads = self.flat.reads
         _stage_pass(members, stage_of, before, reads.producer, reads.offsets, float_array(w),
                     int_array(where), longest, sums[0], sums[1], sums[2], sizes, readers)  # fmt: skip
-        path, gpu_work, cpu_work = sums.tolist()
-        size: list[int] = sizes.tolist()
         total = sum(w[c] for c in cuts)
         gpus = self.num_gpus
-        for k in range(count):
-            if not size[k]:
-                continue
-            work = max(gpu_work[k] / gpus, cpu_work[k]) if gpus else gpu_work[k] + cpu_work[k]
+        staged = np.flatnonzero(sizes)  # the stages with ops (a chain's cuts leave none between)
+        for k, path, gpu_work, cpu_work in zip(staged.tolist(), *sums[:, staged].tolist()):
+            work = max(gpu_work / gpus, cpu_work) if gpus else gpu_work + cpu_work
             out = self._fan_out(cuts[k - 1], readers.get(cuts[k - 1], [])) if k else 0.0
             into = self._fan_in(cuts[k], longest, stage_of, k) if k < len(cuts) else 0.0
-            total += max(path[k], work, out, into)
+            total += max(path, work, out, into)
         return total
 
     def _fan_out(self, cut: int, readers: Sequence[int]) -> float:
