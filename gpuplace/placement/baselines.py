@@ -481,7 +481,8 @@ class _Stages:
         total = sum(w[c] for c in cuts)
         gpus = self.num_gpus
         staged = np.flatnonzero(sizes)  # the stages with ops (a chain's cuts leave none between)
-        for k, path, gpu_work, cpu_work in zip(staged.tolist(), *sums[:, staged].tolist()):
+        per_stage = zip(staged.tolist(), *sums[:, staged].tolist(), strict=True)
+        for k, path, gpu_work, cpu_work in per_stage:
             work = max(gpu_work / gpus, cpu_work) if gpus else gpu_work + cpu_work
             out = self._fan_out(cuts[k - 1], readers.get(cuts[k - 1], [])) if k else 0.0
             into = self._fan_in(cuts[k], longest, stage_of, k) if k < len(cuts) else 0.0
