@@ -14,10 +14,10 @@ cpdef _stage_pass(const Py_ssize_t[:] members, const Py_ssize_t[:] stage, before
                   const Py_ssize_t[:] where, double[:] longest, double[:] path,
                   double[:] gpu_work, double[:] cpu_work, Py_ssize_t[:] size, readers)
 
-@cython.locals(p=Py_ssize_t, out=Py_ssize_t, r=Py_ssize_t, stop=Py_ssize_t)
+@cython.locals(p=Py_ssize_t, out=Py_ssize_t, r=Py_ssize_t, stop=Py_ssize_t, known=Py_ssize_t)
 cpdef _fan_in_reads(const Py_ssize_t[:] producer, const Py_ssize_t[:] output,
                     const Py_ssize_t[:] offsets, const Py_ssize_t[:] stage, Py_ssize_t cut,
-                    Py_ssize_t k)
+                    Py_ssize_t k, Py_ssize_t[:] first)
 
 @cython.locals(i=Py_ssize_t, n=Py_ssize_t, j=Py_ssize_t, work=double, copy=double)
 cpdef double _fan_in_split(works, copies, const Py_ssize_t[:] order, double local,

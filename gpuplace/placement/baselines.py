@@ -366,23 +366,32 @@ def _outputs_read(producer: Any, output: Any, offsets: Any, readers: Sequence[in
     return found
 
 
-def _fan_in_reads(producer: Any, output: Any, offsets: Any, stage: Any, cut: Any,
-                  k: Any) -> tuple[dict[int, int], dict[int, set[int]]]:  # fmt: skip
+def _fan_in_reads(producer: Any, output: Any, offsets: Any, stage: Any, cut: Any, k: Any,
+                  first: Any) -> tuple[list[int], list[int], dict[int, set[int]]]:  # fmt: skip
     """`_Stages._fan_in`'s inputs: the ops of stage `k` (`stage`: each op's, an int array)
-    that op `cut` reads, in order of first read, each with the first output read; and those
-    read for more than one output, with every output read. Over `Reads`' int arrays
-    `producer`, `output` and `offsets`, on C integers where compiled (baselines.pxd)."""
-    first: dict[int, int] = {}
+    that op `cut` reads, in order of first read, with the first output read of each; and
+    those read for more than one output, with every output read. `first`: an int array of -1
+    per op, each producer's first output while this runs (left as it came: no dictionary per
+    read). Over `Reads`' int arrays `producer`, `output` and `offsets`, on C integers where
+    compiled (baselines.pxd)."""
+    found: list[int] = []
+    outs: list[int] = []
     more: dict[int, set[int]] = {}
     r, stop = offsets[cut], offsets[cut + 1]
     while r < stop:
         p, out = producer[r], output[r]
         r += 1
         if stage[p] == k:
-            known = first.setdefault(p, out)
-            if known != out:
+            known = first[p]
+            if known < 0:
+                first[p] = out
+                found.append(p)
+                outs.append(out)
+            elif known != out:
                 more.setdefault(p, {known}).add(out)
-    return first, more
+    for p in found:
+        first[p] = -1
+    return found, outs, more
 
 
 def _fan_in_split(works: Sequence[float], copies: Sequence[float], order: Any, local: float,
@@ -424,6 +433,7 @@ class _Stages:
                  link: LinkModel) -> None:  # fmt: skip
         self.flat, self.w, self.where, self.num_gpus, self.link = flat, w, where, num_gpus, link
         self.keep = [not g for g in flat.generator]
+        self.first_output = np.full(len(w), -1, np.intp)  # `_fan_in`'s scratch, per op
 
     def reads(self) -> list[list[int]]:
         """Per op, the ops it reads that are kept (not generators), ascending, once each."""
@@ -518,7 +528,8 @@ class _Stages:
         each op within its stage (float64 array), `stage` each op's (int array), `k` the stage
         before `cut`."""
         reads = self.flat.reads
-        first, more = _fan_in_reads(reads.producer, reads.output, reads.offsets, stage, cut, k)
+        first, outs_of, more = _fan_in_reads(reads.producer, reads.output, reads.offsets, stage,
+                                             cut, k, self.first_output)  # fmt: skip
         if not first:
             return 0.0
         w, out_bytes, link = self.w, self.flat.out_bytes, self.link
@@ -526,7 +537,7 @@ class _Stages:
         last, c = -1, 0.0  # the last output's size and time come first (no lookup)
         works = [w[p] for p in first]
         copies: list[float] = []
-        for p, out in first.items():
+        for p, out in zip(first, outs_of, strict=True):
             outs = more.get(p) if more else None
             if outs is None:
                 size = out_bytes[p][out]
@@ -537,7 +548,7 @@ class _Stages:
                 copies.append(c)
             else:
                 copies.append(sum([copy_time(out_bytes[p][o], link) for o in outs]))
-        local, remote = 0.0, min(longest[int_array(list(first))].tolist()) + sum(copies)
+        local, remote = 0.0, min(longest[int_array(first)].tolist()) + sum(copies)
         # the producers by copy time per second of work, most first (a stable sort, as
         # `sorted` by -copy / max(work, 1e-30))
         ratio = -float_array(copies) / np.maximum(float_array(works), 1e-30)
