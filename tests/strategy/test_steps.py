@@ -36,12 +36,8 @@ def test_steps_add_and_peak_as_a_plain_row(
 
 
 def test_a_tensor_to_the_end_touches_a_number_per_block_not_every_step() -> None:
-    occupied = Occupancy([100], steps=1_000_000)
-    occupied.add(0, 0, 999_999, 60)
-    occupied.add(0, 0, 999_999, 60)  # over the limit together: the row of steps is made
+    occupied, row = _over_its_limit()
     assert occupied.peak(0, 0, 999_999) == 120
-    row = occupied.rows[0]
-    assert row is not None
     before = row.base.copy()
     occupied.add(0, 10, 999_999, 1)
     changed = int(np.count_nonzero(row.base != before))
@@ -165,12 +161,8 @@ def test_a_merge_rebuilds_the_blocks_its_tensors_cover_not_the_row() -> None:
     those ops leaves): the merge leaves every other block as it was (its pending add too), so
     merging costs what it adds, and a pass over n ops stays linear, not n / 4,096 rebuilds of
     n steps."""
-    occupied = Occupancy([100], steps=1_000_000)
-    occupied.add(0, 0, 999_999, 60)
-    occupied.add(0, 0, 999_999, 60)  # over the limit together: the row of steps is made
+    occupied, row = _over_its_limit()
     assert occupied.peak(0, 0, 0) == 120
-    row = occupied.rows[0]
-    assert row is not None
     row.add(0, 999_999, 1)  # a pending add over the whole blocks
     base, lazy = row.base.copy(), row.lazy.copy()
     for step in range(500_000, 504_096):
@@ -184,3 +176,15 @@ def test_a_merge_rebuilds_the_blocks_its_tensors_cover_not_the_row() -> None:
     steps = np.repeat(outside, occupancy.BLOCK)[:1_000_000]
     assert (row.base[steps] == base[steps]).all() and (row.lazy[outside] == lazy[outside] + 1).all()
     assert occupied.peak(0, 0, 999_999) == occupied.high[0] == 126
+
+
+def _over_its_limit() -> tuple[Occupancy, occupancy.Steps]:
+    """One device of 100 bytes over 1,000,000 steps, two tensors of 60 living through every
+    step: over the limit together, so the first check makes the device's row of steps."""
+    occupied = Occupancy([100], steps=1_000_000)
+    occupied.add(0, 0, 999_999, 60)
+    occupied.add(0, 0, 999_999, 60)
+    occupied.peak(0, 0, 0)  # a check: the row is made
+    row = occupied.rows[0]
+    assert row is not None
+    return occupied, row
