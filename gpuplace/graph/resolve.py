@@ -269,7 +269,9 @@ class Direct(NamedTuple):
     fetch: tuple[TensorRef, ...]  # the outputs no op reads, in run order
 
 
-def direct(items: list[Any], walker: Walker, lines: Mapping[int, int] | None) -> Direct | None:
+def direct(
+    items: list[Any], walker: Walker, lines: Mapping[int, int] | None, consume: bool = False
+) -> Direct | None:
     """Walk, resolve and infer `graph:` in one pass, or None when it needs the general path.
 
     The common case: every item is an op whose inputs are plain names of ops above it (no
@@ -277,15 +279,24 @@ def direct(items: list[Any], walker: Walker, lines: Mapping[int, int] | None) ->
     name is global, and nothing has to be kept for later stages. Anything else, errors
     included, gives None, and the general path starts over and reports what it finds, in its
     own order, with its own words.
+
+    With `consume`, each item is dropped from `items` (set to None) once its op is made, so
+    that the ops reuse the memory of the spec as it goes instead of adding to it (a JSON
+    item takes more than its op); a None then at `items[0]` says the general path must read
+    the spec again.
     """
     try:
-        return _direct(items, walker, Names(), lines)
+        return _direct(items, walker, Names(), lines, consume)
     except Exception:  # any error: the general path finds it again and says it its way
         return None
 
 
 def _direct(
-    items: Sequence[Any], walker: Walker, names: Names, lines: Mapping[int, int] | None
+    items: list[Any],
+    walker: Walker,
+    names: Names,
+    lines: Mapping[int, int] | None,
+    consume: bool,
 ) -> Direct | None:
     """`direct`'s pass; its loop runs on C integers where compiled (resolve.pxd)."""
     index: dict[str, int] = {}  # name -> op; at the top level every name is global
@@ -303,14 +314,17 @@ def _direct(
     # An item of nothing but `name`, `op`, `inputs` and `device` (most of a large spec) has
     # what its op type alone says: its definition, TF type and default attrs, worked out once
     # per type (`_plain`); what inference makes of it then depends on its input specs alone,
-    # so it is asked once per op type and input specs (each distinct spec numbered, once, by
-    # `_canonical`: the key holds small ints, not specs, whose hash is a Python call); each
-    # device written is parsed once.
+    # so it is asked once per op type and input specs, in the type's own table (each distinct
+    # spec numbered, once, by `_canonical`: the key is the input's number, an int already
+    # made, or a tuple of small ints, not specs, whose hash is a Python call); each device
+    # written is parsed once.
     plain: dict[Any, _Plain] = {}
-    inferred: dict[tuple[Any, ...], tuple[tuple[TensorSpec, ...], int]] = {}
     canon: dict[TensorSpec, int] = {}  # each distinct spec -> its number, its place in `distinct`
     distinct: list[TensorSpec] = []
     numbers: list[int] = []  # per op, its output 0's number (-1: it has no outputs)
+    # per op, the 1-tuple of its output 0 once an op reads it alone: shared by all such
+    # readers (a fan's 100,000 ops read one input), made at the first
+    alone: list[tuple[TensorRef] | None] = []
     devices: dict[str, str] = {}  # each device written, as TF writes it
     get_line = None if lines is None else lines.get
     i = 0  # a counter, not enumerate(): compiled, a C integer
@@ -330,7 +344,7 @@ def _direct(
                 found = _plain(kind, item, walker, plain)
                 if found is None:
                     return None
-            opdef, type_name, tf_type, tf_type_of, given, low, high = found
+            opdef, type_name, tf_type, tf_type_of, given, low, high, inferred = found
             if tf_type_of is not None:
                 tf_type = tf_type_of(item)
             if name is None:
@@ -371,33 +385,44 @@ def _direct(
             raw = ()
         elif type(raw) is not list:
             return None
-        specs, refs = [], []  # one loop for both: most ops have one or two inputs
+        at = len(producers)  # this op's inputs in `producers`
+        p = -1
         for text in raw:
             producer = index.get(text) if type(text) is str else None
             if producer is None:  # defined below, `name:k`, an outer name or an error
                 return None
             p = producer  # compiled, a C integer: the lists below are indexed in C
+            if not outputs[p]:  # nothing to read: the general path says so
+                return None
             used[p] = 1
-            specs.append(outputs[p][0])  # IndexError (no outputs): the general path says so
-            refs.append(firsts[p])
             producers.append(producer)
-        count = len(specs)
+        count = len(producers) - at
         if not low <= count <= high:
             return None
+        q = producers[at] if count == 2 else p  # the first of two inputs (p: the last)
+        if count == 1:
+            refs = alone[p]
+            if refs is None:
+                refs = alone[p] = (firsts[p],)
+        elif count == 2:
+            refs = (firsts[q], firsts[p])
+        else:
+            refs = tuple([firsts[j] for j in producers[at:]])
         if shared:  # the op type's own attrs: inferred once per type and input specs
-            at = len(producers) - count  # this op's inputs in `producers`
             if count == 1:
-                key: tuple[Any, ...] = (kind, tf_type, numbers[producers[at]])
+                key: Any = numbers[p]
             elif count == 2:
-                key = (kind, tf_type, numbers[producers[at]], numbers[producers[at + 1]])
+                key = (numbers[q], numbers[p])
             else:
-                key = (kind, tf_type, *[numbers[j] for j in producers[at:]])
+                key = tuple([numbers[j] for j in producers[at:]])
+            if tf_type_of is not None:  # the TF type varies with the attrs
+                key = (tf_type, key)
             found_out = inferred.get(key)
             if found_out is None:
-                made = opdef.infer_fn(name, tf_type, attrs, tuple(specs))
+                made = opdef.infer_fn(name, tf_type, attrs, _specs(outputs, producers, at))
                 found_out = inferred[key] = _canonical(made, canon, distinct)
         else:
-            made = opdef.infer_fn(name, tf_type, attrs, tuple(specs))
+            made = opdef.infer_fn(name, tf_type, attrs, _specs(outputs, producers, at))
             found_out = _canonical(made, canon, distinct)
         out, number = found_out
         if index.setdefault(name, i) != i:  # bound twice: the general path decides
@@ -405,9 +430,12 @@ def _direct(
         firsts.append(new_ref(name))
         outputs.append(out)
         numbers.append(number)
+        alone.append(None)
         arity.append(count)
         line = None if get_line is None else get_line(id(item))
-        ops.append(new_op(name, type_name, tuple(refs), device, attrs, out, colocate, line))
+        ops.append(new_op(name, type_name, refs, device, attrs, out, colocate, line))
+        if consume:
+            items[i] = None
         i += 1  # noqa: SIM113
     if _bad_names(index):
         return None  # a name against TF's rule, or two equal but for case (TF renames one)
@@ -421,6 +449,13 @@ def _direct(
                 fetch.append(new_ref(ops[i].name, k))
         i += 1  # noqa: SIM113
     return Direct(ops, outputs, used, index, producers, arity, tuple(fetch))
+
+
+def _specs(
+    outputs: list[tuple[TensorSpec, ...]], producers: list[int], at: Int
+) -> tuple[TensorSpec, ...]:
+    """The specs an op reads: output 0 of each of its producers (`producers[at:]`)."""
+    return tuple([outputs[j][0] for j in producers[at:]])
 
 
 def _canonical(
@@ -441,9 +476,18 @@ def _canonical(
 
 
 # opdef, its name and TF type, and its `tf_type_of` (kept here: an attribute read costs more
-# than a tuple's item), attrs (None: made per op, a seed from its name), fewest and most inputs
+# than a tuple's item), attrs (None: made per op, a seed from its name), fewest and most
+# inputs, and what inference made of its input specs (`_direct`'s key -> outputs and output
+# 0's number)
 _Plain = tuple[
-    OpDef, str, str, Callable[[Mapping[str, Any]], str] | None, Mapping[str, Any] | None, int, int
+    OpDef,
+    str,
+    str,
+    Callable[[Mapping[str, Any]], str] | None,
+    Mapping[str, Any] | None,
+    int,
+    int,
+    dict[Any, tuple[tuple[TensorSpec, ...], int]],
 ]
 
 
@@ -467,6 +511,7 @@ def _plain(kind: Any, item: Any, walker: Walker, plain: dict[Any, _Plain]) -> _P
         attrs,
         opdef.min_inputs,
         high,
+        {},
     )
     return found
 
