@@ -53,7 +53,9 @@ def load(path: str | Path, **options: Any) -> Graph:
     if looks_like_onnx(data[:2]):  # a pipe (`<(cat model.onnx)`) is read once: its bytes tell
         _no_replicate(options.get("replicate"))
         return load_onnx(path, dims=options.get("dims"), limits=options.get("limits"), data=data)
-    return loads(utf8_text(data, name), str(path), base=str(path.parent), **options)
+    text = utf8_text(data, name)
+    del data  # its bytes, as large as the text: not held while the spec is loaded
+    return loads(text, str(path), base=str(path.parent), **options)
 
 
 def loads(
@@ -95,7 +97,7 @@ def loads(
                 f"{source}: the file {what}; a spec needs a 'graph:' list of ops, {EXAMPLE}"
             )
         try:
-            return _build(doc, source, base, extra)
+            return _build(doc, source, base, extra, text)
         except SpecError as err:
             lines: Mapping[int, int] | None = doc.lines
             if lines is None and err.where is not None and type(err.where) is not FetchAt:
@@ -196,7 +198,10 @@ def _wrap_replicate(items: list[Any], count: int | str) -> list[Any]:
     return [*inputs, {"replicate": settings, "graph": body}]
 
 
-def _build(doc: Document, source: str, base: str, extra: Extra) -> Graph:
+def _build(doc: Document, source: str, base: str, extra: Extra, text: str | None = None) -> Graph:
+    """The Graph of a parsed spec; `text`, the spec's JSON, lets the one-pass load drop the
+    items it has made into ops (`direct`'s `consume`), reading the text again if it then
+    hands over to the general path."""
     data = doc.data
     if type(data) is not dict:
         raise SpecError(f"expected a mapping with 'graph:' (a list of ops), got {show(data)}")
@@ -221,13 +226,16 @@ def _build(doc: Document, source: str, base: str, extra: Extra) -> Graph:
     walker = Walker(base, extra.gpus(config) if extra.gpus else None, extra.writes)
     count_ops(items, walker.num_gpus, extra.limits.ops)
     if extra.replicate is None and data.get("fetch") is None:
-        done = direct(items, walker, doc.lines)
+        consume = doc.lines is None and text is not None  # JSON: read again in 1/10 of the load
+        done = direct(items, walker, doc.lines, consume)
         if done is not None:
             made = tuple(done.ops)
             wired = Wiring(made, done.by_name, done.producers, done.arity)
             return Graph(
                 made, done.fetch, config, source, fetch_given=False, cluster=cluster, wiring=wired
             )
+        if consume and text is not None and items[0] is None:  # dropped: read the items again
+            items = parse(text, source, extra.limits.aliases).data["graph"]
     top = Scope()
     walker.top(items, top)
     entries = walker.entries
