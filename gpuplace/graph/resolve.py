@@ -14,7 +14,7 @@ from __future__ import annotations
 import string
 import sys
 from collections import deque
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import fields
 from typing import Any, NamedTuple, NoReturn
 
@@ -401,9 +401,10 @@ def _direct(
             return None
         q = producers[at] if count == 2 else p  # the first of two inputs (p: the last)
         if count == 1:
-            refs = alone[p]
-            if refs is None:
-                refs = alone[p] = (firsts[p],)
+            lone = alone[p]
+            if lone is None:
+                lone = alone[p] = (firsts[p],)
+            refs: tuple[TensorRef, ...] = lone
         elif count == 2:
             refs = (firsts[q], firsts[p])
         else:
