@@ -224,9 +224,11 @@ def _build(doc: Document, source: str, base: str, extra: Extra, text: str | None
     if extra.replicate is not None:
         items = _wrap_replicate(items, extra.replicate)
     walker = Walker(base, extra.gpus(config) if extra.gpus else None, extra.writes)
-    count_ops(items, walker.num_gpus, extra.limits.ops)
+    total = count_ops(items, walker.num_gpus, extra.limits.ops)
     if extra.replicate is None and data.get("fetch") is None:
-        consume = doc.lines is None and text is not None  # JSON: read again in 1/10 of the load
+        # the one pass drops the items as it makes their ops when the spec is JSON (cheap to
+        # read again, should it stop) and each item is one op (no block, where it would stop)
+        consume = doc.lines is None and text is not None and total == len(items)
         done = direct(items, walker, doc.lines, consume)
         if done is not None:
             made = tuple(done.ops)
