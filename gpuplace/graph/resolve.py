@@ -324,7 +324,7 @@ def _direct(
     numbers: list[int] = []  # per op, its output 0's number (-1: it has no outputs)
     # per op, the 1-tuple of its output 0 once an op reads it alone: shared by all such
     # readers (a fan's 100,000 ops read one input), made at the first
-    alone: list[tuple[TensorRef] | None] = []
+    alone: list[tuple[TensorRef] | None] = [None] * len(items)
     devices: dict[str, str] = {}  # each device written, as TF writes it
     get_line = None if lines is None else lines.get
     i = 0  # a counter, not enumerate(): compiled, a C integer
@@ -431,7 +431,6 @@ def _direct(
         firsts.append(new_ref(name))
         outputs.append(out)
         numbers.append(number)
-        alone.append(None)
         arity.append(count)
         line = None if get_line is None else get_line(id(item))
         ops.append(new_op(name, type_name, refs, device, attrs, out, colocate, line))
