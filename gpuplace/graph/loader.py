@@ -97,7 +97,7 @@ def loads(
                 f"{source}: the file {what}; a spec needs a 'graph:' list of ops, {EXAMPLE}"
             )
         try:
-            return _build(doc, source, base, extra, text)
+            return _build(doc, source, base, extra)
         except SpecError as err:
             lines: Mapping[int, int] | None = doc.lines
             if lines is None and err.where is not None and type(err.where) is not FetchAt:
@@ -198,10 +198,7 @@ def _wrap_replicate(items: list[Any], count: int | str) -> list[Any]:
     return [*inputs, {"replicate": settings, "graph": body}]
 
 
-def _build(doc: Document, source: str, base: str, extra: Extra, text: str | None = None) -> Graph:
-    """The Graph of a parsed spec; `text`, the spec's JSON, lets the one-pass load drop the
-    items it has made into ops (`direct`'s `consume`), reading the text again if it then
-    hands over to the general path."""
+def _build(doc: Document, source: str, base: str, extra: Extra) -> Graph:
     data = doc.data
     if type(data) is not dict:
         raise SpecError(f"expected a mapping with 'graph:' (a list of ops), got {show(data)}")
@@ -224,20 +221,15 @@ def _build(doc: Document, source: str, base: str, extra: Extra, text: str | None
     if extra.replicate is not None:
         items = _wrap_replicate(items, extra.replicate)
     walker = Walker(base, extra.gpus(config) if extra.gpus else None, extra.writes)
-    total = count_ops(items, walker.num_gpus, extra.limits.ops)
+    count_ops(items, walker.num_gpus, extra.limits.ops)
     if extra.replicate is None and data.get("fetch") is None:
-        # the one pass drops the items as it makes their ops when the spec is JSON (cheap to
-        # read again, should it stop) and each item is one op (no block, where it would stop)
-        consume = doc.lines is None and text is not None and total == len(items)
-        done = direct(items, walker, doc.lines, consume)
+        done = direct(items, walker, doc.lines)
         if done is not None:
             made = tuple(done.ops)
             wired = Wiring(made, done.by_name, done.producers, done.arity)
             return Graph(
                 made, done.fetch, config, source, fetch_given=False, cluster=cluster, wiring=wired
             )
-        if consume and text is not None and items[0] is None:  # dropped: read the items again
-            items = parse(text, source, extra.limits.aliases).data["graph"]
     top = Scope()
     walker.top(items, top)
     entries = walker.entries

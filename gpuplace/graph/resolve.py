@@ -269,9 +269,7 @@ class Direct(NamedTuple):
     fetch: tuple[TensorRef, ...]  # the outputs no op reads, in run order
 
 
-def direct(
-    items: list[Any], walker: Walker, lines: Mapping[int, int] | None, consume: bool = False
-) -> Direct | None:
+def direct(items: list[Any], walker: Walker, lines: Mapping[int, int] | None) -> Direct | None:
     """Walk, resolve and infer `graph:` in one pass, or None when it needs the general path.
 
     The common case: every item is an op whose inputs are plain names of ops above it (no
@@ -279,14 +277,9 @@ def direct(
     name is global, and nothing has to be kept for later stages. Anything else, errors
     included, gives None, and the general path starts over and reports what it finds, in its
     own order, with its own words.
-
-    With `consume`, each item is dropped from `items` (set to None) once its op is made, so
-    that the ops reuse the memory of the spec as it goes instead of adding to it (a JSON
-    item takes more than its op); a None then at `items[0]` says the general path must read
-    the spec again.
     """
     try:
-        return _direct(items, walker, Names(), lines, consume)
+        return _direct(items, walker, Names(), lines)
     except Exception:  # any error: the general path finds it again and says it its way
         return None
 
@@ -296,7 +289,6 @@ def _direct(
     walker: Walker,
     names: Names,
     lines: Mapping[int, int] | None,
-    consume: bool,
 ) -> Direct | None:
     """`direct`'s pass; its loop runs on C integers where compiled (resolve.pxd)."""
     index: dict[str, int] = {}  # name -> op; at the top level every name is global
@@ -434,8 +426,6 @@ def _direct(
         arity.append(count)
         line = None if get_line is None else get_line(id(item))
         ops.append(new_op(name, type_name, refs, device, attrs, out, colocate, line))
-        if consume:
-            items[i] = None
         i += 1  # noqa: SIM113
     if _bad_names(index):
         return None  # a name against TF's rule, or two equal but for case (TF renames one)

@@ -348,40 +348,6 @@ def test_one_pass_load_equals_the_general_path(monkeypatch: pytest.MonkeyPatch) 
     assert wired(fast)[1:3] == ([0, 1, 2, 3, 0, 0, 5], [0, 0, 2, 1, 1, 2, 1])
 
 
-def test_one_pass_that_drops_items_hands_over_a_whole_spec(tmp_path: Path) -> None:
-    """A JSON spec's one pass drops each item once its op is made (`direct`'s `consume`);
-    when it gives up past the first item (an input that points forward, a bad op), the
-    general path reads the text again and loads or refuses it as it would have: the same
-    graph, the same file:line."""
-    from unittest import mock
-
-    import gpuplace.graph.loader as loader
-
-    ops = [{"name": f"c{i}", "op": "relu", "inputs": [f"c{i - 1}"]} for i in range(1, 6)]
-    ops = [{"name": "c0", "op": "constant", "value": 1.0, "shape": [2]}, *ops]
-    ops.append({"name": "late", "op": "add", "inputs": ["c5", "later"]})
-    ops.append({"name": "later", "op": "neg", "inputs": ["c0"]})
-    text = json.dumps({"graph": ops})
-    dropped: list[list[object]] = []
-    real = loader.direct
-
-    def spy(items: list[object], *args: object) -> object:
-        found = real(items, *args)  # type: ignore[arg-type]
-        dropped.append(list(items))
-        return found
-
-    with mock.patch.object(loader, "direct", spy):
-        graph = loads(text)
-    assert dropped[0][:6] == [None] * 6 and dropped[0][6] is not None  # it gave up at `late`
-    with mock.patch.object(loader, "direct", lambda *a: None):
-        assert repr(graph) == repr(loads(text))
-    ops[-1] = {"name": "later", "op": "neg", "inputs": ["nothing"]}
-    bad = tmp_path / "bad.json"
-    bad.write_text('{"graph": [\n' + ",\n".join(map(json.dumps, ops)) + "\n]}\n")
-    with pytest.raises(BadInput, match=r"bad.json:9: op 'later': input 'nothing' names no op"):
-        load(bad)
-
-
 # the loader's general path: inputs that point forward, `name:k`, towers (tests/strategy too)
 GENERAL_PATH = """
 graph:
