@@ -136,8 +136,12 @@ def wiring(graph: Graph) -> Wiring:
 
 def columns(graph: Graph) -> Columns:
     """`graph`'s Columns: the loader's, else read off its ops (once per graph: they are kept
-    on its Wiring)."""
-    wired = wiring(graph)
+    on its Wiring). Shared: never to be changed."""
+    return wired_columns(wiring(graph))
+
+
+def wired_columns(wired: Wiring) -> Columns:
+    """The Columns of the ops `wired` describes (see `columns`)."""
     found = wired.columns
     if found is None:
         ops = wired.ops

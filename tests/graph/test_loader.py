@@ -47,7 +47,9 @@ def wired(graph: Graph) -> tuple[object, ...]:
     names, types, devices, outputs = got.columns
     assert names == [op.name for op in ops] and types == [op.type for op in ops]
     assert devices == [op.device for op in ops]
-    assert len(outputs) == len(ops) and all(o is op.outputs for o, op in zip(outputs, ops))
+    assert len(outputs) == len(ops) and all(
+        o is op.outputs for o, op in zip(outputs, ops, strict=True)
+    )
     assert again.columns is None and columns(replace(graph, wiring=None)) == got.columns
     return tuple(getattr(got, f) for f in fields_)
 
