@@ -406,12 +406,14 @@ class _Planner:
     def finish(self, fetch: Sequence[TensorRef]) -> Layout:
         fetched = []
         for ref in fetch:
-            at = self.by_name.get(ref.op)
-            slot = None if at is None else _output_slot(self.home[at], ref.index)
+            op, index = ref.op, ref.index
+            at = self.by_name.get(op)
+            slot = None if at is None else _output_slot(self.home[at], index)
             if slot is None:
                 raise BadInput(f"fetch '{ref}' names no output of the graph's ops")
             self.keep.add(slot)
-            fetched.append((str(ref), slot, self.slot_info[slot][0]))
+            name = op if index == 0 else f"{op}:{index}"  # str(ref), which runs as Python
+            fetched.append((name, slot, self.slot_info[slot][0]))
         steps, starts, last_use = self.steps, self.starts, self.last_use
         n = len(steps)
         for slot in self.keep:
