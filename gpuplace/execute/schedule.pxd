@@ -9,12 +9,13 @@ import cython
                at=cython.Py_ssize_t, count=cython.Py_ssize_t, n=cython.Py_ssize_t,
                k=cython.Py_ssize_t, edge=cython.Py_ssize_t, producer=cython.Py_ssize_t,
                slot=cython.Py_ssize_t, step=object)
-cpdef _add_all(planner, ops, list where, list producers, list arity, outputs)
+cpdef _add_all(planner, ops, list where, list producers, list arity, outputs, list types_of,
+               list specs_of)
 
 cpdef _inputs(Py_ssize_t n, x, y, list slots)
 
 @cython.locals(found=list)
-cpdef _in_order(index, ops, decisions)
+cpdef _in_order(index, names, decisions)
 
 cpdef _output_slot(held, index)
 

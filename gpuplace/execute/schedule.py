@@ -37,7 +37,7 @@ from typing import Any, NamedTuple, Protocol
 
 from ..errors import BadInput
 from ..gc_pause import gc_paused
-from ..graph.model import Graph, Op, TensorRef, TensorSpec, name_wiring, wiring
+from ..graph.model import Graph, Op, TensorRef, TensorSpec, columns, name_wiring, wiring
 from ..graph.opdef import OpDef
 from ..memory.ledger import HUGE, Charges, allocation_size
 from .backends import Backend, NumpyBackend
@@ -311,7 +311,13 @@ class _Planner:
         (copied to its device when they live elsewhere), output slots, and the bytes its step
         allocates (`_add_all`)."""
         producers, arity, outputs = self._producers(ops, graph)
-        _add_all(self, ops, self._devices(ops), producers, arity, outputs)
+        if ops is graph.ops:  # the graph's columns (`graph.model.columns`): no field read per op
+            names, types, _, specs = columns(graph)
+        else:
+            names = [op.name for op in ops]
+            types = [op.type for op in ops]
+            specs = [op.outputs for op in ops]
+        _add_all(self, ops, self._devices(ops, names), producers, arity, outputs, types, specs)
 
     def _producers(
         self, ops: Sequence[Op], graph: Graph
@@ -329,18 +335,18 @@ class _Planner:
         self.by_name = wired.index
         return wired.producers, wired.arity, wired.outputs
 
-    def _devices(self, ops: Sequence[Op]) -> list[int | None]:
-        """Each op's device index (None: none, or one without a backend).
+    def _devices(self, ops: Sequence[Op], names: list[str]) -> list[int | None]:
+        """Each op's device index (None: none, or one without a backend); `names`: the ops'.
 
         A placement made for this graph lists its ops in graph order: read in step, its entries
         cost a tenth of looking each op up in it (a large dict is slow to probe at random).
         """
         placement, index = self.placement, self.index
         if isinstance(placement, PlacedDevices):
-            found = _in_order(index, ops, placement.decisions)
+            found = _in_order(index, names, placement.decisions)
             if found is not None:
                 return found
-        return _indices(index, [placement.get(op.name, "") for op in ops])
+        return _indices(index, [placement.get(name, "") for name in names])
 
     def _unplaced(self, op: Op) -> BadInput:
         """`op` has no device, or one without a backend."""
@@ -400,12 +406,14 @@ class _Planner:
     def finish(self, fetch: Sequence[TensorRef]) -> Layout:
         fetched = []
         for ref in fetch:
-            at = self.by_name.get(ref.op)
-            slot = None if at is None else _output_slot(self.home[at], ref.index)
+            op, index = ref.op, ref.index
+            at = self.by_name.get(op)
+            slot = None if at is None else _output_slot(self.home[at], index)
             if slot is None:
                 raise BadInput(f"fetch '{ref}' names no output of the graph's ops")
             self.keep.add(slot)
-            fetched.append((str(ref), slot, self.slot_info[slot][0]))
+            name = op if index == 0 else f"{op}:{index}"  # str(ref), which runs as Python
+            fetched.append((name, slot, self.slot_info[slot][0]))
         steps, starts, last_use = self.steps, self.starts, self.last_use
         n = len(steps)
         for slot in self.keep:
@@ -432,10 +440,12 @@ class _Planner:
 
 
 def _add_all(planner: _Planner, ops: Sequence[Op], where: Sequence[int | None],
-             producers: Sequence[int], arity: Sequence[int],
-             outputs: Sequence[int] | None) -> None:  # fmt: skip
+             producers: Sequence[int], arity: Sequence[int], outputs: Sequence[int] | None,
+             types_of: Sequence[str], specs_of: Sequence[tuple[TensorSpec, ...]]) -> None:  # fmt: skip
     """`_Planner.add_all`: one loop with what it uses held in locals (planning costs about as
-    much per op as running small ops does); copies and errors go to helpers.
+    much per op as running small ops does); copies and errors go to helpers. Each op's type
+    and outputs come from lists (`types_of`, `specs_of`: `graph.model.Columns`), which cost
+    less to read than the op's fields.
 
     A function of the module, not a method, so that the compiled core types its locals
     (schedule.pxd): counts, op numbers and the slot indexed with are C integers there. Inputs
@@ -495,15 +505,17 @@ def _add_all(planner: _Planner, ops: Sequence[Op], where: Sequence[int | None],
             for c in copies:
                 alloc += slot_info[c.dst][2]
         first = len(slot_info)
-        kernel, resident, direct, printing = types.get(op.type) or planner._kernel(op.type)
+        op_type = types_of[at]
+        kernel, resident, direct, printing = types.get(op_type) or planner._kernel(op_type)
         if printing:  # forwards its inputs' buffers, as TF's Print does
             inputs = _inputs(n, x, y, slots)
             home.append(inputs)
             steps.append([PRINT_KERNEL, inputs, -1, first, 0, (), copies, op])
             allocs.append(alloc)
             continue
-        if op.outputs is not specs:
-            specs = op.outputs
+        op_specs = specs_of[at]
+        if op_specs is not specs:
+            specs = op_specs
             found = outs.get(id(specs)) or planner._outputs(specs, device)
         infos, size, codes = found
         count = len(infos)
@@ -579,20 +591,24 @@ def _indices(index: Mapping[str, int], names: Sequence[str]) -> list[int | None]
 
 
 def _in_order(
-    index: Mapping[str, int], ops: Sequence[Op], decisions: Mapping[str, Placed]
+    index: Mapping[str, int], names: Sequence[str], decisions: Mapping[str, Placed]
 ) -> list[int | None] | None:
     """Each op's device index in `index` (None: none), from `decisions` where they list the
-    ops in order (None where they do not), looked up once per run of one device name (the
-    decisions of a placement share their devices' names)."""
-    if len(decisions) != len(ops) or list(decisions) != [op.name for op in ops]:
+    ops (`names`) in order (None where they do not), looked up once per run of one device
+    name (the decisions of a placement share their devices' names), its device read once per
+    run of one decision (the placers share those too)."""
+    if len(decisions) != len(names) or list(decisions) != list(names):
         return None
     found: list[int | None] = []
     last: object = None
+    seen: object = None  # the decision `last` was read from
     at = None
     for decision in decisions.values():
-        device = decision.device
-        if device is not last:
-            at, last = index.get(device), device
+        if decision is not seen:
+            seen = decision
+            device = decision.device
+            if device is not last:
+                at, last = index.get(device), device
         found.append(at)
     return found
 
@@ -611,7 +627,9 @@ def _slot_columns(distinct: Sequence[SlotInfo], codes: Sequence[int]) -> tuple[A
     a few SlotInfos (one per shape, dtype and device), so one number per slot is read."""
     import numpy as np
 
-    at = np.fromiter(codes, np.int64, len(codes))
+    from ..placement.arrays import int_array  # numpy's: not at start-up
+
+    at = int_array(codes)  # each slot's code, in one C loop where compiled
     sizes = [size for _, _, size in distinct]
     wide = max(sizes, default=0) >= HUGE
     devices = np.asarray([device for device, _, _ in distinct], np.int64)[at]

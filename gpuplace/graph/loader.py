@@ -24,7 +24,7 @@ from ..parse import Document, key_line, parse
 from ..parse_json import json_lines
 from .config import read_config
 from .expansion import count_ops
-from .model import Config, Graph, Op, TensorRef, TensorSpec, Wiring
+from .model import Columns, Config, Graph, Op, TensorRef, TensorSpec, Wiring
 from .onnx_import import is_onnx_path, load_onnx, looks_like_onnx
 from .ops import suggest
 from .replicate import FlagSettings, Synthetic, replica_error
@@ -226,7 +226,9 @@ def _build(doc: Document, source: str, base: str, extra: Extra) -> Graph:
         done = direct(items, walker, doc.lines)
         if done is not None:
             made = tuple(done.ops)
-            wired = Wiring(made, done.by_name, done.producers, done.arity)
+            # each name once, in op order (`_direct` checks so): the names are its keys
+            found = Columns(list(done.by_name), done.types, done.devices, done.outputs)
+            wired = Wiring(made, done.by_name, done.producers, done.arity, columns=found)
             return Graph(
                 made, done.fetch, config, source, fetch_given=False, cluster=cluster, wiring=wired
             )
@@ -315,6 +317,10 @@ def _infer(
     producers: list[int] = []
     read: list[int] = []  # the output each input reads
     arity: list[int] = []
+    names: list[str] = []  # `model.Columns`, with the ops' outputs
+    types: list[str] = []
+    devices: list[str] = []
+    made: list[tuple[TensorSpec, ...]] = []
     for i in order:
         e = entries[i]
         specs, refs = [], []  # one loop for both: most ops have one or two inputs
@@ -339,12 +345,16 @@ def _infer(
         dev = device.get(i, e.device)
         at[i] = len(ops)
         arity.append(len(refs))
-        ops.append(
-            new_op(e.name, e.opdef.name, tuple(refs), dev, e.attrs, out, colocate.get(i), line)
-        )
+        type_name = e.opdef.name
+        ops.append(new_op(e.name, type_name, tuple(refs), dev, e.attrs, out, colocate.get(i), line))
+        names.append(e.name)
+        types.append(type_name)
+        devices.append(dev)
+        made.append(out)
     done = tuple(ops)
-    index = {op.name: p for p, op in enumerate(done)}
-    return outputs, Wiring(done, index, producers, arity, read if any(read) else None)
+    index = {name: p for p, name in enumerate(names)}
+    found = Columns(names, types, devices, made)
+    return outputs, Wiring(done, index, producers, arity, read if any(read) else None, found)
 
 
 def _colocated_devices(entries: list[Entry], colocate: dict[int, str]) -> dict[int, str]:

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from math import prod
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 if TYPE_CHECKING:
     from ..devices.cluster_spec import ClusterDescription
@@ -91,6 +91,18 @@ class Config:
     training: Mapping[str, str] = field(default_factory=dict)  # optimizer, dtype
 
 
+class Columns(NamedTuple):
+    """The fields of `Graph.ops` that most passes read per op, one list each, in op order:
+    reading a frozen dataclass's field costs more than a hundred instructions even compiled,
+    an item of a list a few. The loader fills them as it makes the ops (`Wiring.columns`);
+    `columns` reads them off the ops for any other graph, once."""
+
+    names: list[str]
+    types: list[str]
+    devices: list[str]  # the requested device, "" when unconstrained
+    outputs: list[tuple[TensorSpec, ...]]
+
+
 @dataclass(frozen=True, slots=True)
 class Wiring:
     """`Graph.ops`' inputs as op indices: what the loader knows for free while it resolves
@@ -100,13 +112,15 @@ class Wiring:
     wired again from names: `wiring`); `index` maps each name to its op (the last op of a
     name, if names repeat); op i's inputs are the `arity[i]` entries of `producers` after
     op i-1's: the op each reads (-1: a name no op has) and, unless `outputs` is None (every
-    input reads output 0), which of its outputs."""
+    input reads output 0), which of its outputs. `columns`: the ops' names, types, devices
+    and outputs as lists (`Columns`)."""
 
     ops: tuple[Op, ...]
     index: Mapping[str, int]
     producers: list[int]
     arity: list[int]
     outputs: list[int] | None = None
+    columns: Columns | None = None  # `columns`: the loader's, else read off the ops once
 
 
 def wiring(graph: Graph) -> Wiring:
@@ -117,6 +131,25 @@ def wiring(graph: Graph) -> Wiring:
         return found
     found = name_wiring(graph.ops)
     object.__setattr__(graph, "wiring", found)  # a cache: the graph's value is unchanged
+    return found
+
+
+def columns(graph: Graph) -> Columns:
+    """`graph`'s Columns: the loader's, else read off its ops (once per graph: they are kept
+    on its Wiring). Shared: never to be changed."""
+    return wired_columns(wiring(graph))
+
+
+def wired_columns(wired: Wiring) -> Columns:
+    """The Columns of the ops `wired` describes (see `columns`)."""
+    found = wired.columns
+    if found is None:
+        ops = wired.ops
+        found = Columns(
+            [op.name for op in ops], [op.type for op in ops], [op.device for op in ops],
+            [op.outputs for op in ops],
+        )  # fmt: skip
+        object.__setattr__(wired, "columns", found)  # a cache: the wiring's value is unchanged
     return found
 
 

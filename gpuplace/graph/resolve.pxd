@@ -4,7 +4,7 @@ import cython
 
 @cython.locals(i=Py_ssize_t, low=Py_ssize_t, high=Py_ssize_t, count=Py_ssize_t, keys=Py_ssize_t,
                shared=bint, has_device=bint, at=Py_ssize_t, p=Py_ssize_t,
-               q=Py_ssize_t)
+               q=Py_ssize_t, types=list, devices_of=list)
 cpdef _direct(list items, walker, names, lines)
 
 # Called by _direct as C functions (the loader calls them as Python)

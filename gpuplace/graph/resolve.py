@@ -267,6 +267,8 @@ class Direct(NamedTuple):
     producers: list[int]
     arity: list[int]
     fetch: tuple[TensorRef, ...]  # the outputs no op reads, in run order
+    types: list[str]  # each op's type and requested device (`model.Columns`)
+    devices: list[str]
 
 
 def direct(items: list[Any], walker: Walker, lines: Mapping[int, int] | None) -> Direct | None:
@@ -302,6 +304,8 @@ def _direct(
     firsts: list[TensorRef] = []  # output 0 of each op: shared by all its consumers
     producers: list[int] = []  # the op each input reads, input by input (index's own ints)
     arity: list[int] = []
+    types: list[str] = []  # each op's type and device: `model.Columns`, with `outputs`
+    devices_of: list[str] = []
     used = bytearray(len(items))
     # An item of nothing but `name`, `op`, `inputs` and `device` (most of a large spec) has
     # what its op type alone says: its definition, TF type and default attrs, worked out once
@@ -424,6 +428,8 @@ def _direct(
         outputs.append(out)
         numbers.append(number)
         arity.append(count)
+        types.append(type_name)
+        devices_of.append(device)
         line = None if get_line is None else get_line(id(item))
         ops.append(new_op(name, type_name, refs, device, attrs, out, colocate, line))
         i += 1  # noqa: SIM113
@@ -438,7 +444,7 @@ def _direct(
             for k in range(1, len(out)):  # no input names an output past 0 here
                 fetch.append(new_ref(ops[i].name, k))
         i += 1  # noqa: SIM113
-    return Direct(ops, outputs, used, index, producers, arity, tuple(fetch))
+    return Direct(ops, outputs, used, index, producers, arity, tuple(fetch), types, devices_of)
 
 
 def _specs(

@@ -26,9 +26,3 @@ cpdef double _fan_in_split(works, copies, const Py_ssize_t[:] order, double loca
 @cython.locals(j=Py_ssize_t, r=Py_ssize_t, stop=Py_ssize_t)
 cpdef _outputs_read(const Py_ssize_t[:] producer, const Py_ssize_t[:] output,
                     const Py_ssize_t[:] offsets, readers, Py_ssize_t at)
-
-@cython.locals(n=Py_ssize_t, i=Py_ssize_t, into="Py_ssize_t[:]")
-cpdef int_array(values)
-
-@cython.locals(n=Py_ssize_t, i=Py_ssize_t, into="double[:]")
-cpdef float_array(values)

@@ -4,8 +4,12 @@
 # byte counts stay Python ints (exact past 64 bits).
 import cython
 
-@cython.locals(devices=list, run_ops=cython.Py_ssize_t)
+@cython.locals(devices=list, run_ops=cython.Py_ssize_t, same=cython.Py_ssize_t, outputs_of=list)
 cpdef tuple copies_and_loads(graph, placement)
 
-@cython.locals(producers=list, seen=set, copies=list, j=cython.Py_ssize_t, p=cython.Py_ssize_t)
+@cython.locals(producers=list, arity=list, names=list, outputs_of=list, seen=set, copies=list,
+               i=cython.Py_ssize_t, k=cython.Py_ssize_t, j=cython.Py_ssize_t, p=cython.Py_ssize_t)
 cpdef list _copies(graph, placement, devices)
+
+@cython.locals(devices=list)
+cpdef list decided_devices(decisions)

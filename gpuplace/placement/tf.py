@@ -39,7 +39,7 @@ from ..devices.cluster import TaskName
 from ..devices.names import DeviceSpec, MalformedDevice, malformed_fix, placer_spec
 from ..echo import clip
 from ..gc_pause import gc_paused
-from ..graph.model import Graph, Op, OpMeta, Wiring, wiring
+from ..graph.model import Graph, Op, OpMeta, TensorSpec, Wiring, wired_columns, wiring
 from ..graph.tf_registry import (
     KernelMatch,
     dt,
@@ -118,10 +118,11 @@ def generator_flags(
     else:
         flags = [fixed[t] and not a for t, a in zip(types, arity, strict=True)]
     if tests:  # types whose answer depends on the attrs (tf.zeros: Const or Fill)
-        for i, op in enumerate(ops):
-            test = tests.get(op.type)
-            if test is not None and not op.inputs:
-                flags[i] = test(op.attrs)
+        kinds = [op.type for op in ops] if types is None else types
+        for i in range(len(kinds)):  # a C integer where compiled
+            test = tests.get(kinds[i])
+            if test is not None and not ops[i].inputs:
+                flags[i] = test(ops[i].attrs)
     return flags
 
 
@@ -228,30 +229,34 @@ class _Placer:
         specs: dict[str, DeviceSpec | None] = {}
         supported: dict[str, frozenset[str]] = {}
         machine = table.types
-        # one pass over the ops: each type's meta and kernels, each device's request, once
-        op_types: list[str] = []
+        # one pass over the ops' types and requests (the graph's columns, `model.Columns`):
+        # each type's meta and kernels, each device's request, once
+        names, op_types, devices, _ = wired_columns(wired)
         meta: list[OpMeta] = []
         types: list[frozenset[str]] = []
         own: list[DeviceSpec | None] = []
-        names: list[str] = []
-        devices: list[str] = []  # each op's request as written: the first pass's key
         malformed = False  # some request is None (`_requested`): checked below, in TF's order
-        for op in ops:
-            kind, device = op.type, op.device
-            found = metas.get(kind)
-            if found is None:
-                found = metas[kind] = op_meta(kind)
-                supported[kind] = found.kernels & machine
-            spec = specs.get(device)
-            if spec is None and device not in specs:  # one lookup for a device read before
-                spec = specs[device] = _requested(device)
-                malformed = malformed or spec is None
-            op_types.append(kind)
-            meta.append(found)
-            types.append(supported[kind])
+        # neighbours mostly share their type and request (the very strings): looked up on a change
+        kind: str | None = None
+        device: str | None = None
+        current = cast("OpMeta", None)  # the meta of `kind` (set with it)
+        kernels: frozenset[str] = frozenset()
+        spec: DeviceSpec | None = None
+        for op_type, request in zip(op_types, devices, strict=True):
+            if op_type is not kind:
+                kind, found = op_type, metas.get(op_type)
+                if found is None:
+                    found = metas[op_type] = op_meta(op_type)
+                    supported[op_type] = found.kernels & machine
+                current, kernels = found, supported[op_type]
+            if request is not device:
+                device, spec = request, specs.get(request)
+                if spec is None and request not in specs:  # one lookup for a request read before
+                    spec = specs[request] = _requested(request)
+                    malformed = malformed or spec is None
+            meta.append(current)
+            types.append(kernels)
             own.append(spec)
-            names.append(op.name)
-            devices.append(device)
         self.meta = meta
         # kinds: what an op's device and reason depend on besides its request (the alone
         # cache's key): its type, and its dtypes where the registry answers by dtype
@@ -314,32 +319,46 @@ class _Placer:
             t: {} for t in narrow if t not in needs_source | varies
         }
         index, narrowed, matches = self.index, self.narrowed, self.matches
+        specs_of = wired_columns(self.wired).outputs  # each op's outputs (`model.Columns`)
+        last: tuple[TensorSpec, ...] | None = None  # the outputs `dtype` was read from
+        dtype = ""
+        # the type and outputs (the very objects) of a `simple` type's `entry`: an op with the
+        # same has the same entry, which depends on its type and dtype alone
+        kind_of: str | None = None
+        outputs_of: tuple[TensorSpec, ...] | None = None
+        entry = cast("_Entry", None)  # set with kind_of, or for the op at hand
         for i in range(len(given)):  # a C integer where compiled (enumerate's is an object)
             kind = given[i]
-            by_dtype = simple.get(kind)
-            if by_dtype is None and kind not in narrow:
-                continue
-            op = ops[i]
-            outputs = op.outputs
-            if not outputs:
-                continue
-            dtype = outputs[0].dtype
-            if by_dtype is not None:
-                entry = by_dtype.get(dtype)
-                if entry is None:
-                    key: tuple[str, str, str | None, str] = (kind, dtype, None, "")
-                    entry = by_dtype[dtype] = self._entry(kernel_match(meta[i], op), key, supported)
-            else:
-                source = None
-                if kind in needs_source and op.inputs:
-                    ref = op.inputs[0]
-                    source = ops[index[ref.op]].outputs[ref.index].dtype
-                key = (kind, dtype, source, self.tf_type(i) if kind in varies else "")
-                entry = found.get(key)
-                if entry is None:
-                    entry = found[key] = self._entry(
-                        kernel_match(meta[i], op, source), key, supported
-                    )
+            outputs = specs_of[i]
+            if kind is not kind_of or outputs is not outputs_of:
+                by_dtype = simple.get(kind)
+                if by_dtype is None and kind not in narrow:
+                    continue
+                if not outputs:
+                    continue
+                if outputs is not last:  # neighbours mostly share their outputs (the loader's)
+                    last = outputs
+                    dtype = outputs[0].dtype
+                op = ops[i]
+                if by_dtype is not None:
+                    got = by_dtype.get(dtype)
+                    if got is None:
+                        key: tuple[str, str, str | None, str] = (kind, dtype, None, "")
+                        match = kernel_match(meta[i], op)
+                        got = by_dtype[dtype] = self._entry(match, key, supported)
+                    entry, kind_of, outputs_of = got, kind, outputs
+                else:
+                    source = None
+                    if kind in needs_source and op.inputs:
+                        ref = op.inputs[0]
+                        source = ops[index[ref.op]].outputs[ref.index].dtype
+                    key = (kind, dtype, source, self.tf_type(i) if kind in varies else "")
+                    got = found.get(key)
+                    if got is None:
+                        got = found[key] = self._entry(
+                            kernel_match(meta[i], op, source), key, supported
+                        )
+                    entry, kind_of = got, None
             match, kinds[i], kernels, notable = entry
             if match is None:
                 continue

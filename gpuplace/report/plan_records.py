@@ -12,11 +12,12 @@ text is byte for byte that of the same document holding `placement_records`' lis
 from __future__ import annotations
 
 from collections.abc import Sequence
+from collections.abc import Set as AbstractSet
 from typing import Any
 
 import orjson
 
-from ..graph.model import Graph, Op
+from ..graph.model import Graph, Op, columns
 from ..placement.model import Decision, Placement
 from .records import JsonText, placement_records
 
@@ -54,11 +55,16 @@ def _names(names: list[str]) -> tuple[list[bytes], bool]:
     return quoted, False
 
 
-def _text(graph: Graph, placement: Placement, skipped: frozenset[str], depth: int) -> JsonText:
+# An int argument of a function plan_records.pxd declares: compiled, a plain `int` annotation
+# is Cython's own exact int type, which the declaration contradicts (as in execute/schedule.py).
+Int = int
+
+
+def _text(graph: Graph, placement: Placement, skipped: AbstractSet[str], depth: Int) -> JsonText:
     item = "\n" + "  " * (depth + 1)  # a list item's indent, and the base of its lines
     head = "{" + item + '  "op": '  # each record up to its name ("op" is its first key)
     ops = graph.ops
-    names = [op.name for op in ops]
+    names, types, devices, outputs = columns(graph)  # not each op's fields: `Columns`
     quoted, plain = _names(names)
     close = start = '"' if plain else ""
     between = "," + item + head + start
@@ -72,33 +78,40 @@ def _text(graph: Graph, placement: Placement, skipped: frozenset[str], depth: in
     seen: dict[int, tuple[Any, ...]] = {}
     after: list[bytes] = []
     decision: Decision | None = None
-    known: tuple[Any, ...] | None = None  # seen[id(decision)]
-    for op, d in zip(ops, placement.in_order(names), strict=True):
+    known: tuple[Any, ...] | None = None  # seen[ident]
+    ident = 0  # id(decision), taken once per run of one decision
+    at = 0  # the op's place in `ops` and the columns
+    for d in placement.in_order(names):
         if d is not decision:
             decision = d
-            known = seen.get(id(d))
-        runs = not skipped or op.name not in skipped
-        outs, op_type, device = op.outputs, op.type, op.device
+            ident = id(d)
+            known = seen.get(ident)
+        runs = not skipped or names[at] not in skipped
+        outs, op_type, device = outputs[at], types[at], devices[at]
         if (known is None or known[0] is not outs or known[1] is not op_type
                 or known[2] is not device or known[3] is not runs):  # fmt: skip
-            key = (id(outs), id(d), op_type, device, runs)
+            key = (id(outs), ident, op_type, device, runs)
             tail = tails.get(key)
             if tail is None:
-                text = close + _tail(op, d, placement, runs, item, head) + between
+                text = close + _tail(ops[at], d, placement, runs, item, head) + between
                 tail = tails[key] = text.encode()
-            known = seen[id(d)] = (outs, op_type, device, runs, tail)
+            known = seen[ident] = (outs, op_type, device, runs, tail)
         after.append(known[4])
+        at += 1  # noqa: SIM113 (a typed index: enumerate is slow compiled)
     last = after[-1][: -len(between)] + (item[:-2] + "]").encode()
     after[-1] = last
     parts: list[bytes] = [b""] * (2 * len(names) + 1)
     parts[0] = ("[" + item + head + start).encode()
     parts[1::2] = quoted
     parts[2::2] = after
-    ascii = all(t.isascii() and b"\x7f" not in t for t in (*tails.values(), last))
-    if not plain:
-        joined = b"".join(quoted)
-        ascii = ascii and joined.isascii() and b"\x7f" not in joined
-    return JsonText(parts, ascii)
+    texts = [*tails.values(), last] if plain else [*tails.values(), last, b"".join(quoted)]
+    return JsonText(parts, _ascii(texts))
+
+
+def _ascii(texts: list[bytes]) -> bool:
+    """Whether every text is ASCII without DEL (0x7f): a function of its own, as `_text` is
+    compiled as a cpdef function, which cannot hold a generator."""
+    return all(t.isascii() and b"\x7f" not in t for t in texts)
 
 
 def _tail(op: Op, decision: Decision, placement: Placement, runs: bool, item: str,

@@ -21,7 +21,7 @@ from gpuplace.devices.names import DeviceSpec
 from gpuplace.errors import BadInput
 from gpuplace.graph import Graph, Op, TensorRef, TensorSpec, load, loads
 from gpuplace.graph.loader import new_op, new_ref
-from gpuplace.graph.model import wiring
+from gpuplace.graph.model import columns, wiring
 from gpuplace.graph.resolve import _bad_names
 from gpuplace.graph.scope import Device, Scope
 from gpuplace.graph.walk import Walker, is_op_name
@@ -41,6 +41,16 @@ def wired(graph: Graph) -> tuple[object, ...]:
     assert again is not got
     fields_ = ("index", "producers", "arity", "outputs")
     assert [getattr(got, f) for f in fields_] == [getattr(again, f) for f in fields_]
+    # the loader's columns: each op's fields as they are, the outputs the very tuples
+    ops = graph.ops
+    assert got.columns is not None and columns(graph) is got.columns
+    names, types, devices, outputs = got.columns
+    assert names == [op.name for op in ops] and types == [op.type for op in ops]
+    assert devices == [op.device for op in ops]
+    assert len(outputs) == len(ops) and all(
+        o is op.outputs for o, op in zip(outputs, ops, strict=True)
+    )
+    assert again.columns is None and columns(replace(graph, wiring=None)) == got.columns
     return tuple(getattr(got, f) for f in fields_)
 
 
@@ -375,6 +385,10 @@ def test_wiring_of_the_general_path() -> None:
     assert wiring(fewer).index == {"a": 0, "s": 1, "b": 2} and wiring(fewer) is wiring(fewer)
     stray = Graph((Op("x", "relu", (TensorRef("nowhere"),)),), ())
     assert wiring(stray).producers == [-1]
+    found = columns(fewer)  # read off the ops, once: kept on the graph's wiring
+    assert found == (["a", "s", "b"], ["constant", "split", "add"], ["", "", ""],
+                     [op.outputs for op in graph.ops[:3]])  # fmt: skip
+    assert columns(fewer) is found and wiring(fewer).columns is found
 
 
 CLASHING = st.sampled_from(

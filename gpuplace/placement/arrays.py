@@ -1,0 +1,36 @@
+"""Lists of numbers as numpy arrays in one C loop where compiled (arrays.pxd): `np.fromiter`
+takes each item through numpy's generic scalar conversion, several times the work. Kept apart
+from the passes that use them, so that a small `run` loads this alone, not those passes."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+
+def int_array(values: Sequence[int]) -> Any:
+    """`values` (a list or tuple of ints or bools) as an intp array, in one C loop where
+    compiled (arrays.pxd): `np.fromiter` takes each item through numpy's generic scalar
+    conversion, several times the work."""
+    n = len(values)
+    out = np.empty(n, np.intp)
+    into = out  # a view of its memory where compiled
+    i = 0
+    while i < n:
+        into[i] = values[i]
+        i += 1
+    return out
+
+
+def float_array(values: Sequence[float]) -> Any:
+    """`values` (a list or tuple of floats) as a float64 array, as `int_array` fills one."""
+    n = len(values)
+    out = np.empty(n, np.float64)
+    into = out  # a view of its memory where compiled
+    i = 0
+    while i < n:
+        into[i] = values[i]
+        i += 1
+    return out
