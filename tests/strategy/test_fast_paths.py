@@ -113,7 +113,7 @@ def test_op_and_fastest_times_are_work_time_at_any_rates(
     want = [
         work_time(f, b, devices[d]) for f, b, d in zip(flat.flops, flat.nbytes, dev, strict=True)
     ]
-    assert op_seconds(flat, dev, devices) == want
+    assert op_seconds(flat, dev, devices).tolist() == want  # a float64 array
     choices = [data.draw(st.lists(st.sampled_from(devices), min_size=1, max_size=3))
                for _ in range(lists)]  # fmt: skip
     pick = data.draw(st.lists(st.integers(0, lists - 1), min_size=n, max_size=n))
