@@ -68,6 +68,10 @@ def _options(flat: Flat, tf: Placement, gpus: Sequence[DeviceModel], cpu: Device
     last_decision: Any = known
     last_generator: Any = known
     last_every: Any = known
+    asked: Any = known  # the last request looked up in `movable`, and its GPUs
+    asked_gpus: Any = None
+    keyed: Any = known  # the last candidates keyed, and their id
+    keyed_id = 0
     j = 0  # a counter, not enumerate(): compiled, a C integer
     while j < n:
         request, kinds, decision, gen = requests[j], kernels[j], decided[j], generator[j]
@@ -76,10 +80,13 @@ def _options(flat: Flat, tf: Placement, gpus: Sequence[DeviceModel], cpu: Device
                 and group is last_every
                 and (request is last_request or request == last_request)):  # fmt: skip
             if every is None:  # a group of its own
-                cands = movable.get(request, known)  # (`known`: not yet known)
-                if cands is known:
-                    found_gpus = _matching_gpus(placer_spec(request), everyone)
-                    cands = movable[request] = found_gpus if len(found_gpus) > 1 else None
+                if request is not asked:
+                    cands = movable.get(request, known)  # (`known`: not yet known)
+                    if cands is known:
+                        found_gpus = _matching_gpus(placer_spec(request), everyone)
+                        cands = movable[request] = found_gpus if len(found_gpus) > 1 else None
+                    asked, asked_gpus = request, cands
+                cands = asked_gpus
                 if cands is not None and ("GPU" not in kinds or decision.kind == SOFT):
                     cands = None
             else:
@@ -89,7 +96,9 @@ def _options(flat: Flat, tf: Placement, gpus: Sequence[DeviceModel], cpu: Device
                 flag = False
             else:  # groups share candidate tuples
                 flag = gen and "CPU" in kinds and not request
-                key = (id(cands), flag)
+                if cands is not keyed:
+                    keyed, keyed_id = cands, id(cands)
+                key = (keyed_id, flag)
             found = known.get(key)
             if found is None:
                 found = known[key] = len(choices)

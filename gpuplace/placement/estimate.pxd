@@ -2,6 +2,9 @@
 # these declarations; see gpuplace/compiled.py). The Python source runs the same code.
 import cython
 
+@cython.locals(n=Py_ssize_t, j=Py_ssize_t, k=Py_ssize_t, into="Py_ssize_t[:]")
+cpdef _indices(list decided, dict index)
+
 @cython.locals(n=Py_ssize_t, homes=Py_ssize_t, op=Py_ssize_t, r=Py_ssize_t, stop=Py_ssize_t,
                d=Py_ssize_t, p=Py_ssize_t, k=Py_ssize_t, slot=Py_ssize_t, source=Py_ssize_t,
                printing=bint, ready=double, there=double, end=double)

@@ -38,7 +38,6 @@ from .model import Placement
 from .timeline import Network, Slot, Timeline
 
 _LAST = attrgetter("last")
-_DEVICE = attrgetter("device")
 
 __all__ = [
     "Estimate",
@@ -102,9 +101,30 @@ def device_index(placement: Placement, flat: Flat, models: Sequence[DeviceModel]
     """Each op's device as an index into `models`."""
     index = {m.name: i for i, m in enumerate(models)}
     try:
-        return list(map(index.__getitem__, map(_DEVICE, placement.in_order(flat.names))))
+        found: list[int] = _indices(placement.in_order(flat.names), index).tolist()
     except KeyError as err:
         raise BadInput(f"the placement names a device or op the models lack: {err}") from None
+    return found
+
+
+def _indices(decided: Any, index: Any) -> Any:
+    """Each decision's device (`decided`, a list) by `index` (full name to index), as an int
+    array: looked up once per run of the very same decision (ops share them: a few objects
+    for a large graph), not by name per op; in a C loop where compiled (estimate.pxd)."""
+    n = len(decided)
+    out = np.empty(n, np.intp)
+    into = out  # a view of its memory where compiled
+    last: Any = None
+    k = -1
+    j = 0
+    while j < n:
+        decision = decided[j]
+        if decision is not last:
+            k = index[decision.device]
+            last = decision
+        into[j] = k
+        j += 1
+    return out
 
 
 def simulate(flat: Flat, dev: Sequence[int], models: Sequence[DeviceModel],
