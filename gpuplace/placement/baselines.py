@@ -335,13 +335,14 @@ def _cuts(reads: Reads, keep: Sequence[bool]) -> list[int]:
     n = len(keep)
     producer, reader = reads.producer, reads.reader
     kept = int_array(keep) != 0
-    edge = np.sort(reader[kept[producer]] * n + producer[kept[producer]])
+    edge = reader[kept[producer]] * n + producer[kept[producer]]
+    if not (edge[1:] >= edge[:-1]).all():  # (most graphs list each op's inputs in order)
+        edge = np.sort(edge)
     edge = edge[np.r_[True, edge[1:] != edge[:-1]]] if len(edge) else edge  # np.unique's,
     # without the hash table numpy 2 builds first (ten times the sort here)
     reader, producer = edge // n, edge % n
     first_reader = np.full(n, n, dtype=np.intp)
-    produced, first = np.unique(producer, return_index=True)  # edges are in reader order
-    first_reader[produced] = reader[first]
+    np.minimum.at(first_reader, producer, reader)  # no sort of the producers
     newest = np.ones(len(edge), dtype=bool)  # each reader's last edge: its newest input
     newest[:-1] = reader[1:] != reader[:-1]
     newest_read = np.bincount(producer[newest], minlength=n)
