@@ -17,7 +17,6 @@ or the random ops, which read a shape tensor in TF) and variables.
 
 from __future__ import annotations
 
-from array import array
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -100,10 +99,9 @@ class Flat:
     def cost_arrays(self) -> tuple[Any, Any]:
         """`flops` and `nbytes` as float64 arrays (an int converted as `int / float` does),
         built on first use: the estimate's op times and the lower bounds' fastest times both
-        work over them (`baselines.times_on`), and the strategies never read them. Filled by
-        the standard library's `array` (one C loop of `PyFloat_AsDouble`), not `np.fromiter`
-        (numpy's generic conversion of each item, several times the work)."""
-        return _doubles(self.flops), _doubles(self.nbytes)
+        work over them (`baselines.times_on`), and the strategies never read them."""
+        n = len(self.names)
+        return np.fromiter(self.flops, np.float64, n), np.fromiter(self.nbytes, np.float64, n)
 
     @cached_property
     def first_reader(self) -> tuple[int, ...]:
@@ -216,12 +214,6 @@ def _coded(values: Sequence[Any]) -> tuple[list[Any], Any]:
     distinct = list(dict.fromkeys(values))
     code = dict(zip(distinct, range(len(distinct)), strict=True))
     return distinct, np.fromiter(map(code.__getitem__, values), np.intp, len(values))
-
-
-def _doubles(values: Sequence[float]) -> Any:
-    """`values` (floats or ints, each converted as `int / float` converts it) as a float64
-    array over an `array.array` of doubles."""
-    return np.frombuffer(array("d", values), np.float64)
 
 
 def _int_array(values: Sequence[int], n: int) -> Any:
