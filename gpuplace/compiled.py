@@ -28,6 +28,7 @@ COMPILED = (
     "gpuplace.graph.onnx_tensors",
     "gpuplace.graph.onnx_names",
     "gpuplace.graph.fold",
+    "gpuplace.placement.arrays",
     "gpuplace.placement.cost",
     "gpuplace.placement.colocation",
     "gpuplace.placement.candidates",

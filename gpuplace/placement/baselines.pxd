@@ -28,9 +28,3 @@ cpdef double _fan_in_split(const double[:] works, const double[:] copies,
 @cython.locals(n=Py_ssize_t, i=Py_ssize_t, r=Py_ssize_t, into="double[:]")
 cpdef _read_sizes(tuple out_bytes, const Py_ssize_t[:] producer, const Py_ssize_t[:] output,
                   const Py_ssize_t[:] at)
-
-@cython.locals(n=Py_ssize_t, i=Py_ssize_t, into="Py_ssize_t[:]")
-cpdef int_array(values)
-
-@cython.locals(n=Py_ssize_t, i=Py_ssize_t, into="double[:]")
-cpdef float_array(values)

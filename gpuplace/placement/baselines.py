@@ -16,6 +16,7 @@ import numpy as np
 from ..devices.names import full_name, placer_spec
 from ..graph.model import Graph, OpMeta
 from . import place
+from .arrays import float_array, int_array
 from .cost import DeviceModel, LinkModel, copy_time, split_devices
 from .flat import (
     _DEVICE,
@@ -176,37 +177,6 @@ def by_label(labels: Sequence[int], count: int) -> list[Any]:
     order = np.argsort(label, kind="stable")
     ends = np.cumsum(np.bincount(label, minlength=count))
     return np.split(order, ends[:-1])
-
-
-def int_array(values: Sequence[int]) -> Any:
-    """`values` (a list or tuple of ints or bools) as an intp array, in one C loop where
-    compiled (baselines.pxd): `np.fromiter` takes each item through numpy's generic scalar
-    conversion, several times the work. An intp array is returned as it is."""
-    if isinstance(values, np.ndarray) and values.dtype == np.intp:
-        return values
-    n = len(values)
-    out = np.empty(n, np.intp)
-    into = out  # a view of its memory where compiled
-    i = 0
-    while i < n:
-        into[i] = values[i]
-        i += 1
-    return out
-
-
-def float_array(values: Sequence[float]) -> Any:
-    """`values` (a list or tuple of floats) as a float64 array, as `int_array` fills one; a
-    float64 array is returned as it is."""
-    if isinstance(values, np.ndarray) and values.dtype == np.float64:
-        return values
-    n = len(values)
-    out = np.empty(n, np.float64)
-    into = out  # a view of its memory where compiled
-    i = 0
-    while i < n:
-        into[i] = values[i]
-        i += 1
-    return out
 
 
 def times_on(flops: Any, nbytes: Any, device: DeviceModel) -> Any:

@@ -21,10 +21,10 @@ import numpy as np
 from ..errors import BadInput
 from ..gc_pause import gc_paused
 from ..graph.model import Graph, OpMeta
+from .arrays import int_array
 from .baselines import (
     Bounds,
     by_label,
-    int_array,
     lower_bounds,
     rate_table,
     round_robin,

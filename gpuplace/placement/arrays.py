@@ -1,0 +1,42 @@
+"""Lists of numbers as numpy arrays, in C loops where compiled (gpuplace/compiled.py): the
+per-op passes of the estimate and of the lower bounds hand their lists to numpy through these,
+not `np.fromiter` or `np.array`, which take each item through numpy's generic conversion
+(several times the work)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+
+def int_array(values: Sequence[int]) -> Any:
+    """`values` (a list or tuple of ints or bools) as an intp array, in one C loop where
+    compiled (arrays.pxd): `np.fromiter` takes each item through numpy's generic scalar
+    conversion, several times the work. An intp array is returned as it is."""
+    if isinstance(values, np.ndarray) and values.dtype == np.intp:
+        return values
+    n = len(values)
+    out = np.empty(n, np.intp)
+    into = out  # a view of its memory where compiled
+    i = 0
+    while i < n:
+        into[i] = values[i]
+        i += 1
+    return out
+
+
+def float_array(values: Sequence[float]) -> Any:
+    """`values` (a list or tuple of floats) as a float64 array, as `int_array` fills one; a
+    float64 array is returned as it is."""
+    if isinstance(values, np.ndarray) and values.dtype == np.float64:
+        return values
+    n = len(values)
+    out = np.empty(n, np.float64)
+    into = out  # a view of its memory where compiled
+    i = 0
+    while i < n:
+        into[i] = values[i]
+        i += 1
+    return out
