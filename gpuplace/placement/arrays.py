@@ -1,6 +1,8 @@
-"""Lists of numbers as numpy arrays in one C loop where compiled (arrays.pxd): `np.fromiter`
-takes each item through numpy's generic scalar conversion, several times the work. Kept apart
-from the passes that use them, so that a small `run` loads this alone, not those passes."""
+"""Lists of numbers as numpy arrays, in C loops where compiled (arrays.pxd): the estimate,
+the lower bounds, the run's layout and the ledger hand their lists to numpy through these, not
+`np.fromiter` or `np.array`, which take each item through numpy's generic conversion (several
+times the work). Kept apart from the passes that use them, so that a small `run` loads this
+alone, not those passes."""
 
 from __future__ import annotations
 
@@ -13,7 +15,9 @@ import numpy as np
 def int_array(values: Sequence[int]) -> Any:
     """`values` (a list or tuple of ints or bools) as an intp array, in one C loop where
     compiled (arrays.pxd): `np.fromiter` takes each item through numpy's generic scalar
-    conversion, several times the work."""
+    conversion, several times the work. An intp array is returned as it is."""
+    if isinstance(values, np.ndarray) and values.dtype == np.intp:
+        return values
     n = len(values)
     out = np.empty(n, np.intp)
     into = out  # a view of its memory where compiled
@@ -25,7 +29,10 @@ def int_array(values: Sequence[int]) -> Any:
 
 
 def float_array(values: Sequence[float]) -> Any:
-    """`values` (a list or tuple of floats) as a float64 array, as `int_array` fills one."""
+    """`values` (a list or tuple of floats) as a float64 array, as `int_array` fills one; a
+    float64 array is returned as it is."""
+    if isinstance(values, np.ndarray) and values.dtype == np.float64:
+        return values
     n = len(values)
     out = np.empty(n, np.float64)
     into = out  # a view of its memory where compiled

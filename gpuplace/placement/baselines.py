@@ -7,7 +7,7 @@ nor the work that must run on GPUs spread evenly over them.
 
 from __future__ import annotations
 
-from collections.abc import Callable, MutableMapping, Sequence
+from collections.abc import Callable, Sequence
 from itertools import pairwise
 from typing import Any, NamedTuple
 
@@ -19,6 +19,7 @@ from . import place
 from .arrays import float_array, int_array
 from .cost import DeviceModel, LinkModel, copy_time, split_devices
 from .flat import (
+    _DEVICE,
     SOFT,
     Flat,
     Reads,
@@ -33,17 +34,20 @@ from .model import Decision, Placement
 
 
 def _options(flat: Flat, tf: Placement, gpus: Sequence[DeviceModel], cpu: DeviceModel,
-             models: dict[str, DeviceModel], num_gpus: int,
-             ) -> tuple[list[list[DeviceModel]], list[int]]:  # fmt: skip
+             models: dict[str, DeviceModel], num_gpus: Any,
+             ) -> tuple[list[list[DeviceModel]], Any]:  # fmt: skip
     """The devices each op may end up on under any strategy that honours TF's pins: TF's
     device for a pinned op; the group's GPUs for a free op, plus the CPU for an unrequested
     generator with a CPU kernel (it may follow a consumer there, as TF's heuristic A does).
-    As (the distinct lists, each op's index into them): ops share a few lists.
+    As (the distinct lists, each op's index into them as an int array): ops share a few lists.
 
     Where each op is a group of its own (most graphs), an op's GPUs are worked out in this
     one pass, as `free_groups` finds them: its request's GPUs (once per request), when there
     are more than one, it has a GPU kernel and soft placement did not move it; else by
-    group (`free_candidates`)."""
+    group (`free_candidates`). What decides an op's list is its request, its kernels (a set
+    ops share), its decision (an object ops share) and its generator flag (and its group's
+    candidates): an op with the very same ones as the op before has its list, with no rule
+    worked out again (most ops of a large graph)."""
     decisions, ops, kernels, generator = tf.decisions, flat.graph.ops, flat.kernels, flat.generator
     names = flat.names
     every = None if _alone(flat.graph, flat.distinct) else free_candidates(flat, tf, num_gpus)
@@ -51,33 +55,51 @@ def _options(flat: Flat, tf: Placement, gpus: Sequence[DeviceModel], cpu: Device
     movable: dict[str, Any] = {}  # per request: its GPUs (more than one), else None
     choices: list[list[DeviceModel]] = []
     known: dict[Any, int] = {}  # a list's index: by device (pinned), by candidates (free)
-    decided = list(decisions.values()) if tuple(decisions) == names else None  # in graph order
-    pick: list[int] = []
-    last: Any = pick  # the op before's device (pinned) or candidates (free), and its flag: an
-    last_flag = False  # op with the very same ones has its list (no key, no lookup)
+    decided = (list(decisions.values()) if tuple(decisions) == names
+               else list(map(decisions.__getitem__, names)))  # in graph order  # fmt: skip
+    requests = list(map(_DEVICE, ops))
+    n = len(names)
+    picked = np.empty(n, np.intp)
+    pick = picked  # a view of its memory where compiled
     k = -1
-    j, n = 0, len(names)  # a counter, not enumerate(): compiled, a C integer
+    # the op before's request, kernels, decision, generator flag and candidates (`known`:
+    # none yet)
+    last_request: Any = known
+    last_kernels: Any = known
+    last_decision: Any = known
+    last_generator: Any = known
+    last_every: Any = known
+    asked: Any = known  # the last request looked up in `movable`, and its GPUs
+    asked_gpus: Any = None
+    keyed: Any = known  # the last candidates keyed, and their id
+    keyed_id = 0
+    j = 0  # a counter, not enumerate(): compiled, a C integer
     while j < n:
-        if every is None:  # a group of its own
-            cands = movable.get(ops[j].device, pick)  # (`pick`: not yet known)
-            if cands is pick:
-                request = ops[j].device
-                found_gpus = _matching_gpus(placer_spec(request), everyone)
-                cands = movable[request] = found_gpus if len(found_gpus) > 1 else None
-            if cands is not None and (
-                "GPU" not in kernels[j]
-                or (decisions[names[j]] if decided is None else decided[j]).kind == SOFT
-            ):
-                cands = None
-        else:
-            cands = every[j]
-        if cands is None:
-            here: Any = (decisions[names[j]] if decided is None else decided[j]).device
-            flag = False
-        else:  # groups share candidate tuples
-            here, flag = cands, generator[j] and "CPU" in kernels[j] and not ops[j].device
-        if here is not last or flag != last_flag:
-            key: Any = here if cands is None else (id(cands), flag)
+        request, kinds, decision, gen = requests[j], kernels[j], decided[j], generator[j]
+        group = None if every is None else every[j]
+        if not (kinds is last_kernels and decision is last_decision and gen is last_generator
+                and group is last_every
+                and (request is last_request or request == last_request)):  # fmt: skip
+            if every is None:  # a group of its own
+                if request is not asked:
+                    cands = movable.get(request, known)  # (`known`: not yet known)
+                    if cands is known:
+                        found_gpus = _matching_gpus(placer_spec(request), everyone)
+                        cands = movable[request] = found_gpus if len(found_gpus) > 1 else None
+                    asked, asked_gpus = request, cands
+                cands = asked_gpus
+                if cands is not None and ("GPU" not in kinds or decision.kind == SOFT):
+                    cands = None
+            else:
+                cands = group
+            if cands is None:
+                key: Any = decision.device
+                flag = False
+            else:  # groups share candidate tuples
+                flag = gen and "CPU" in kinds and not request
+                if cands is not keyed:
+                    keyed, keyed_id = cands, id(cands)
+                key = (keyed_id, flag)
             found = known.get(key)
             if found is None:
                 found = known[key] = len(choices)
@@ -87,10 +109,12 @@ def _options(flat: Flat, tf: Placement, gpus: Sequence[DeviceModel], cpu: Device
                     choices.append(
                         [*_one_per_rate([gpus[i] for i in cands]), *([cpu] if flag else [])]
                     )
-            k, last, last_flag = found, here, flag
-        pick.append(k)
+            k = found
+            last_request, last_kernels, last_decision = request, kinds, decision
+            last_generator, last_every = gen, group
+        pick[j] = k
         j += 1
-    return choices, pick
+    return choices, picked
 
 
 def _one_per_rate(models: Sequence[DeviceModel]) -> list[DeviceModel]:
@@ -162,14 +186,16 @@ def times_on(flops: Any, nbytes: Any, device: DeviceModel) -> Any:
 
 
 def _fastest(flat: Flat, choices: Sequence[Sequence[DeviceModel]],
-             pick: Sequence[int]) -> tuple[list[float], list[int]]:  # fmt: skip
+             pick: Sequence[int]) -> tuple[Any, Any]:  # fmt: skip
     """Per op: its fastest time on the devices it may use (`choices[pick[op]]`), and where it
-    must run (1: a GPU, 2: the CPU, 0: either), over arrays (`times_on`). A few lists over a
-    few rates (`RATE_TABLE`): each list's fastest time of every op, then each op's own
-    (`np.choose`), with no sort of the ops by list; else the ops of each list apart."""
+    must run (1: a GPU, 2: the CPU, 0: either), as a float64 and an int array, over arrays
+    (`times_on`). A few lists over a few rates (`RATE_TABLE`): each list's fastest time of
+    every op, then each op's own (`np.choose`), with no sort of the ops by list; else the ops
+    of each list apart."""
     flops, nbytes = flat.cost_arrays
     kinds = [1 if all(m.kind == "GPU" for m in opts) else 2 if len(opts) == 1 else 0
              for opts in choices]  # fmt: skip
+    picked = int_array(pick)
     table = None
     if 0 < len(choices) <= RATE_TABLE:
         table = rate_table(flops, nbytes, [m for opts in choices for m in opts])
@@ -183,17 +209,17 @@ def _fastest(flat: Flat, choices: Sequence[Sequence[DeviceModel]],
                 best = np.minimum(best, rows[which[i]])
             bests.append(best)
             at += len(opts)
-        w = np.choose(int_array(pick), bests)
+        w = np.choose(picked, bests)
     else:
-        w = np.empty(len(pick))
-        for opts, sel in zip(choices, by_label(pick, len(choices)), strict=True):
+        w = np.empty(len(picked))
+        for opts, sel in zip(choices, by_label(picked, len(choices)), strict=True):
             f, b = flops[sel], nbytes[sel]
             best = None
             for m in opts:
                 t = times_on(f, b, m)
                 best = t if best is None else np.minimum(best, t)
             w[sel] = best
-    return w.tolist(), [kinds[k] for k in pick]
+    return w, np.array(kinds, np.intp)[picked]
 
 
 RATE_TABLE = 4  # up to this many rates (or lists of devices), times are found for every op
@@ -216,41 +242,49 @@ def rate_table(flops: Any, nbytes: Any,
 def _critical_path(reads: Reads, w: Sequence[float], where: Sequence[int],
                    num_gpus: int) -> tuple[float, float]:  # fmt: skip
     """(critical path, work bound) of the whole graph (its `reads`), in one pass over its ops."""
-    path, gpu_work, cpu_work = _chains(reads.producer, reads.offsets, w, where)
+    path, gpu_work, cpu_work = _chains(reads.producer, reads.offsets, float_array(w),
+                                       int_array(where))  # fmt: skip
     work = max(gpu_work / num_gpus, cpu_work) if num_gpus else gpu_work + cpu_work
     return path, work
 
 
-def _chains(producer: Any, offsets: Any, w: Sequence[float],
-            where: Sequence[int]) -> tuple[float, float, float]:  # fmt: skip
+def _chains(producer: Any, offsets: Any, w: Any, where: Any) -> tuple[float, float, float]:
     """(the longest chain of `w` over the reads (`Reads`' int arrays `producer` and
-    `offsets`), the GPU-bound work, the CPU-bound work); its loops run on C integers and
-    doubles where compiled, over the arrays' memory (baselines.pxd)."""
+    `offsets`), the GPU-bound work, the CPU-bound work: `w` a float64 and `where` an int
+    array); its loops run on C integers and doubles where compiled, over the arrays' memory
+    (baselines.pxd)."""
     n = len(w)
-    longest = [0.0] * n
+    longest = np.zeros(n)
+    chain = longest  # a view of its memory where compiled
     j = 0  # counters, not enumerate(): compiled, C integers (enumerate's are objects)
+    path = 0.0  # max(): the first of the longest, at least 0.0
     while j < n:
         r, stop = offsets[j], offsets[j + 1]
         if r < stop:
             p = producer[r]
-            best = longest[p]  # max(): the first of the longest
+            best = chain[p]
             r += 1
             while r < stop:
                 p = producer[r]
-                if longest[p] > best:
-                    best = longest[p]
+                if chain[p] > best:
+                    best = chain[p]
                 r += 1
-            longest[j] = w[j] + best
+            chain[j] = w[j] + best
         else:
-            longest[j] = w[j] + 0.0
+            chain[j] = w[j] + 0.0
+        if chain[j] > path:
+            path = chain[j]
         j += 1
     gpu_work = cpu_work = 0.0
-    for x, kind in zip(w, where, strict=True):  # in graph order, one addition at a time
+    j = 0
+    while j < n:  # in graph order, one addition at a time
+        kind = where[j]
         if kind == 1:
-            gpu_work += x
+            gpu_work += w[j]
         elif kind == 2:
-            cpu_work += x
-    return max(longest, default=0.0), gpu_work, cpu_work
+            cpu_work += w[j]
+        j += 1
+    return path, gpu_work, cpu_work
 
 
 def stage_bound(flat: Flat, w: Sequence[float], where: Sequence[int], num_gpus: int,
@@ -271,13 +305,14 @@ def _cuts(reads: Reads, keep: Sequence[bool]) -> list[int]:
     n = len(keep)
     producer, reader = reads.producer, reads.reader
     kept = int_array(keep) != 0
-    edge = np.sort(reader[kept[producer]] * n + producer[kept[producer]])
+    edge = reader[kept[producer]] * n + producer[kept[producer]]
+    if not (edge[1:] >= edge[:-1]).all():  # (most graphs list each op's inputs in order)
+        edge = np.sort(edge)
     edge = edge[np.r_[True, edge[1:] != edge[:-1]]] if len(edge) else edge  # np.unique's,
     # without the hash table numpy 2 builds first (ten times the sort here)
     reader, producer = edge // n, edge % n
     first_reader = np.full(n, n, dtype=np.intp)
-    produced, first = np.unique(producer, return_index=True)  # edges are in reader order
-    first_reader[produced] = reader[first]
+    np.minimum.at(first_reader, producer, reader)  # no sort of the producers
     newest = np.ones(len(edge), dtype=bool)  # each reader's last edge: its newest input
     newest[:-1] = reader[1:] != reader[:-1]
     newest_read = np.bincount(producer[newest], minlength=n)
@@ -288,34 +323,26 @@ def _cuts(reads: Reads, keep: Sequence[bool]) -> list[int]:
     return cuts
 
 
-def _stage_pass(members: Any, stage: Any, before: Sequence[int], producer: Any, offsets: Any,
-                w: Any, where: Any, longest: Any, path: Any, gpu_work: Any, cpu_work: Any,
-                size: Any, readers: MutableMapping[int, list[int]]) -> None:  # fmt: skip
+def _stage_pass(members: Any, stage: Any, producer: Any, offsets: Any, w: Any, where: Any,
+                longest: Any, path: Any, gpu_work: Any, cpu_work: Any,
+                size: Any) -> None:  # fmt: skip
     """`_Stages.total`'s pass over the stages' ops (`members`, in graph order): the longest
     chain ending at each op over its stage's own edges, and per stage its critical path, its
-    GPU and CPU work and its ops; per cut, the ops of the next stage that read it (`readers`).
-    The reads are `Reads`' int arrays `producer` and `offsets`; every other argument but
-    `before` and `readers` is an int or float64 array too. Its loops run on C integers and
+    GPU and CPU work and its ops. The reads are `Reads`' int arrays `producer` and `offsets`;
+    every other argument is an int or float64 array too. Its loops run on C integers and
     doubles where compiled, over the arrays' memory (baselines.pxd)."""
     i, n = 0, len(members)  # a counter, not a for loop: compiled, a C integer
     while i < n:
         j = members[i]
         i += 1
         mine = stage[j]
-        previous, best = before[mine], 0.0
+        best = 0.0
         r, stop = offsets[j], offsets[j + 1]
         while r < stop:
             p = producer[r]
             r += 1
-            if stage[p] == mine:
-                if longest[p] > best:
-                    best = longest[p]
-            elif p == previous:
-                found = readers.get(p)  # (not setdefault(p, []): no new list per read)
-                if found is None:
-                    readers[p] = [j]
-                elif found[-1] != j:
-                    found.append(j)
+            if stage[p] == mine and longest[p] > best:
+                best = longest[p]
         here = longest[j] = w[j] + best
         if here > path[mine]:
             path[mine] = here
@@ -327,64 +354,56 @@ def _stage_pass(members: Any, stage: Any, before: Sequence[int], producer: Any, 
         size[mine] += 1
 
 
-def _outputs_read(producer: Any, output: Any, offsets: Any, readers: Sequence[int],
-                  at: Any) -> list[int]:  # fmt: skip
-    """The outputs of op `at` that `readers` read (`Reads`' int arrays `producer`, `output`,
-    `offsets`), as often as they read them; over the arrays' memory where compiled."""
-    found = []
-    for j in readers:
-        r, stop = offsets[j], offsets[j + 1]
-        while r < stop:
-            if producer[r] == at:
-                found.append(output[r])
-            r += 1
-    return found
+def _total(values: Any) -> float:
+    """The sum of a float64 array one addition at a time, in order: `sum` of its floats as a
+    list, to the last bit (numpy's own sum adds pairwise); on C doubles where compiled."""
+    total = 0.0
+    i, n = 0, len(values)
+    while i < n:
+        total += values[i]
+        i += 1
+    return total
 
 
-def _fan_in_reads(producer: Any, output: Any, offsets: Any, stage: Any, cut: Any, k: Any,
-                  first: Any) -> tuple[list[int], list[int], dict[int, set[int]]]:  # fmt: skip
-    """`_Stages._fan_in`'s inputs: the ops of stage `k` (`stage`: each op's, an int array)
-    that op `cut` reads, in order of first read, with the first output read of each; and
-    those read for more than one output, with every output read. `first`: an int array of -1
-    per op, each producer's first output while this runs (left as it came: no dictionary per
-    read). Over `Reads`' int arrays `producer`, `output` and `offsets`, on C integers where
-    compiled (baselines.pxd)."""
-    found: list[int] = []
-    outs: list[int] = []
-    more: dict[int, set[int]] = {}
-    r, stop = offsets[cut], offsets[cut + 1]
-    while r < stop:
-        p, out = producer[r], output[r]
-        r += 1
-        if stage[p] == k:
-            known = first[p]
-            if known < 0:
-                first[p] = out
-                found.append(p)
-                outs.append(out)
-            elif known != out:
-                more.setdefault(p, {known}).add(out)
-    for p in found:
-        first[p] = -1
-    return found, outs, more
-
-
-def _fan_in_split(works: Sequence[float], copies: Sequence[float], order: Any, local: float,
-                  remote: float) -> float:  # fmt: skip
-    """`_Stages._fan_in`'s split: the producers (`works`, `copies`) taken in `order` (an int
-    array) move their work to the cut's device (`local`) while that stays within the copies
-    still to make (`remote`); the first that does not is split by fractions. On C doubles
-    where compiled (baselines.pxd): Python's float arithmetic, to the last bit."""
+def _fan_in_split(works: Any, copies: Any, order: Any, local: float, remote: float) -> float:
+    """`_Stages._fan_in`'s split: the producers (`works`, `copies`: float64 arrays) taken in
+    `order` (an int array) move their work to the cut's device (`local`) while that stays
+    within the copies still to make (`remote`); the first that does not is split by
+    fractions. On C doubles where compiled (baselines.pxd): Python's float arithmetic, to the
+    last bit."""
     i, n = 0, len(order)  # a counter, not a for loop: compiled, a C integer
     while i < n:
         j: int = order[i]
         i += 1
-        work, copy = works[j], copies[j]
+        work: float = works[j]
+        copy: float = copies[j]
         if local + work <= remote - copy:
             local, remote = local + work, remote - copy
             continue
-        return min(sum(works), local + work * (remote - local) / (work + copy))
+        return min(_total(works), local + work * (remote - local) / (work + copy))
     return local  # every producer on the cut's device: no copy at all
+
+
+def _firsts_of_runs(values: Any) -> Any:
+    """Where each run of equal items of the int array `values` starts (an int array)."""
+    starts = np.ones(len(values), dtype=bool)
+    starts[1:] = values[1:] != values[:-1]
+    return np.flatnonzero(starts)
+
+
+def _read_sizes(out_bytes: Any, producer: Any, output: Any, at: Any) -> Any:
+    """The exact sizes (`Flat.out_bytes`, a tuple per op) of the outputs the reads `at` read
+    (read indices into `Reads`' int arrays `producer` and `output`), as a float64 array: each
+    int converted as `int / float` converts it; in a C loop where compiled (baselines.pxd)."""
+    n = len(at)
+    out = np.empty(n, np.float64)
+    into = out  # a view of its memory where compiled
+    i = 0
+    while i < n:
+        r = at[i]
+        into[i] = out_bytes[producer[r]][output[r]]
+        i += 1
+    return out
 
 
 class _Stages:
@@ -401,14 +420,15 @@ class _Stages:
     - fan-in: the stage's ops that the next cut reads run on its device or send it a copy, and
       its inbound link takes one at a time (`_fan_in`).
     Generators (variables, constants) may run at any time: they are left out, which keeps the
-    sum a lower bound (a schedule of every op is also one of the rest).
+    sum a lower bound (a schedule of every op is also one of the rest). `w` and `where` are
+    kept as a float64 and an int array: the stages' passes work over arrays, not per op.
     """
 
     def __init__(self, flat: Flat, w: Sequence[float], where: Sequence[int], num_gpus: int,
                  link: LinkModel) -> None:  # fmt: skip
-        self.flat, self.w, self.where, self.num_gpus, self.link = flat, w, where, num_gpus, link
+        self.flat, self.num_gpus, self.link = flat, num_gpus, link
+        self.w, self.where = float_array(w), int_array(where)
         self.keep = [not g for g in flat.generator]
-        self.first_output = np.full(len(w), -1, np.intp)  # `_fan_in`'s scratch, per op
 
     def reads(self) -> list[list[int]]:
         """Per op, the ops it reads that are kept (not generators), ascending, once each."""
@@ -444,52 +464,67 @@ class _Stages:
         cuts = self.cuts()
         if not cuts:
             return 0.0
-        n, w, where = len(self.w), self.w, self.where
+        n, w = len(self.w), self.w
         # each kept op's stage (the cuts before it), -1 for the cuts and generators
-        at = np.searchsorted(np.array(cuts, dtype=np.intp), np.arange(n), side="right")
+        cut_at = np.array(cuts, dtype=np.intp)
+        at = np.searchsorted(cut_at, np.arange(n), side="right")
         cut = np.zeros(n, dtype=bool)
         cut[cuts] = True
         stage_of = np.where((int_array(self.keep) != 0) & ~cut, at, -1)
         members = np.flatnonzero(stage_of >= 0)  # in graph order
         # per stage, in one pass over its ops: the longest chain ending at each op over
-        # the stage's own edges, its critical path, its GPU and CPU work, its ops; and per
-        # cut, the ops of the next stage that read it
+        # the stage's own edges, its critical path, its GPU and CPU work, its ops
         longest = np.zeros(n)
         count = len(cuts) + 1
         sums = np.zeros((3, count))  # per stage: its critical path, GPU work and CPU work
         sizes = np.zeros(count, np.intp)
-        before = [-1, *cuts]  # the cut before each stage
-        readers: dict[int, list[int]] = {}
         reads = self.flat.reads
-        _stage_pass(members, stage_of, before, reads.producer, reads.offsets, float_array(w),
-                    int_array(where), longest, sums[0], sums[1], sums[2], sizes, readers)  # fmt: skip
-        total = sum(w[c] for c in cuts)
+        _stage_pass(members, stage_of, reads.producer, reads.offsets, w, self.where, longest,
+                    sums[0], sums[1], sums[2], sizes)  # fmt: skip
+        total: float = sum(w[cut_at].tolist())  # one addition at a time, in graph order
         gpus = self.num_gpus
         staged = np.flatnonzero(sizes)  # the stages with ops (a chain's cuts leave none between)
-        per_stage = zip(staged.tolist(), *sums[:, staged].tolist(), strict=True)
-        for k, path, gpu_work, cpu_work in per_stage:
+        out_reads = self._reads_of_cuts(stage_of, cut_at, staged)
+        per_stage = zip(staged.tolist(), *sums[:, staged].tolist(), out_reads, strict=True)
+        for k, path, gpu_work, cpu_work, crossing in per_stage:
             work = max(gpu_work / gpus, cpu_work) if gpus else gpu_work + cpu_work
-            out = self._fan_out(cuts[k - 1], readers.get(cuts[k - 1], [])) if k else 0.0
+            out = self._fan_out(cuts[k - 1], crossing) if k else 0.0
             into = self._fan_in(cuts[k], longest, stage_of, k) if k < len(cuts) else 0.0
             total += max(path, work, out, into)
         return total
 
-    def _fan_out(self, cut: int, readers: Sequence[int]) -> float:
+    def _reads_of_cuts(self, stage: Any, cut_at: Any, staged: Any) -> list[Any]:
+        """Per stage of `staged` (an int array, ascending), its ops' reads of the cut before it
+        (read indices in `Reads`, an int array in graph order of the readers), over arrays:
+        `stage` each op's stage (-1: a cut or generator), `cut_at` the cuts."""
+        reads = self.flat.reads
+        mine = stage[reads.reader]
+        before = np.concatenate(([-1], cut_at))[mine]  # the cut before each read's stage
+        crossing = np.flatnonzero((mine >= 0) & (before == reads.producer))
+        of = mine[crossing]
+        order = np.argsort(of, kind="stable")
+        crossing, of = crossing[order], of[order]
+        starts = np.searchsorted(of, staged).tolist()
+        ends = np.searchsorted(of, staged, side="right").tolist()
+        return [crossing[a:b] for a, b in zip(starts, ends, strict=True)]
+
+    def _fan_out(self, cut: int, crossing: Any) -> float:
         """The stage's ops reading `cut` have work W: the share W_L run on the cut's device, the
         rest on k other devices, the i-th of which waits for the i-th copy (i x c). The stage
         lasts at least max(W_L, mean of i x c + its share) = (W + c k (k + 1) / 2) / (k + 1) at
         the best split, or W with no copy; the smallest over k = 1..GPUs (GPUs - 1 when the cut
         and its readers must all run on GPUs). Copies come from the tensor's own device, as the
-        executor makes them. `readers`: the stage's ops that read `cut`, in graph order."""
-        w, where, made = self.w, self.where, self.flat.out_bytes[cut]
-        total = sum([w[j] for j in readers])
-        reads = self.flat.reads
-        read = _outputs_read(reads.producer, reads.output, reads.offsets, readers, cut)
-        sizes = {made[o] for o in set(read)}  # the outputs first: most reads are of one
-        if not sizes:
+        executor makes them. `crossing`: the stage's reads of `cut` (read indices in `Reads`,
+        an int array in graph order of their readers)."""
+        w, where, made, reads = self.w, self.where, self.flat.out_bytes[cut], self.flat.reads
+        if not len(crossing):
             return 0.0
+        read_by = reads.reader[crossing]  # ascending: in graph order
+        readers = read_by[_firsts_of_runs(read_by)]  # once each
+        total = _total(w[readers])
+        sizes = {made[o] for o in set(reads.output[crossing].tolist())}
         c = copy_time(min(sizes), self.link)
-        gpus_only = where[cut] == 1 and all([where[j] == 1 for j in readers])
+        gpus_only = where[cut] == 1 and bool((where[readers] == 1).all())
         best = total
         for k in range(1, self.num_gpus + (0 if gpus_only else 1)):
             best = min(best, (total + c * k * (k + 1) / 2) / (k + 1))
@@ -501,34 +536,56 @@ class _Stages:
         finish (m). The least over every split, relaxed to fractions (which can only lower it):
         min(all local, max(local work, m + copies)). `longest`: the longest chain ending at
         each op within its stage (float64 array), `stage` each op's (int array), `k` the stage
-        before `cut`."""
+        before `cut`. Over arrays: a producer's copy is of the output it reads first, or the
+        sum of each it reads where it reads more than one."""
         reads = self.flat.reads
-        first, outs_of, more = _fan_in_reads(reads.producer, reads.output, reads.offsets, stage,
-                                             cut, k, self.first_output)  # fmt: skip
-        if not first:
+        a, b = reads.offsets[cut], reads.offsets[cut + 1]
+        mine = np.flatnonzero(stage[reads.producer[a:b]] == k) + a  # read indices
+        if not len(mine):
             return 0.0
-        w, out_bytes, link = self.w, self.flat.out_bytes, self.link
-        times: dict[int, float] = {}  # copy_time by bytes: most outputs are one size, so
-        last, c = -1, 0.0  # the last output's size and time come first (no lookup)
-        works = [w[p] for p in first]
-        copies: list[float] = []
-        for p, out in zip(first, outs_of, strict=True):
-            outs = more.get(p) if more else None
-            if outs is None:
-                size = out_bytes[p][out]
-                if size != last:
-                    if size not in times:
-                        times[size] = copy_time(size, link)
-                    c, last = times[size], size
-                copies.append(c)
-            else:
-                copies.append(sum([copy_time(out_bytes[p][o], link) for o in outs]))
-        local, remote = 0.0, min(longest[int_array(first)].tolist()) + sum(copies)
+        producers = reads.producer[mine]
+        order = np.argsort(producers, kind="stable")  # each producer's reads together, in order
+        at = np.sort(order[_firsts_of_runs(producers[order])])  # each producer's first read
+        first = producers[at]
+        copies = self._copy_times(mine[at])
+        if len(at) < len(mine):  # a producer read more than once, perhaps of more outputs
+            self._more_copies(first, producers, reads.output[mine], copies)
+        works = self.w[first]
+        remote = float(longest[first].min()) + _total(copies)
         # the producers by copy time per second of work, most first (a stable sort, as
         # `sorted` by -copy / max(work, 1e-30))
-        ratio = -float_array(copies) / np.maximum(float_array(works), 1e-30)
-        order = np.argsort(ratio, kind="stable")
-        return _fan_in_split(works, copies, order, local, remote)
+        order = np.argsort(-copies / np.maximum(works, 1e-30), kind="stable")
+        return _fan_in_split(works, copies, order, 0.0, remote)
+
+    def _copy_times(self, at: Any) -> Any:
+        """`copy_time` of the outputs the reads `at` read (read indices, an int array), as a
+        float64 array: every output's size as a float (an int converted as `int / float`
+        does), then the link's latency plus size over bandwidth, the float operations of
+        `copy_time`, where the link's rates are floats (every link the commands make); else
+        one by one."""
+        link, reads, out_bytes = self.link, self.flat.reads, self.flat.out_bytes
+        if type(link.bandwidth) is float and type(link.latency) is float:
+            sizes = _read_sizes(out_bytes, reads.producer, reads.output, at)
+            return link.latency + sizes / link.bandwidth
+        read = zip(reads.producer[at].tolist(), reads.output[at].tolist(), strict=True)
+        return float_array([copy_time(out_bytes[p][o], link) for p, o in read])
+
+    def _more_copies(self, first: Any, producers: Any, outputs: Any, copies: Any) -> None:
+        """Set in `copies` (one per producer of `first`) the copies of each producer read for
+        more than one output: the sum of every output's `copy_time`, in the order of a set of
+        them, the first read's output first (`producers` and `outputs`: the reads, in order)."""
+        read: dict[int, set[int]] = {}
+        for p, out in zip(producers.tolist(), outputs.tolist(), strict=True):
+            found = read.get(p)
+            if found is None:
+                read[p] = {out}
+            else:
+                found.add(out)
+        out_bytes, link = self.flat.out_bytes, self.link
+        for i, p in enumerate(first.tolist()):
+            outs = read[p]
+            if len(outs) > 1:
+                copies[i] = sum([copy_time(out_bytes[p][o], link) for o in outs])
 
 
 def round_robin(

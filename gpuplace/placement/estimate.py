@@ -12,7 +12,7 @@ what `cost.py` says, each device runs its ops in graph order, copies use the lin
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, MutableMapping, MutableSequence, Sequence
-from itertools import chain
+from itertools import compress
 from operator import attrgetter
 from typing import Any, NamedTuple
 
@@ -38,7 +38,6 @@ from .model import Placement
 from .timeline import Network, Slot, Timeline
 
 _LAST = attrgetter("last")
-_DEVICE = attrgetter("device")
 
 __all__ = [
     "Estimate",
@@ -102,9 +101,30 @@ def device_index(placement: Placement, flat: Flat, models: Sequence[DeviceModel]
     """Each op's device as an index into `models`."""
     index = {m.name: i for i, m in enumerate(models)}
     try:
-        return list(map(index.__getitem__, map(_DEVICE, placement.in_order(flat.names))))
+        found: list[int] = _indices(placement.in_order(flat.names), index).tolist()
     except KeyError as err:
         raise BadInput(f"the placement names a device or op the models lack: {err}") from None
+    return found
+
+
+def _indices(decided: Any, index: Any) -> Any:
+    """Each decision's device (`decided`, a list) by `index` (full name to index), as an int
+    array: looked up once per run of the very same decision (ops share them: a few objects
+    for a large graph), not by name per op; in a C loop where compiled (estimate.pxd)."""
+    n = len(decided)
+    out = np.empty(n, np.intp)
+    into = out  # a view of its memory where compiled
+    last: Any = None
+    k = -1
+    j = 0
+    while j < n:
+        decision = decided[j]
+        if decision is not last:
+            k = index[decision.device]
+            last = decision
+        into[j] = k
+        j += 1
+    return out
 
 
 def simulate(flat: Flat, dev: Sequence[int], models: Sequence[DeviceModel],
@@ -129,10 +149,10 @@ def simulate_on_timeline(flat: Flat, dev: Sequence[int], models: Sequence[Device
     return judge(timeline, dev, models, busy)
 
 
-def op_seconds(flat: Flat, dev: Sequence[int], models: Sequence[DeviceModel]) -> list[float]:
-    """`work_time` of each op on its device, over arrays (`baselines.times_on`): each op's own
-    of every op's times at each rate (`rate_table`, a few rates), else the ops of each device
-    apart."""
+def op_seconds(flat: Flat, dev: Sequence[int], models: Sequence[DeviceModel]) -> Any:
+    """`work_time` of each op on its device (`dev`: a list or an int array), as a float64
+    array, over arrays (`baselines.times_on`): each op's own of every op's times at each rate
+    (`rate_table`, a few rates), else the ops of each device apart."""
     flops, nbytes = flat.cost_arrays
     n = len(dev)
     table = rate_table(flops, nbytes, models) if n else None
@@ -144,8 +164,7 @@ def op_seconds(flat: Flat, dev: Sequence[int], models: Sequence[DeviceModel]) ->
         seconds = np.empty(n)
         for m, on in zip(models, by_label(dev, len(models)), strict=True):
             seconds[on] = times_on(flops[on], nbytes[on], m)
-    out: list[float] = seconds.tolist()
-    return out
+    return seconds
 
 
 def _replay(flat: Flat, dev: Sequence[int], models: Sequence[DeviceModel],
@@ -155,16 +174,17 @@ def _replay(flat: Flat, dev: Sequence[int], models: Sequence[DeviceModel],
     allocated at its step, ready at its end) need only their last step; copies are kept whole;
     a print's outputs are the slots it read, as (home slot or copy, device, ready)."""
     n, devices = len(dev), len(models)
-    seconds = op_seconds(flat, dev, models)
+    where = int_array(dev)
+    seconds = op_seconds(flat, where, models)
     reads, sizes, is_print, out_bytes = flat.reads, flat.sizes, flat.is_print, flat.out_bytes
-    width = int_array(list(map(len, sizes)))
+    home_size, width = _home_sizes(sizes)
     first = np.zeros(n + 1, np.intp)  # each op's first home slot (an int array), then the end
     np.cumsum(width, out=first[1:])
     homes = int(first[n])
     owner = np.repeat(np.arange(n, dtype=np.intp), width)  # each home slot's op
     home_last = owner.copy()  # read by no later op: freed after its own step
-    home_size = list(chain.from_iterable(sizes))
-    done, free_at = [0.0] * n, [0.0] * devices
+    # each op's end, each device's free time and busy seconds (float64 arrays)
+    done, free_at, busy = np.zeros(n), np.zeros(devices), np.zeros(devices)
     copies: list[list[Any]] = []  # [device, size, step, last, ready], slot homes + index
     copied: dict[tuple[int, int, int], int] = {}  # (producer, output, device) -> copy's index
     forwarded: dict[int, list[tuple[int, int, float]]] = {}  # per print: what it read
@@ -174,7 +194,7 @@ def _replay(flat: Flat, dev: Sequence[int], models: Sequence[DeviceModel],
     def copy_of(p: int, k: int, source: int, size: int, ready: float, d: int, op: int) -> int:
         """`Timeline._copy` of output k of p (on `source`, `ready` then) to `d` for step op."""
         length = copy_time(out_bytes[p][k], link)
-        start = max(done[p], ready)
+        start = max(float(done[p]), ready)
         both = solid.get((source, d))
         if both is None:
             both = solid[source, d] = Link()
@@ -186,22 +206,19 @@ def _replay(flat: Flat, dev: Sequence[int], models: Sequence[DeviceModel],
         copies.append([d, size, op, op, end + 0.0])
         return copy
 
-    _steps(dev, reads.producer, reads.output, reads.offsets, is_print, seconds, first, home_size,
-           home_last, done, free_at, copies, copied, forwarded, copy_of)  # fmt: skip
+    _steps(where, reads.producer, reads.output, reads.offsets, is_print, seconds, first,
+           home_size, home_last, done, free_at, busy, copies, copied, forwarded,
+           copy_of)  # fmt: skip
     last = flat.last
-    for i, resident in enumerate(flat.resident):
-        if resident:
-            for slot in range(first[i], first[i] + len(sizes[i])):
-                home_last[slot] = last
+    for i in compress(range(n), flat.resident):
+        for slot in range(first[i], first[i] + len(sizes[i])):
+            home_last[slot] = last
     for p, k in flat.fetched():  # never freed (a fetched print output is the slot it forwards)
         slot = forwarded[p][k][0] if is_print[p] else first[p] + k
         if slot < homes:
             home_last[slot] = last
         else:
             copies[slot - homes][3] = last
-    busy = [0.0] * devices
-    for d, t in zip(dev, seconds, strict=True):  # in graph order, as `simulate` adds them
-        busy[d] += t
     counts: tuple[list[int], ...] = tuple([0] * devices for _ in range(4))
     copies_in, bytes_in, copies_out, bytes_out = counts
     for p, k, d in copied:
@@ -211,33 +228,33 @@ def _replay(flat: Flat, dev: Sequence[int], models: Sequence[DeviceModel],
         copies_out[source] += 1
         bytes_out[source] += nbytes
     names = [m.name for m in models]
-    peaks = _slot_peaks(dev, devices, owner, home_size, home_last, copies)
+    peaks = _slot_peaks(where, devices, owner, home_size, home_last, copies)
     return Estimate(
-        makespan=max(done, default=0.0),
-        busy=dict(zip(names, busy, strict=True)),
+        makespan=float(done.max()) if n else 0.0,
+        busy=dict(zip(names, busy.tolist(), strict=True)),
         peak=dict(zip(names, peaks, strict=True)),
         copies_in=dict(zip(names, zip(copies_in, bytes_in, strict=True), strict=True)),
         copies_out=dict(zip(names, zip(copies_out, bytes_out, strict=True), strict=True)),
     )
 
 
-def _steps(dev: Sequence[int], producer: Any, output: Any, offsets: Any,
-           is_print: Sequence[bool], seconds: Sequence[float], first: Any,
-           home_size: Sequence[int], home_last: Any,
-           done: MutableSequence[float], free_at: MutableSequence[float],
-           copies: MutableSequence[Any], copied: Mapping[tuple[int, int, int], int],
+def _steps(dev: Any, producer: Any, output: Any, offsets: Any, is_print: Sequence[bool],
+           seconds: Any, first: Any, home_size: Sequence[int], home_last: Any, done: Any,
+           free_at: Any, busy: Any, copies: MutableSequence[Any],
+           copied: Mapping[tuple[int, int, int], int],
            forwarded: MutableMapping[int, list[tuple[int, int, float]]],
            copy_of: Callable[[int, int, int, int, float, int, int], int]) -> None:  # fmt: skip
     """`_replay`'s pass over the ops in graph order: each op's reads (`Reads`' int arrays
     `producer`, `output`, `offsets`; a copy where its input is on another device: `copy_of`;
-    each op's first home slot and each home slot's last step are int arrays too),
-    its end on its device, a print's forwarded slots. Its loops run on C integers and doubles
+    each op's device, first home slot and each home slot's last step are int arrays too),
+    its end on its device and the device's busy seconds (float64 arrays, as `seconds`: added
+    in graph order), a print's forwarded slots. Its loops run on C integers and doubles
     where compiled, over the arrays' memory (estimate.pxd)."""
     n, homes = len(dev), len(home_size)  # slots from `homes` on are copies
     op = 0  # counters: compiled, C integers
     while op < n:
         d, ready, printing = dev[op], 0.0, is_print[op]
-        read = []
+        read: Any = [] if printing else None  # a print's forwarded slots
         r, stop = offsets[op], offsets[op + 1]
         while r < stop:
             p, k = producer[r], output[r]
@@ -268,28 +285,49 @@ def _steps(dev: Sequence[int], producer: Any, output: Any, offsets: Any,
                 read.append((slot, source, there))
         end = free_at[d]
         done[op] = free_at[d] = (end if end > ready else ready) + seconds[op]
+        busy[d] += seconds[op]
         if printing:
             forwarded[op] = read
         op += 1
 
 
-def _slot_peaks(dev: Sequence[int], devices: int, owner: Any, home_size: list[int],
+def _home_sizes(sizes: Any) -> tuple[list[int], Any]:
+    """Every op's rounded output sizes (`Flat.sizes`, a tuple per op) in one list, op by op:
+    the home slots' sizes; and each op's number of them (an int array). In a C loop over the
+    tuples where compiled (estimate.pxd): no iterator per op, as `chain` makes."""
+    n = len(sizes)
+    width = np.empty(n, np.intp)
+    count = width  # a view of its memory where compiled
+    out: list[int] = []
+    j = 0
+    while j < n:
+        mine = sizes[j]
+        count[j] = len(mine)
+        for size in mine:
+            out.append(size)
+        j += 1
+    return out, width
+
+
+def _slot_peaks(dev: Any, devices: int, owner: Any, home_size: list[int],
                 home_last: Any, copies: list[list[Any]]) -> list[int]:  # fmt: skip
-    """`_peaks` of `_replay`'s slots (the home slots' ops `owner` and last steps `home_last`
-    as int arrays): at each step its device holds what it allocated up to that step less what
-    was freed before it (after each slot's last step). A slot is allocated on the device of
-    its step (a home slot on its op's, a copy on its reader's). In int64 arrays when the
-    sizes' total fits one (`_held_peaks`), else as `_peak_counts` counts (Python's integers)."""
+    """`_peaks` of `_replay`'s slots (each step's device `dev`, the home slots' ops `owner`
+    and last steps `home_last`, as int arrays): at each step its device holds what it
+    allocated up to that step less what was freed before it (after each slot's last step). A
+    slot is allocated on the device of its step (a home slot on its op's, a copy on its
+    reader's). In int64 arrays when the sizes' total fits one (`_held_peaks`), else as
+    `_peak_counts` counts (Python's integers)."""
     sizes = home_size + [c[1] for c in copies]
     steps = [owner, int_array([c[2] for c in copies])]
     lasts = [home_last, int_array([c[3] for c in copies])]
     step, last = np.concatenate(steps), np.concatenate(lasts)
     if sum(sizes) >= 1 << 62:
-        slots = [Slot(dev[s], size, s, e, 0.0)
+        on = dev.tolist()
+        slots = [Slot(on[s], size, s, e, 0.0)
                  for size, s, e in zip(sizes, step.tolist(), last.tolist(), strict=True)]  # fmt: skip
-        return _peak_counts(slots, dev, devices)
+        return _peak_counts(slots, on, devices)
     size = int_array(sizes).astype(np.int64, copy=False)  # (intp is int64 here)
-    return _held_peaks(int_array(dev), devices, step, last, size)
+    return _held_peaks(dev, devices, step, last, size)
 
 
 def _held_peaks(where: Any, devices: Any, step: Any, last: Any, size: Any) -> list[int]:

@@ -32,6 +32,7 @@ from ..devices.names import DeviceSpec, placer_spec
 from ..errors import BadInput
 from ..graph.model import DTYPES, Graph, Op, OpMeta, TensorSpec, Wiring
 from ..units import allocation_size
+from .arrays import float_array
 from .cost import counted_flops_of, output_rate
 from .model import Placement
 from .tf import generator_flags, kernels_of, tf_type_of
@@ -99,9 +100,9 @@ class Flat:
     def cost_arrays(self) -> tuple[Any, Any]:
         """`flops` and `nbytes` as float64 arrays (an int converted as `int / float` does),
         built on first use: the estimate's op times and the lower bounds' fastest times both
-        work over them (`baselines.times_on`), and the strategies never read them."""
-        n = len(self.names)
-        return np.fromiter(self.flops, np.float64, n), np.fromiter(self.nbytes, np.float64, n)
+        work over them (`baselines.times_on`), and the strategies never read them. In C
+        loops where compiled (`arrays.float_array`), not numpy's conversion of each item."""
+        return float_array(self.flops), float_array(self.nbytes)
 
     @cached_property
     def first_reader(self) -> tuple[int, ...]:
