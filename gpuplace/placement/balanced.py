@@ -20,13 +20,15 @@ keep its decision, colocation groups move together, and a generator (constant, v
 no request is decided with its first consumer, which it follows as TF's heuristic A would. Last,
 if the spread is estimated slower than TensorFlow's own placement and that fits, TF's is kept,
 so the strategy is never worse than TF's placement where that fits (TF's is simulated only when
-the seconds of the ops on its busiest device leave it a chance, `_faster_alone`).
+the seconds of the ops on its busiest device leave it a chance and its variables fit every
+device, `_faster_alone`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from itertools import compress
 from operator import itemgetter
 
 from ..devices.cluster import short_name, split_device
@@ -585,17 +587,33 @@ def _faster_alone(flat: Flat, tf: Placement, models: Sequence[DeviceModel], link
     every device, else None. Not simulated when it cannot be faster: each device runs its ops
     one after another, so no op ends before the sum of its device's op times so far (summed
     in graph order, as `simulate` adds them: rounding is monotonic, so the float sum is never
-    above the device's end), and a sum at or above `spread`'s makespan settles it. `times`:
-    each op's seconds on each device (`work_times`)."""
+    above the device's end), and a sum at or above `spread`'s makespan settles it. Nor when
+    it cannot fit (`_outlive_a_limit`). `times`: each op's seconds on each device
+    (`work_times`)."""
     dev = device_index(tf, flat, models)
     busy = [0.0] * len(models)
     for seconds, device in zip(times, dev, strict=True):
         busy[device] += seconds[device]
-    if max(busy, default=0.0) >= spread.makespan:
+    if max(busy, default=0.0) >= spread.makespan or _outlive_a_limit(flat, dev, models):
         return None
     alone = simulate(flat, dev, models, link, network)
     fits = all(m.memory_limit is None or alone.peak[m.name] <= m.memory_limit for m in models)
     return alone if alone.makespan < spread.makespan and fits else None
+
+
+def _outlive_a_limit(flat: Flat, dev: Sequence[int], models: Sequence[DeviceModel]) -> bool:
+    """Whether the outputs of resident ops (variables) on some device, op i on `dev[i]`,
+    exceed its limit: the estimate frees them only after the last step, so a device's peak
+    holds them all, and that placement cannot fit (a 1,000,000-op chain's variables on
+    GPU:0, TF's placement, overflow it: no need to simulate it to find out)."""
+    held = [0] * len(models)
+    sizes = flat.sizes
+    for op in compress(range(len(dev)), flat.resident):
+        held[dev[op]] += sum(sizes[op])
+    return any(
+        m.memory_limit is not None and kept > m.memory_limit
+        for m, kept in zip(models, held, strict=True)
+    )
 
 
 def _kept(flat: Flat, tf: Placement, groups: list[int], free: dict[int, tuple[int, ...]],

@@ -76,6 +76,50 @@ def test_tensorflow_placement_is_simulated_only_when_it_could_be_faster(
     assert found == (alone if alone.makespan < spread.makespan and fits else None)
 
 
+def _with_variables(n: int, seed: int, size: int = 256) -> Graph:
+    """`_random_dag(n, size, seed)` whose tanh ops multiply by a weight variable of their own
+    instead (kept to the end)."""
+    ops, spec = [], (TensorSpec((size, size)),)
+    for op in _random_dag(n, size, seed).ops:
+        if op.type == "tanh":
+            ops.append(Op(f"w_{op.name}", "variable", (), outputs=spec))
+            op = Op(op.name, "matmul", (*op.inputs, TensorRef(ops[-1].name)), outputs=spec)
+        ops.append(op)
+    return Graph(ops=tuple(ops), fetch=(TensorRef(ops[-1].name),))
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(0, 50), st.integers(1, 3), st.integers(1, 40), st.sampled_from((0.5, 2.0)))
+def test_tensorflow_placement_whose_variables_overflow_a_device_is_not_simulated(
+    seed: int, gpus: int, weights: int, factor: float
+) -> None:
+    # TF's placement keeps every variable on GPU:0 to the end: past the limit, it cannot fit
+    # (`_outlive_a_limit`), and `_faster_alone` says None without simulating it; else it
+    # answers as the simulation does
+    g = _with_variables(60, seed)
+    limit = weights * 256 * 256 * 4  # room for `weights` of the variables and nothing else
+    devices = models(gpus, limit)
+    gpu_models, cpu = split_devices(devices)
+    ordered = [*gpu_models, cpu]
+    flat, tf = flatten(g), place(g, gpus)
+    dev = device_index(tf, flat, ordered)
+    alone = simulate(flat, dev, ordered, LINK)
+    spread = alone._replace(makespan=alone.makespan * factor)
+    fits = all(m.memory_limit is None or alone.peak[m.name] <= m.memory_limit for m in ordered)
+    held = sum(sum(flat.sizes[op]) for op, kept in enumerate(flat.resident) if kept)
+    times = work_times(flat.flops, flat.nbytes, ordered)
+    simulated = []
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(balanced, "simulate", lambda *args: simulated.append(1) or simulate(*args))
+        found = balanced._faster_alone(flat, tf, ordered, LINK, times, spread)
+    assert found == (alone if alone.makespan < spread.makespan and fits else None)
+    assert held > 0 and {dev[op] for op, kept in enumerate(flat.resident) if kept} == {0}
+    if held > limit:
+        assert not simulated
+    elif factor > 1:  # its ops' seconds leave it a chance (`busy`): simulated
+        assert simulated == [1]
+
+
 def _given_up(monkeypatch: pytest.MonkeyPatch) -> list[float]:
     """The weights of the passes given up from now on (`_Balancer.run` returned None)."""
     given_up: list[float] = []
