@@ -11,7 +11,7 @@ what `cost.py` says, each device runs its ops in graph order, copies use the lin
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, MutableMapping, MutableSequence, Sequence
+from collections.abc import Callable, Iterable, Mapping, MutableMapping, MutableSequence, Sequence
 from itertools import chain
 from operator import attrgetter
 from typing import Any, NamedTuple
@@ -34,7 +34,7 @@ from .baselines import (
 from .cost import DeviceModel, LinkModel, copy_time, split_devices, work_time
 from .flat import Flat, flatten
 from .links import Link, transfer
-from .model import Placement
+from .model import Decision, Placement
 from .timeline import Network, Slot, Timeline
 
 _LAST = attrgetter("last")
@@ -100,11 +100,24 @@ def _copies(timeline: Timeline, flat: Flat, devices: int) -> tuple[list[int], ..
 
 def device_index(placement: Placement, flat: Flat, models: Sequence[DeviceModel]) -> list[int]:
     """Each op's device as an index into `models`."""
+    try:
+        return devices_of(placement.in_order(flat.names), models)
+    except KeyError as err:  # an op the placement lacks
+        raise _lacking(err) from None
+
+
+def devices_of(decisions: Iterable[Decision], models: Sequence[DeviceModel]) -> list[int]:
+    """The device of each of `decisions` as an index into `models` (`device_index` of a
+    placement's decisions already walked in graph order)."""
     index = {m.name: i for i, m in enumerate(models)}
     try:
-        return list(map(index.__getitem__, map(_DEVICE, placement.in_order(flat.names))))
+        return list(map(index.__getitem__, map(_DEVICE, decisions)))
     except KeyError as err:
-        raise BadInput(f"the placement names a device or op the models lack: {err}") from None
+        raise _lacking(err) from None
+
+
+def _lacking(err: KeyError) -> BadInput:
+    return BadInput(f"the placement names a device or op the models lack: {err}")
 
 
 def simulate(flat: Flat, dev: Sequence[int], models: Sequence[DeviceModel],

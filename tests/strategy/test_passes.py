@@ -72,7 +72,7 @@ def test_tensorflow_placement_is_simulated_only_when_it_could_be_faster(
     spread = alone._replace(makespan=alone.makespan * factor)
     fits = all(m.memory_limit is None or alone.peak[m.name] <= m.memory_limit for m in ordered)
     times = work_times(flat.flops, flat.nbytes, ordered)
-    found = balanced._faster_alone(flat, tf, ordered, LINK, times, spread)
+    found = balanced._faster_alone(flat, dev, ordered, LINK, times, spread)
     assert found == (alone if alone.makespan < spread.makespan and fits else None)
 
 
@@ -111,7 +111,7 @@ def test_tensorflow_placement_whose_variables_overflow_a_device_is_not_simulated
     simulated = []
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(balanced, "simulate", lambda *args: simulated.append(1) or simulate(*args))
-        found = balanced._faster_alone(flat, tf, ordered, LINK, times, spread)
+        found = balanced._faster_alone(flat, dev, ordered, LINK, times, spread)
     assert found == (alone if alone.makespan < spread.makespan and fits else None)
     assert held > 0 and {dev[op] for op, kept in enumerate(flat.resident) if kept} == {0}
     if held > limit:
