@@ -20,14 +20,17 @@ keep its decision, colocation groups move together, and a generator (constant, v
 no request is decided with its first consumer, which it follows as TF's heuristic A would. Last,
 if the spread is estimated slower than TensorFlow's own placement and that fits, TF's is kept,
 so the strategy is never worse than TF's placement where that fits (TF's is simulated only when
-the seconds of the ops on its busiest device leave it a chance, `_faster_alone`).
+the seconds of the ops on its busiest device leave it a chance and its variables fit every
+device, `_faster_alone`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from itertools import compress
 from operator import itemgetter
+from typing import NamedTuple
 
 from ..devices.cluster import short_name, split_device
 from ..devices.names import placer_spec
@@ -37,7 +40,7 @@ from ..graph.model import Graph, OpMeta
 from ..units import device_memory
 from . import place
 from .cost import DeviceModel, LinkModel, copy_time, split_devices, work_times
-from .estimate import Estimate, Judged, device_index, judge, simulate
+from .estimate import Estimate, Judged, devices_of, judge, simulate
 from .flat import Flat, default_meta, flatten, free_groups
 from .links import Link, walk
 from .model import Decision, NoFit, Placement
@@ -55,6 +58,22 @@ _LONG, _MARKS, _BEHIND = 20_000, 20, 3
 PendingCopy = tuple[int, float, float]  # (source device, ready, seconds) of a copy to plan
 Read = tuple[int, int, Slot | None]  # (producer, output, slot read): see _Balancer._reads
 Tensor = tuple[int, float, int, int, float]  # see _Balancer._tensors
+
+
+class TFWalk(NamedTuple):
+    """TensorFlow's placement as the passes and `_faster_alone` read it, walked once for all
+    of them (each walk builds and compares a list of the graph's names: five walks took 0.3 s
+    at 1,000,000 ops): its decisions in graph order, no lookup by name, and each op's device
+    as an index into the models."""
+
+    decisions: list[Decision]
+    device: list[int]
+
+
+def tf_walk(tf: Placement, flat: Flat, models: Sequence[DeviceModel]) -> TFWalk:
+    """`tf`'s decisions of `flat`'s ops, in graph order, and their devices in `models`."""
+    decisions = tf.in_order(flat.names)
+    return TFWalk(decisions, devices_of(decisions, models))
 
 
 def _cpu_allowed(flat: Flat, op: int) -> bool:
@@ -92,7 +111,7 @@ class _Balancer:
     placed, every byte-step charged to `occupancy`, which the memory check reads."""
 
     def __init__(self, flat: Flat, models: Sequence[DeviceModel], link: LinkModel,
-                 tf: Placement, groups: list[int], free: dict[int, tuple[int, ...]],
+                 tf: TFWalk, groups: list[int], free: dict[int, tuple[int, ...]],
                  times: Sequence[Sequence[float]], weight: float = 1.0,
                  network: Network | None = None) -> None:  # fmt: skip
         ops = len(flat.names)
@@ -102,8 +121,7 @@ class _Balancer:
         # the GPUs, and the CPU:0 of each task (one on one host; across hosts, one per task)
         self.gpus = tuple(i for i, m in enumerate(models) if m.kind == "GPU")
         self.cpus = frozenset(i for i, m in enumerate(models) if m.kind == "CPU")
-        self.tf = tf.in_order(flat.names)  # a walk of its decisions, no lookup by name
-        self.tf_device = device_index(tf, flat, models)
+        self.tf, self.tf_device = tf  # walked once for every pass (`TFWalk`)
         self.groups, self.free = groups, free
         self.occupancy = Occupancy([d.memory_limit for d in models], ops)
         self.timeline = Timeline(flat, len(models), link, self.occupancy, network)
@@ -112,7 +130,7 @@ class _Balancer:
         self.marks: list[float] = []  # the makespan so far at every _MARKSth of the ops (`run`)
         self.decisions: list[Decision | None] = [None] * ops
         self.reasons: dict[tuple[int, tuple[int, ...], str], Decision] = {}
-        size = dict.fromkeys(groups, 0)
+        size = [0] * ops  # ops in each group, by its root (an op)
         for root in groups:
             size[root] += 1
         every_gpu = self.gpus
@@ -499,7 +517,7 @@ def _serial(draft: Draft) -> float:
     return (max(draft.start, draft.ready, latest) + draft.seconds) * (1 - 1e-9)
 
 
-def _best_pass(flat: Flat, models: Sequence[DeviceModel], link: LinkModel, tf: Placement,
+def _best_pass(flat: Flat, models: Sequence[DeviceModel], link: LinkModel, tf: TFWalk,
                groups: list[int], free: dict[int, tuple[int, ...]],
                times: Sequence[Sequence[float]],
                network: Network | None = None) -> tuple[list[Decision], Estimate]:  # fmt: skip
@@ -564,11 +582,12 @@ def place_balanced(
             flat = footprint(base)
         groups, free = free_groups(flat, tf, len(gpus))
         times = work_times(flat.flops, flat.nbytes, models)
-        decisions, spread = _best_pass(flat, models, link, tf, groups, free, times)
+        walk = tf_walk(tf, flat, models)
+        decisions, spread = _best_pass(flat, models, link, walk, groups, free, times)
         chosen = spread
-        alone = _faster_alone(flat, tf, models, link, times, spread) if free else None
+        alone = _faster_alone(flat, walk.device, models, link, times, spread) if free else None
         if alone is not None:  # TF's own placement is faster and fits
-            decisions = _kept(flat, tf, groups, free, alone.makespan, spread.makespan)
+            decisions = _kept(walk.decisions, groups, free, alone.makespan, spread.makespan)
             chosen = alone
         by_name = dict(zip(flat.names, decisions, strict=True))
     soft = allow_soft_placement  # judged only with the op registry, as `plan` estimates it
@@ -578,36 +597,50 @@ def place_balanced(
     return Placement(by_name, tf.devices, judged=judged)
 
 
-def _faster_alone(flat: Flat, tf: Placement, models: Sequence[DeviceModel], link: LinkModel,
-                  times: Sequence[Sequence[float]], spread: Estimate,
+def _faster_alone(flat: Flat, dev: Sequence[int], models: Sequence[DeviceModel],
+                  link: LinkModel, times: Sequence[Sequence[float]], spread: Estimate,
                   network: Network | None = None) -> Estimate | None:  # fmt: skip
-    """The estimate of TensorFlow's own placement when it is faster than `spread` and fits
-    every device, else None. Not simulated when it cannot be faster: each device runs its ops
+    """The estimate of TensorFlow's own placement (op i on `dev[i]`) when it is faster than
+    `spread` and fits every device, else None. Not simulated when it cannot be faster: each device runs its ops
     one after another, so no op ends before the sum of its device's op times so far (summed
     in graph order, as `simulate` adds them: rounding is monotonic, so the float sum is never
-    above the device's end), and a sum at or above `spread`'s makespan settles it. `times`:
-    each op's seconds on each device (`work_times`)."""
-    dev = device_index(tf, flat, models)
+    above the device's end), and a sum at or above `spread`'s makespan settles it. Nor when
+    it cannot fit (`_outlive_a_limit`). `times`: each op's seconds on each device
+    (`work_times`)."""
     busy = [0.0] * len(models)
     for seconds, device in zip(times, dev, strict=True):
         busy[device] += seconds[device]
-    if max(busy, default=0.0) >= spread.makespan:
+    if max(busy, default=0.0) >= spread.makespan or _outlive_a_limit(flat, dev, models):
         return None
     alone = simulate(flat, dev, models, link, network)
     fits = all(m.memory_limit is None or alone.peak[m.name] <= m.memory_limit for m in models)
     return alone if alone.makespan < spread.makespan and fits else None
 
 
-def _kept(flat: Flat, tf: Placement, groups: list[int], free: dict[int, tuple[int, ...]],
+def _outlive_a_limit(flat: Flat, dev: Sequence[int], models: Sequence[DeviceModel]) -> bool:
+    """Whether the outputs of resident ops (variables) on some device, op i on `dev[i]`,
+    exceed its limit: the estimate frees them only after the last step, so a device's peak
+    holds them all, and that placement cannot fit (a 1,000,000-op chain's variables on
+    GPU:0, TF's placement, overflow it: no need to simulate it to find out)."""
+    held = [0] * len(models)
+    sizes = flat.sizes
+    for op in compress(range(len(dev)), flat.resident):
+        held[dev[op]] += sum(sizes[op])
+    return any(
+        m.memory_limit is not None and kept > m.memory_limit
+        for m, kept in zip(models, held, strict=True)
+    )
+
+
+def _kept(tf: Sequence[Decision], groups: list[int], free: dict[int, tuple[int, ...]],
           alone: float, spread: float) -> list[Decision]:  # fmt: skip
-    """TensorFlow's placement, each free op saying why the spread was not kept (colocated
-    ops keep TF's reason: their group moved with its first op)."""
+    """TensorFlow's placement (its decisions in graph order), each free op saying why the
+    spread was not kept (colocated ops keep TF's reason: their group moved with its first op)."""
     why = (
         f"balanced: spreading was estimated slower ({spread * 1e3:.3g} ms vs {alone * 1e3:.3g} ms)"
     )
     out, made = [], dict[str, Decision]()
-    for op, name in enumerate(flat.names):
-        decision = tf.decisions[name]
+    for op, decision in enumerate(tf):
         if groups[op] in free and decision.kind != "colocated":
             device = decision.device
             decision = made.get(device) or made.setdefault(
@@ -634,9 +667,11 @@ def place_balanced_cluster(
         flat = flatten(graph)
         groups, free = free_groups(flat, tf, len(gpu_tasks), gpu_tasks)
         times = work_times(flat.flops, flat.nbytes, models)
-        decisions, spread = _best_pass(flat, models, link, tf, groups, free, times, route)
-        alone = _faster_alone(flat, tf, models, link, times, spread, route) if free else None
+        walk = tf_walk(tf, flat, models)
+        decisions, spread = _best_pass(flat, models, link, walk, groups, free, times, route)
+        dev = walk.device
+        alone = _faster_alone(flat, dev, models, link, times, spread, route) if free else None
         if alone is not None:
-            decisions = _kept(flat, tf, groups, free, alone.makespan, spread.makespan)
+            decisions = _kept(walk.decisions, groups, free, alone.makespan, spread.makespan)
         by_name = dict(zip(flat.names, decisions, strict=True))
     return Placement(by_name, tf.devices)

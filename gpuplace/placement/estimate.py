@@ -34,7 +34,7 @@ from .baselines import (
 from .cost import DeviceModel, LinkModel, copy_time, split_devices, work_time
 from .flat import Flat, flatten
 from .links import Link, transfer
-from .model import Placement
+from .model import Decision, Placement
 from .timeline import Network, Slot, Timeline
 
 _LAST = attrgetter("last")
@@ -99,12 +99,25 @@ def _copies(timeline: Timeline, flat: Flat, devices: int) -> tuple[list[int], ..
 
 def device_index(placement: Placement, flat: Flat, models: Sequence[DeviceModel]) -> list[int]:
     """Each op's device as an index into `models`."""
+    try:
+        return devices_of(placement.in_order(flat.names), models)
+    except KeyError as err:  # an op the placement lacks
+        raise _lacking(err) from None
+
+
+def devices_of(decisions: list[Decision], models: Sequence[DeviceModel]) -> list[int]:
+    """The device of each of `decisions` as an index into `models` (`device_index` of a
+    placement's decisions already walked in graph order)."""
     index = {m.name: i for i, m in enumerate(models)}
     try:
-        found: list[int] = _indices(placement.in_order(flat.names), index).tolist()
+        found: list[int] = _indices(decisions, index).tolist()
     except KeyError as err:
-        raise BadInput(f"the placement names a device or op the models lack: {err}") from None
+        raise _lacking(err) from None
     return found
+
+
+def _lacking(err: KeyError) -> BadInput:
+    return BadInput(f"the placement names a device or op the models lack: {err}")
 
 
 def _indices(decided: Any, index: Any) -> Any:

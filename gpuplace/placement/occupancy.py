@@ -15,7 +15,9 @@ tensors still wait in the list, `high` growing by their sizes from the row's pea
 check needs the row again (or 4,096 wait): then they are added at once (`Steps.merge`), over
 the blocks they cover (the steps being placed: a merge costs what it adds, not the row's length,
 so the work stays linear in the steps), or one by one where they are too few for that to pay.
-A device far under its limit thus pays a list append per tensor, not the row's upkeep.
+Long-lived tensors (variables live to the end) are merged by their whole blocks and their two
+end pieces, many at a time. A device far under its limit thus pays a list append per tensor,
+not the row's upkeep.
 """
 
 from __future__ import annotations
@@ -27,7 +29,8 @@ import numpy as np
 
 BLOCK = 512  # steps per block of a device's row (`Steps`)
 _BULK = 1024  # n steps are rebuilt rather than added to span by span above n / _BULK spans
-_FAR = 4 * BLOCK  # a pending tensor living more steps is added on its own (`Steps.merge`)
+_FAR = 4 * BLOCK  # a pending tensor living more steps is merged by blocks (`Steps._add_far`)
+_FEW = 8  # at most this many such tensors are added one by one (`Steps.add`), not at once
 _HELD = 3 * 4096  # at most this many numbers wait for a device's row once it has one
 
 
@@ -64,15 +67,15 @@ class Steps:
         return int(self.top[b0 : b1 + 1].max())
 
     def merge(self, spans: np.ndarray) -> None:
-        """Add every (lo, hi, size) row of `spans`: those living over `_FAR` steps one by one
-        (`add`), the others at once, the blocks they cover rebuilt (O(steps covered)), or one
-        by one when they are at most 1 / `_BULK` of those steps. Tensors pending together come
-        from the ops being placed, so the blocks they cover are a few, not the row: rebuilding
-        the whole row at every merge made a row of 1,000,000 steps cost quadratic time."""
+        """Add every (lo, hi, size) row of `spans`: those living over `_FAR` steps by their
+        blocks (`_add_far`), the others at once, the blocks they cover rebuilt (O(steps
+        covered)), or one by one when they are at most 1 / `_BULK` of those steps. Tensors
+        pending together come from the ops being placed, so the blocks they cover are a few,
+        not the row: rebuilding the whole row at every merge made a row of 1,000,000 steps
+        cost quadratic time."""
         far = spans[:, 1] - spans[:, 0] > _FAR
         if far.any():
-            for lo, hi, size in spans[far].tolist():
-                self.add(lo, hi, size)
+            self._add_far(spans[far])
             spans = spans[~far]
         if not len(spans):
             return
@@ -89,6 +92,45 @@ class Steps:
         row += _sums(spans - np.array([first, first, 0]), end - first)
         lazy[b0:b1] = 0
         self.top[b0:b1] = np.maximum.reduceat(row, np.arange(0, end - first, BLOCK))
+
+    def _add_far(self, spans: np.ndarray) -> None:
+        """Add the (lo, hi, size) rows of `spans`, long-lived tensors: one by one (`add`) when
+        at most `_FEW`, else at once: over the whole blocks between their ends as pending adds
+        (a difference array over the blocks), and their end pieces, each within a block, block
+        by block (`_add_pieces`). One by one, each costs a few array operations: a million-op
+        chain's variables, which live to the end, cost more than their placement did."""
+        if len(spans) <= _FEW:
+            for lo, hi, size in spans.tolist():
+                self.add(lo, hi, size)
+            return
+        lo, hi, size = spans[:, 0], spans[:, 1], spans[:, 2]
+        b0, b1 = lo // BLOCK, hi // BLOCK
+        split = b0 < b1  # the others lie within a block: a piece already
+        change = np.zeros(len(self.lazy) + 1, dtype=np.int64)  # what starts or ends at a block
+        np.add.at(change, b0[split] + 1, size[split])
+        np.add.at(change, b1[split], -size[split])  # nothing when b1 = b0 + 1: no whole block
+        whole = np.cumsum(change[:-1])
+        self.lazy += whole
+        self.top += whole
+        heads = np.column_stack((lo[split], (b0[split] + 1) * BLOCK - 1, size[split]))
+        tails = np.column_stack((b1[split] * BLOCK, hi[split], size[split]))
+        self._add_pieces(np.concatenate((spans[~split], heads, tails)))
+
+    def _add_pieces(self, spans: np.ndarray) -> None:
+        """Add the (lo, hi, size) rows of `spans`, each within one block: the blocks they touch
+        gathered into a table of steps, each block's sum of them worked out in one pass, its
+        steps and maximum updated; O(blocks touched x BLOCK), whatever their number."""
+        steps = len(self.base)
+        blocks, k = np.unique(spans[:, 0] // BLOCK, return_inverse=True)
+        first = blocks * BLOCK
+        change = np.zeros((len(blocks), BLOCK + 1), dtype=np.int64)
+        np.add.at(change, (k, spans[:, 0] - first[k]), spans[:, 2])
+        np.add.at(change, (k, spans[:, 1] + 1 - first[k]), -spans[:, 2])
+        where = first[:, None] + np.arange(BLOCK)  # the steps of each block touched
+        inside = where < steps  # the row's last block may be short
+        where = np.minimum(where, steps - 1)  # read: the short block's last step again
+        self.base[where[inside]] += np.cumsum(change[:, :BLOCK], axis=1)[inside]
+        self.top[blocks] = self.base[where].max(axis=1) + self.lazy[blocks]
 
     def peak(self, lo: int, hi: int) -> int:
         """The most bytes in use at any step of lo..hi."""

@@ -11,12 +11,20 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from gpuplace.devices.names import full_name
+from gpuplace.errors import BadInput
 from gpuplace.execute.backends import NumpyBackend
 from gpuplace.execute.executor import execute
 from gpuplace.graph import Graph, Op, TensorRef, TensorSpec, get_op, loads
 from gpuplace.placement import place
 from gpuplace.placement.cost import LinkModel
-from gpuplace.placement.estimate import estimate, lower_bounds, round_robin
+from gpuplace.placement.estimate import (
+    device_index,
+    devices_of,
+    estimate,
+    lower_bounds,
+    round_robin,
+)
+from gpuplace.placement.flat import flatten
 from gpuplace.placement.model import Decision, Placement
 from tests.strategy.helpers import CPU0, LINK, gpu, models, where
 
@@ -211,3 +219,21 @@ def test_estimate_names_every_device_of_the_models() -> None:
     g = loads(THREE)
     e = estimate(g, place(g, 2), models(4), LINK)
     assert set(e.peak) == {full_name("GPU", i) for i in range(4)} | {CPU0}
+
+
+def test_a_placement_of_another_graph_or_machine_is_refused_in_words() -> None:
+    """`device_index` (and `devices_of`, on decisions already in graph order) refuse a
+    placement that lacks an op of the graph or names a device the models lack."""
+    g = loads(THREE)
+    flat, p = flatten(g), place(g, 2)
+    assert device_index(p, flat, models(2)) == devices_of(p.in_order(flat.names), models(2))
+    assert device_index(p, flat, models(2)) == [0, 1, 0]
+    lacking = Placement({"a": p.decisions["a"]}, p.devices)
+    with pytest.raises(BadInput, match="device or op the models lack: 'b'"):
+        device_index(lacking, flat, models(2))
+    other = Decision(full_name("GPU", 5), "explicit", "")
+    moved = Placement({**p.decisions, "c": other}, p.devices)
+    with pytest.raises(BadInput, match=r"device or op the models lack: .*GPU:5"):
+        device_index(moved, flat, models(2))
+    with pytest.raises(BadInput, match=r"device or op the models lack: .*GPU:5"):
+        devices_of([other], models(2))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Sequence
+from typing import Any, NamedTuple
 
 import pytest
 from hypothesis import given, settings
@@ -13,7 +14,7 @@ from gpuplace.graph import Graph, Op, TensorRef, TensorSpec
 from gpuplace.placement import balanced, place
 from gpuplace.placement.balanced import place_balanced
 from gpuplace.placement.cost import split_devices, work_times
-from gpuplace.placement.estimate import device_index, estimate, simulate
+from gpuplace.placement.estimate import Estimate, device_index, estimate, simulate
 from gpuplace.placement.flat import flatten
 from gpuplace.placement.model import Decision
 from gpuplace.units import MiB
@@ -63,17 +64,64 @@ def test_tensorflow_placement_is_simulated_only_when_it_could_be_faster(
     # `_faster_alone` skips the simulation when the ops' seconds on TF's device already reach
     # the spread's makespan; its answer is always the simulation's: TF's estimate when it is
     # faster than the spread and fits, else None (spreads within a hair of TF's makespan too)
-    g, devices = _random_dag(n=40, seed=seed), models(gpus, limit)
-    gpu_models, cpu = split_devices(devices)
+    case = _alone_case(_random_dag(n=40, seed=seed), gpus, limit, factor)
+    assert balanced._faster_alone(*case.arguments) == case.expected
+
+
+class _AloneCase(NamedTuple):
+    """`_faster_alone`'s arguments for TF's placement of a graph against a spread `factor`
+    times its makespan, and the answer of the rule written out (`expected`)."""
+
+    arguments: tuple[Any, ...]  # flat, TF's device per op, models, link, times, spread
+    expected: Estimate | None
+
+
+def _alone_case(g: Graph, gpus: int, limit: int | None, factor: float) -> _AloneCase:
+    gpu_models, cpu = split_devices(models(gpus, limit))
     ordered = [*gpu_models, cpu]
-    flat, tf = flatten(g), place(g, gpus)
-    dev = device_index(tf, flat, ordered)
+    flat = flatten(g)
+    dev = device_index(place(g, gpus), flat, ordered)
     alone = simulate(flat, dev, ordered, LINK)
     spread = alone._replace(makespan=alone.makespan * factor)
     fits = all(m.memory_limit is None or alone.peak[m.name] <= m.memory_limit for m in ordered)
     times = work_times(flat.flops, flat.nbytes, ordered)
-    found = balanced._faster_alone(flat, tf, ordered, LINK, times, spread)
-    assert found == (alone if alone.makespan < spread.makespan and fits else None)
+    expected = alone if alone.makespan < spread.makespan and fits else None
+    return _AloneCase((flat, dev, ordered, LINK, times, spread), expected)
+
+
+def _with_variables(n: int, seed: int, size: int = 256) -> Graph:
+    """`_random_dag(n, size, seed)` whose tanh ops multiply by a weight variable of their own
+    instead (kept to the end)."""
+    ops, spec = [], (TensorSpec((size, size)),)
+    for op in _random_dag(n, size, seed).ops:
+        if op.type == "tanh":
+            ops.append(Op(f"w_{op.name}", "variable", (), outputs=spec))
+            op = Op(op.name, "matmul", (*op.inputs, TensorRef(ops[-1].name)), outputs=spec)
+        ops.append(op)
+    return Graph(ops=tuple(ops), fetch=(TensorRef(ops[-1].name),))
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(0, 50), st.integers(1, 3), st.integers(1, 40), st.sampled_from((0.5, 2.0)))
+def test_tensorflow_placement_whose_variables_overflow_a_device_is_not_simulated(
+    seed: int, gpus: int, weights: int, factor: float
+) -> None:
+    # TF's placement keeps every variable on GPU:0 to the end: past the limit, it cannot fit
+    # (`_outlive_a_limit`), and `_faster_alone` says None without simulating it; else it
+    # answers as the simulation does
+    limit = weights * 256 * 256 * 4  # room for `weights` of the variables and nothing else
+    case = _alone_case(_with_variables(60, seed), gpus, limit, factor)
+    flat, dev = case.arguments[:2]
+    held = sum(sum(flat.sizes[op]) for op, kept in enumerate(flat.resident) if kept)
+    simulated = []
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(balanced, "simulate", lambda *args: simulated.append(1) or simulate(*args))
+        assert balanced._faster_alone(*case.arguments) == case.expected
+    assert held > 0 and {dev[op] for op, kept in enumerate(flat.resident) if kept} == {0}
+    if held > limit:
+        assert not simulated
+    elif factor > 1:  # its ops' seconds leave it a chance (`busy`): simulated
+        assert simulated == [1]
 
 
 def _given_up(monkeypatch: pytest.MonkeyPatch) -> list[float]:

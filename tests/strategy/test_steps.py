@@ -48,7 +48,8 @@ def test_a_tensor_to_the_end_touches_a_number_per_block_not_every_step() -> None
 
 @settings(max_examples=200, deadline=None)
 @given(st.sampled_from([1, 4, 512]), st.sampled_from([1, 8, 10**6]), st.sampled_from([3, 12, 10**9]),
-       st.sampled_from([0, 5, 10**6]), st.integers(1, 100), st.integers(0, 2**42),
+       st.sampled_from([0, 5, 10**6]), st.sampled_from([0, 2, 10**6]), st.integers(1, 100),
+       st.integers(0, 2**42),
        st.lists(st.one_of(spans, st.tuples(st.integers(0, 99), st.integers(0, 99))),
                 max_size=60))  # fmt: skip
 def test_occupancy_answers_as_a_plain_row_whenever_its_pending_tensors_are_merged(
@@ -56,19 +57,21 @@ def test_occupancy_answers_as_a_plain_row_whenever_its_pending_tensors_are_merge
     bulk: int,
     held: int,
     far: int,
+    few: int,
     steps: int,
     limit: int,
     calls: list[tuple[int, ...]],
 ) -> None:
     """Adds and checks interleaved: tensors pending while the device is under its limit (at
     most `_HELD` numbers), then merged one by one or all at once over the blocks they cover
-    (`_BULK`), long-lived ones on their own (`_FAR`): every peak, room and fit is the plain
-    row's."""
+    (`_BULK`), long-lived ones (`_FAR`) one by one or by their blocks (`_FEW`): every peak,
+    room and fit is the plain row's."""
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(occupancy, "BLOCK", block)
         patch.setattr(occupancy, "_BULK", bulk)
         patch.setattr(occupancy, "_HELD", held)
         patch.setattr(occupancy, "_FAR", far)
+        patch.setattr(occupancy, "_FEW", few)
         occupied, plain = Occupancy([limit, None], steps), np.zeros(steps, dtype=np.int64)
         for call in calls:
             lo, hi = sorted((call[0] % steps, call[1] % steps))
@@ -123,23 +126,27 @@ def test_a_device_with_a_row_far_under_its_limit_adds_to_the_list_until_a_check_
     assert occupied.peak(0, 8, 8) == 6_006 and calls == {"add": 2, "merge": 2}
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=300, deadline=None)
 @given(st.sampled_from([1, 3, 4, 7, 512]), st.sampled_from([1, 8, 10**6]), st.sampled_from([0, 5, 10**6]),
-       st.integers(1, 100), st.lists(spans, max_size=10), st.lists(spans, min_size=1, max_size=30))  # fmt: skip
+       st.sampled_from([0, 2, 10**6]), st.integers(1, 100), st.lists(spans, max_size=10),
+       st.lists(spans, min_size=1, max_size=30))  # fmt: skip
 def test_steps_merge_adds_as_a_plain_row_and_keeps_each_blocks_peak(
     block: int,
     bulk: int,
     far: int,
+    few: int,
     steps: int,
     before: list[tuple[int, int, int]],
     merged: list[tuple[int, int, int]],
 ) -> None:
     """`Steps.merge` after adds (pending adds over whole blocks): every step and every block's
-    peak (`top`, what `high` and `peak` read) as the plain row, whichever way it merges."""
+    peak (`top`, what `high` and `peak` read) as the plain row, whichever way it merges
+    (long-lived tensors one by one or by their blocks and end pieces: `_FAR`, `_FEW`)."""
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(occupancy, "BLOCK", block)
         patch.setattr(occupancy, "_BULK", bulk)
         patch.setattr(occupancy, "_FAR", far)
+        patch.setattr(occupancy, "_FEW", few)
         start = np.arange(steps, dtype=np.int64) * 1000
         row, plain = Steps(start.copy()), start.copy()
         for a, b, size in before:
