@@ -2,8 +2,15 @@
 # these declarations; see gpuplace/compiled.py). The Python source runs the same code.
 import cython
 
-@cython.locals(n=Py_ssize_t, i=Py_ssize_t, into="Py_ssize_t[:]")
+@cython.locals(into="Py_ssize_t[:]")
 cpdef int_array(values)
 
-@cython.locals(n=Py_ssize_t, i=Py_ssize_t, into="double[:]")
+@cython.locals(into="double[:]")
 cpdef float_array(values)
+
+ctypedef fused Item:
+    Py_ssize_t
+    double
+
+@cython.locals(n=Py_ssize_t, i=Py_ssize_t)
+cpdef void _fill(values, Item[:] into)
