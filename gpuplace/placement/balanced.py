@@ -601,12 +601,12 @@ def _faster_alone(flat: Flat, dev: Sequence[int], models: Sequence[DeviceModel],
                   link: LinkModel, times: Sequence[Sequence[float]], spread: Estimate,
                   network: Network | None = None) -> Estimate | None:  # fmt: skip
     """The estimate of TensorFlow's own placement (op i on `dev[i]`) when it is faster than
-    `spread` and fits every device, else None. Not simulated when it cannot be faster: each device runs its ops
-    one after another, so no op ends before the sum of its device's op times so far (summed
-    in graph order, as `simulate` adds them: rounding is monotonic, so the float sum is never
-    above the device's end), and a sum at or above `spread`'s makespan settles it. Nor when
-    it cannot fit (`_outlive_a_limit`). `times`: each op's seconds on each device
-    (`work_times`)."""
+    `spread` and fits every device, else None. Not simulated when it cannot be faster: each
+    device runs its ops one after another, so no op ends before the sum of its device's op
+    times so far (summed in graph order, as `simulate` adds them: rounding is monotonic, so
+    the float sum is never above the device's end), and a sum at or above `spread`'s makespan
+    settles it. Nor when it cannot fit (`_outlive_a_limit`). `times`: each op's seconds on
+    each device (`work_times`)."""
     busy = [0.0] * len(models)
     for seconds, device in zip(times, dev, strict=True):
         busy[device] += seconds[device]
